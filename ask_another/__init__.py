@@ -1,0 +1,1 @@
+"""ask-another: ask other models for a second opinion or a deep research report."""

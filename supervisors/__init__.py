@@ -1,0 +1,1 @@
+"""supervisors: an Erlang/OTP-style actor runtime on trio."""
