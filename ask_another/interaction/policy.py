@@ -1,0 +1,83 @@
+"""The permission policy: answers a tool call's permission request before any person is asked.
+
+Written as comma-separated `key=value` pairs (the `ASK_ANOTHER_PERMISSIONS` setting), where a key
+is a tool class (`read`, `effect`) or a tool name and a value is `allow`, `ask` or `deny`. A tool
+name overrides its class. Unnamed classes keep the default `read=allow,effect=ask`: reading is
+harmless, changing the world needs a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Literal, get_args
+
+from ask_another.errors import AskAnotherError
+from ask_another.interaction.types import ToolClass
+
+Rule = Literal["allow", "ask", "deny"]
+
+_RULES: tuple[str, ...] = get_args(Rule)
+_CLASSES: tuple[str, ...] = get_args(ToolClass)
+DEFAULT_TEXT = "read=allow,effect=ask"
+
+
+class PolicyError(AskAnotherError):
+    """The permission policy text is malformed; the message names the offending pair."""
+
+
+class Policy:
+    """Decides `allow`, `ask` or `deny` for a tool call from its name and class."""
+
+    __slots__ = ("_by_class", "_by_tool")
+
+    def __init__(
+        self,
+        by_class: Mapping[str, Rule] | None = None,
+        by_tool: Mapping[str, Rule] | None = None,
+    ) -> None:
+        classes: dict[str, Rule] = {"read": "allow", "effect": "ask"}
+        classes.update(by_class or {})
+        self._by_class = MappingProxyType(classes)
+        self._by_tool = MappingProxyType(dict(by_tool or {}))
+
+    @classmethod
+    def parse(cls, text: str | None) -> Policy:
+        """Parse `read=allow,effect=ask,read_article=deny`; blank text gives the default."""
+        by_class: dict[str, Rule] = {}
+        by_tool: dict[str, Rule] = {}
+        for raw in (text or "").split(","):
+            pair = raw.strip()
+            if not pair:
+                continue
+            key, sep, value = (part.strip() for part in pair.partition("="))
+            if not sep or not key:
+                raise PolicyError(
+                    f"permission rule {pair!r} is not key=value "
+                    f"(for example {DEFAULT_TEXT!r})"
+                )
+            if value not in _RULES:
+                raise PolicyError(
+                    f"permission rule {pair!r}: {value!r} is not one of {', '.join(_RULES)}"
+                )
+            target = by_class if key in _CLASSES else by_tool
+            if key in target:
+                raise PolicyError(f"permission rule for {key!r} is given twice")
+            target[key] = value  # type: ignore[assignment]
+        return cls(by_class, by_tool)
+
+    def decide(self, tool: str, class_: ToolClass) -> Rule:
+        return self._by_tool.get(tool) or self._by_class[class_]
+
+    def __str__(self) -> str:
+        pairs = [*self._by_class.items(), *sorted(self._by_tool.items())]
+        return ",".join(f"{key}={value}" for key, value in pairs)
+
+    def __repr__(self) -> str:
+        return f"Policy({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Policy) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))

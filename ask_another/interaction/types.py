@@ -1,0 +1,72 @@
+"""The values that cross the Interaction boundary, field for field as in Mead's behaviour.
+
+They are frozen msgspec Structs so that an agent host can `match` on them, encode them to JSON for
+its own UI, and trust that nobody changes them behind its back.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+ToolClass = Literal["read", "effect"]
+"""`read` tools only look (read an article); `effect` tools change something outside the turn."""
+
+ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
+
+
+class PermissionRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What the router asks before running one tool call."""
+
+    tool_call_id: str
+    tool: str
+    server: str
+    # `class` is a Python keyword; the attribute is `class_` and the wire name stays `class`.
+    class_: ToolClass = msgspec.field(name="class")
+    arguments: dict[str, object]
+
+
+class ToolUpdate(msgspec.Struct, frozen=True, kw_only=True):
+    """One step of a tool call's lifecycle: pending, in_progress, then completed or failed."""
+
+    tool_call_id: str
+    title: str
+    status: ToolStatus
+    current_step: str | None = None
+    progress: float | None = None
+    cancellable: bool = False
+
+
+class ChoiceOption(msgspec.Struct, frozen=True):
+    id: str
+    label: str
+
+
+class Choice(msgspec.Struct, frozen=True, kw_only=True):
+    """A multiple-choice question put to the person by the `ask_user` tool."""
+
+    tool_call_id: str
+    prompt: str
+    options: list[ChoiceOption]
+
+
+class Allow(msgspec.Struct, frozen=True, tag="allow"):
+    """The call may run."""
+
+
+class Deny(msgspec.Struct, frozen=True, tag="deny"):
+    """The call must not run; `reason` says whether a person said no or nobody answered in time."""
+
+    reason: Literal["rejected", "expired"] = "rejected"
+
+
+Decision = Allow | Deny
+
+ALLOW = Allow()
+
+
+class ChoiceFailed(msgspec.Struct, frozen=True):
+    """`ask_choice` got no option: the time ran out, or there was nobody to ask."""
+
+    reason: Literal["expired", "no_answer"]
