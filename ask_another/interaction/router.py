@@ -1,0 +1,293 @@
+"""One router turn: call the model with tools, run what it asks for under the lifecycle, repeat.
+
+For every tool call the model asks for, in the order it gave them:
+
+1. a tool the model named wrongly is reported `failed` without asking anyone;
+2. `tool_updated(pending)`; arguments that are not a JSON object or do not fit the tool's schema
+   fail here with a message the model can act on, without asking anyone;
+3. the policy answers `allow` or `deny` itself, or (`ask`) the Interaction's `request_permission`
+   does; a denied call never runs and the model receives an error result that says why;
+4. on allow, the tool runs in its own task with its own cancel scope: `register_call` with a
+   handle that cancels just that call, `tool_updated(in_progress, cancellable=True)`, then
+   `completed` or `failed`.
+
+Results go back to the model as tool messages and the turn continues until the model answers
+without asking for tools (or `max_rounds` is reached). A turn without an Interaction runs under
+the policy silently: what the policy would ask a person about is denied, since nobody can answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+import trio
+
+from ask_another.interaction.policy import Policy
+from ask_another.interaction.protocol import Interaction
+from ask_another.interaction.tools import ToolCall, ToolRegistry
+from ask_another.interaction.types import (
+    Allow,
+    Decision,
+    Deny,
+    PermissionRequest,
+    ToolStatus,
+    ToolUpdate,
+)
+
+log = structlog.get_logger("ask_another.router")
+
+Message = dict[str, Any]
+
+
+class RequestedCall(Protocol):
+    """A tool call as the model asked for it (the gateway's result type fits this)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> str | Mapping[str, object]: ...
+
+
+class ModelAnswer(Protocol):
+    @property
+    def text(self) -> str: ...
+    @property
+    def tool_calls(self) -> Sequence[RequestedCall]: ...
+
+
+ModelCall = Callable[
+    [list[Message], list[dict[str, object]], Callable[[str], Awaitable[None]] | None],
+    Awaitable[ModelAnswer],
+]
+"""`(messages, tool definitions, on_delta)` -> the model's answer. `on_delta` is None when nobody
+listens for text fragments; a provider that cannot stream never calls it."""
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """What became of one tool call, kept for the job timeline and for history replay."""
+
+    id: str
+    tool: str
+    arguments: object
+    status: ToolStatus
+    result: object = None
+
+
+@dataclass(slots=True)
+class TurnResult:
+    text: str
+    messages: list[Message]
+    """Every message this turn added: assistant tool-call messages, tool results, final answer."""
+    calls: list[CallRecord] = field(default_factory=list)
+    rounds: int = 0
+
+
+class _ScopeHandle:
+    """The CallHandle for one running tool call: cancelling it cancels only that call."""
+
+    __slots__ = ("_scope", "reason")
+
+    def __init__(self, scope: trio.CancelScope) -> None:
+        self._scope = scope
+        self.reason: str | None = None
+
+    def cancel(self, reason: str = "cancelled by the user") -> None:
+        if self.reason is None:
+            self.reason = reason
+        self._scope.cancel()
+
+
+def _tool_message(call_id: str, result: object) -> Message:
+    return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(result, default=str)}
+
+
+def _failure(message: str) -> dict[str, object]:
+    return {"success": False, "error": message}
+
+
+def _parse_arguments(raw: str | Mapping[str, object]) -> tuple[dict[str, object] | None, str]:
+    if isinstance(raw, Mapping):
+        return dict(raw), ""
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        return None, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+    if not isinstance(value, dict):
+        return None, "arguments must be a JSON object"
+    return value, ""
+
+
+async def run_turn(
+    model_call: ModelCall,
+    messages: Sequence[Message],
+    tools: ToolRegistry,
+    *,
+    policy: Policy,
+    interaction: Interaction | None = None,
+    max_rounds: int = 8,
+) -> TurnResult:
+    """Run one turn from `messages` (not modified) and return what it added.
+
+    Cancellation: cancelling the caller cancels the model call or the running tool; the
+    Interaction is not told (the job that owns the turn records the cancellation).
+    """
+    history = list(messages)
+    result = TurnResult(text="", messages=[])
+    definitions = tools.definitions()
+    on_delta = interaction.text_delta if interaction is not None else None
+    for _ in range(max_rounds):
+        result.rounds += 1
+        answer = await model_call(history, definitions, on_delta)
+        if not answer.tool_calls:
+            final: Message = {"role": "assistant", "content": answer.text}
+            history.append(final)
+            result.messages.append(final)
+            result.text = answer.text
+            return result
+        asked: Message = {
+            "role": "assistant",
+            "content": answer.text or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": call.arguments
+                        if isinstance(call.arguments, str)
+                        else json.dumps(call.arguments),
+                    },
+                }
+                for call in answer.tool_calls
+            ],
+        }
+        history.append(asked)
+        result.messages.append(asked)
+        for call in answer.tool_calls:
+            record = await _run_call(call, tools, policy, interaction)
+            result.calls.append(record)
+            reply = _tool_message(call.id, record.result)
+            history.append(reply)
+            result.messages.append(reply)
+    result.text = (
+        f"The turn stopped after {max_rounds} rounds of tool calls without a final answer."
+    )
+    return result
+
+
+async def _decide(
+    request: PermissionRequest, policy: Policy, interaction: Interaction | None
+) -> Decision:
+    rule = policy.decide(request.tool, request.class_)
+    if rule == "allow":
+        return Allow()
+    if rule == "deny" or interaction is None:
+        return Deny("rejected")
+    return await interaction.request_permission(request)
+
+
+async def _run_call(
+    call: RequestedCall,
+    tools: ToolRegistry,
+    policy: Policy,
+    interaction: Interaction | None,
+) -> CallRecord:
+    async def update(status: ToolStatus, title: str, **extra: Any) -> None:
+        if interaction is not None:
+            await interaction.tool_updated(
+                ToolUpdate(tool_call_id=call.id, title=title, status=status, **extra)
+            )
+
+    tool = tools.get(call.name)
+    if tool is None:
+        message = (
+            f"unknown tool {call.name!r}; the tools available are: "
+            + (", ".join(tools.names()) or "none")
+        )
+        await update("failed", call.name, current_step=message)
+        log.info("tool.unknown", tool_call_id=call.id, tool=call.name)
+        return CallRecord(call.id, call.name, call.arguments, "failed", _failure(message))
+
+    title = tool.title or tool.name
+    await update("pending", title)
+    arguments, problem = _parse_arguments(call.arguments)
+    if arguments is not None:
+        problem = tool.check_arguments(arguments) or ""
+    elif problem:
+        problem = f"invalid arguments for {tool.name}: {problem}"
+    if problem:
+        await update("failed", title, current_step=problem)
+        return CallRecord(call.id, tool.name, call.arguments, "failed", _failure(problem))
+    assert arguments is not None
+
+    request = PermissionRequest(
+        tool_call_id=call.id,
+        tool=tool.name,
+        server=tool.server,
+        class_=tool.class_,
+        arguments=arguments,
+    )
+    decision = await _decide(request, policy, interaction)
+    if isinstance(decision, Deny):
+        message = (
+            f"permission to run {tool.name} was denied ({decision.reason}); "
+            "the call did not run"
+        )
+        await update("failed", title, current_step=f"denied: {decision.reason}")
+        log.info("tool.denied", tool_call_id=call.id, tool=tool.name, reason=decision.reason)
+        return CallRecord(call.id, tool.name, arguments, "failed", _failure(message))
+
+    return await _run_allowed(call.id, tool.name, title, arguments, tools, interaction, update)
+
+
+async def _run_allowed(
+    call_id: str,
+    name: str,
+    title: str,
+    arguments: dict[str, object],
+    tools: ToolRegistry,
+    interaction: Interaction | None,
+    update: Callable[..., Awaitable[None]],
+) -> CallRecord:
+    tool = tools.get(name)
+    assert tool is not None
+    outcome: dict[str, object] = {}
+    # The tool starts only once in_progress has been told, so its own use of the Interaction
+    # (ask_user asks a choice) never overlaps the lifecycle callbacks.
+    announced = trio.Event()
+
+    async def work(task_status: trio.TaskStatus[_ScopeHandle]) -> None:
+        with trio.CancelScope() as scope:
+            handle = _ScopeHandle(scope)
+            task_status.started(handle)
+            await announced.wait()
+            try:
+                outcome["value"] = await tool.run(
+                    ToolCall(id=call_id, name=name, arguments=arguments, interaction=interaction)
+                )
+            except Exception as exc:  # a tool's failure is the model's information, not a crash
+                log.warning("tool.failed", tool_call_id=call_id, tool=name, exc_info=True)
+                outcome["error"] = f"{name} failed: {exc}"
+        if scope.cancelled_caught:
+            outcome["error"] = handle.reason or "cancelled"
+
+    async with trio.open_nursery() as nursery:
+        handle = await nursery.start(work)
+        if interaction is not None:
+            await interaction.register_call(call_id, handle)
+        await update("in_progress", title, cancellable=True)
+        announced.set()
+
+    if "error" in outcome:
+        message = str(outcome["error"])
+        await update("failed", title, current_step=message)
+        return CallRecord(call_id, name, arguments, "failed", _failure(message))
+    await update("completed", title)
+    return CallRecord(call_id, name, arguments, "completed", outcome.get("value"))
