@@ -1,0 +1,307 @@
+"""The simulator's HTTP face: a Starlette app that records each request and answers it.
+
+Order of decision for a chat completion: a scripted step for the model, else an in-band
+directive in the last user message, else the default deterministic answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from . import _openai
+from ._directives import parse_directives, strip_directives
+from ._interactions import Interactions, InteractionScript
+from ._steps import Drop, Fail, Malformed, Reply, Scripts, SimRequest, Slow, Step, ToolCalls
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_SEND_KEY = "ask_another.simulator.send"
+_DEFAULT_INTERACTION = InteractionScript(statuses=("in_progress", "in_progress", "completed"))
+_RESEARCH_WORDS = ("research", "sonar")
+
+
+class SimulatorState:
+    """Everything the simulator remembers; shared by the server thread and the test thread."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.base_url = ""
+        self.scripts = Scripts()
+        self.interactions = Interactions()
+        self._lock = threading.Lock()
+        self._requests: list[SimRequest] = []
+        self._ids = itertools.count(1)
+
+    def record(self, request: SimRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def requests(self) -> list[SimRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+        self.scripts.clear()
+        self.interactions.clear()
+
+
+def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """The ASGI app. It keeps the server's own ``send`` in the scope so `Drop` can reach the
+    connection and close it without a response, which plain ASGI cannot express."""
+
+    async def chat_completions(request: Request) -> Response:
+        sim_request = await _record(state, request)
+        if sim_request is None:
+            return _bad_json()
+        step = state.scripts.next_for(sim_request)
+        delay = state.latency
+        if step is None:
+            directives = parse_directives(sim_request.last_user_text)
+            delay += directives.delay
+            step = directives.step
+            if isinstance(step, ToolCalls) and _last_role(sim_request) != "user":
+                # The tool results are back: answer, so an agent loop ends.
+                step = None
+            if directives.errors:
+                step = Fail(400, "bad simulator directive: " + "; ".join(directives.errors))
+        if delay > 0:
+            await asyncio.sleep(delay)
+        return await _answer(state, request, sim_request, step or _default_step(state, sim_request))
+
+    async def create_interaction(request: Request) -> Response:
+        sim_request = await _record(state, request)
+        if sim_request is None:
+            return _bad_json()
+        input_text = sim_request.last_user_text
+        directives = parse_directives(input_text)
+        delay = state.latency + directives.delay
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if directives.step is not None and not isinstance(directives.step, ToolCalls):
+            return await _answer(state, request, sim_request, directives.step)
+        default = _DEFAULT_INTERACTION
+        if directives.polls is not None or directives.end_status is not None:
+            polls = directives.polls if directives.polls is not None else 2
+            default = InteractionScript(
+                statuses=("in_progress",) * max(0, polls) + (directives.end_status or "completed",)
+                if polls >= 0
+                else ("completed",)
+            )
+        item = state.interactions.create(
+            sim_request.model or "unknown-agent",
+            strip_directives(input_text),
+            default,
+            state.base_url,
+        )
+        return JSONResponse(item.body(_legacy(sim_request)))
+
+    async def get_interaction(request: Request) -> Response:
+        sim_request = await _record(state, request)
+        if state.latency > 0:
+            await asyncio.sleep(state.latency)
+        item = state.interactions.poll(request.path_params["interaction_id"])
+        if item is None:
+            return _not_found(request.path_params["interaction_id"])
+        return JSONResponse(item.body(_legacy(sim_request)))
+
+    async def cancel_interaction(request: Request) -> Response:
+        await _record(state, request)
+        if state.latency > 0:
+            await asyncio.sleep(state.latency)
+        item = state.interactions.cancel(request.path_params["interaction_id"])
+        if item is None:
+            return _not_found(request.path_params["interaction_id"])
+        return JSONResponse({"id": item.id, "status": item.status})
+
+    async def source_page(request: Request) -> Response:
+        # Cited URLs resolve to a small article, so read_article can be exercised offline.
+        path = request.url.path
+        return HTMLResponse(
+            "<html><head><title>Simulated source</title></head><body><article>"
+            f"<h1>Simulated source {path}</h1>"
+            "<p>This page is served by the ask-another simulator. It stands in for a web page "
+            "that a research report cites, so that reading a cited source works offline.</p>"
+            "<p>It contains no real information.</p></article></body></html>"
+        )
+
+    async def models(request: Request) -> Response:
+        await _record(state, request)
+        return JSONResponse({"object": "list", "data": []})
+
+    starlette = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1beta/interactions", create_interaction, methods=["POST"]),
+            Route("/v1beta/interactions/{interaction_id}", get_interaction, methods=["GET"]),
+            Route(
+                "/v1beta/interactions/{interaction_id}/cancel",
+                cancel_interaction,
+                methods=["POST"],
+            ),
+            Route("/sources/{rest:path}", source_page, methods=["GET"]),
+        ]
+    )
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[_SEND_KEY] = send
+        await starlette(scope, receive, send)
+
+    return app
+
+
+async def _record(state: SimulatorState, request: Request) -> SimRequest | None:
+    raw = await request.body()
+    try:
+        body = json.loads(raw) if raw else {}
+    except ValueError:
+        body = None
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    json_body = body if isinstance(body, dict) else {}
+    model = json_body.get("model") or json_body.get("agent")
+    sim_request = SimRequest(
+        method=request.method,
+        path=request.url.path,
+        model=model if isinstance(model, str) else None,
+        json=json_body,
+        headers=headers,
+    )
+    state.record(sim_request)
+    return sim_request if isinstance(body, dict) else None
+
+
+def _bad_json() -> Response:
+    return JSONResponse(
+        _openai.error_body(Fail(400, "We could not parse the JSON body of your request.")),
+        status_code=400,
+    )
+
+
+def _not_found(interaction_id: str) -> Response:
+    return JSONResponse(
+        {
+            "error": {
+                "code": 404,
+                "message": f"Interaction {interaction_id} not found",
+                "status": "NOT_FOUND",
+            }
+        },
+        status_code=404,
+    )
+
+
+def _legacy(request: SimRequest | None) -> bool:
+    return request is not None and request.headers.get("api-revision", "") < "2026-05-20"
+
+
+def _last_role(request: SimRequest) -> str | None:
+    messages = request.messages
+    return messages[-1].get("role") if messages else None
+
+
+def _default_step(state: SimulatorState, request: SimRequest) -> Reply:
+    model = request.model or "simulated"
+    if _last_role(request) == "tool":
+        results = [
+            _content_snippet(m.get("content")) for m in request.messages if m.get("role") == "tool"
+        ]
+        return Reply(
+            f"[simulated {model}] answer using {len(results)} tool result(s): "
+            + " | ".join(results)
+        )
+    question = strip_directives(request.last_user_text)[:200]
+    text = f"[simulated {model}] answer to: {question}"
+    if any(word in model.lower() for word in _RESEARCH_WORDS):
+        n = state.next_id()
+        citations = [f"{state.base_url}/sources/completion-{n}/{i}" for i in (1, 2)]
+        return Reply(text + " [1][2]", citations=citations)
+    return Reply(text)
+
+
+def _content_snippet(content: object) -> str:
+    text = content if isinstance(content, str) else json.dumps(content)
+    return text[:100]
+
+
+async def _answer(
+    state: SimulatorState, request: Request, sim_request: SimRequest, step: Step
+) -> Response:
+    while isinstance(step, Slow):
+        await asyncio.sleep(step.seconds)
+        step = step.then or _default_step(state, sim_request)
+    match step:
+        case Fail():
+            return JSONResponse(
+                _openai.error_body(step),
+                status_code=step.status,
+                headers=_openai.error_headers(step),
+            )
+        case Drop():
+            if await _drop(request):
+                return _NoResponse()
+            # The server gave no way to abort the connection: fail it halfway instead.
+            raise ConnectionAbortedError("simulated dropped connection")
+        case Malformed():
+            if sim_request.stream:
+                return Response(f"data: {step.body}\n\n", media_type="text/event-stream")
+            return Response(step.body, media_type="application/json")
+        case Reply() | ToolCalls():
+            completion_id = f"chatcmpl-sim{state.next_id()}"
+            call_base = state.next_id()
+            if sim_request.stream:
+                return StreamingResponse(
+                    _sse(_openai.stream_events(sim_request, step, completion_id, call_base)),
+                    media_type="text/event-stream",
+                    headers={"cache-control": "no-cache"},
+                )
+            return JSONResponse(_openai.completion(sim_request, step, completion_id, call_base))
+    raise TypeError(f"not a simulator step: {step!r}")
+
+
+async def _sse(events: Any) -> AsyncIterator[bytes]:
+    for event in events:
+        yield f"data: {event}\n\n".encode()
+        # Let each chunk go out on its own, as a real provider's would.
+        await asyncio.sleep(0)
+
+
+async def _drop(request: Request) -> bool:
+    send = request.scope.get(_SEND_KEY)
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    if transport is None:
+        return False
+    transport.abort()
+    # Let the server see the connection is gone, so it does not answer with a 500 of its own.
+    for _ in range(3):
+        await asyncio.sleep(0)
+    return True
+
+
+class _NoResponse(Response):
+    """Sends nothing: the connection was already aborted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        return None
