@@ -144,8 +144,7 @@ class _PinnedTransport(httpx.AsyncHTTPTransport):
     instead of silently connecting without pins.
     """
 
-    def __init__(self, backend: _PinnedBackend) -> None:
-        context = _ssl_context()
+    def __init__(self, backend: _PinnedBackend, context: ssl.SSLContext) -> None:
         super().__init__(verify=context, trust_env=False, retries=0)
         if not isinstance(getattr(self, "_pool", None), httpcore.AsyncConnectionPool):
             raise RuntimeError("httpx transport internals changed; refusing unpinned fetches")
@@ -159,10 +158,16 @@ class _PinnedTransport(httpx.AsyncHTTPTransport):
         )
 
 
-def open_pinned_client(backend: _PinnedBackend, timeout: float) -> httpx.AsyncClient:
-    """An httpx client that connects only through ``backend``'s pins and never follows redirects."""
+def open_pinned_client(
+    backend: _PinnedBackend, timeout: float, ssl_context: ssl.SSLContext | None = None
+) -> httpx.AsyncClient:
+    """An httpx client that connects only through ``backend``'s pins and never follows redirects.
+
+    ``ssl_context`` defaults to a verifying context with the certifi CA bundle; tests pass one
+    that trusts their own CA.
+    """
     return httpx.AsyncClient(
-        transport=_PinnedTransport(backend),
+        transport=_PinnedTransport(backend, ssl_context or _ssl_context()),
         follow_redirects=False,
         trust_env=False,
         timeout=httpx.Timeout(timeout),
@@ -300,10 +305,27 @@ async def fetch_page(
     except httpx.TimeoutException as exc:
         raise FetchError(f"the server did not answer within {operation_timeout:g} s") from exc
     except httpx.ConnectError as exc:
-        raise FetchError(f"could not connect to {url.host} ({exc})") from exc
+        raise FetchError(connect_failure_reason(exc, url.host)) from exc
     except httpx.HTTPError as exc:
         raise FetchError(f"the connection failed ({type(exc).__name__}: {exc})") from exc
     raise FetchError(f"it redirected more than {max_redirects} times")
+
+
+def connect_failure_reason(exc: BaseException, host: str) -> str:
+    """Words for a failed connect; httpx wraps TLS failures in exceptions with empty messages."""
+    detail = ""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return (
+                f"the TLS certificate of {host} could not be verified "
+                f"({cause.verify_message or cause.reason})"
+            )
+        if isinstance(cause, ssl.SSLError):
+            return f"the TLS handshake with {host} failed ({cause.reason or cause})"
+        detail = detail or str(cause)
+        cause = cause.__cause__ or cause.__context__
+    return f"could not connect to {host} ({detail or type(exc).__name__})"
 
 
 def _redirect_target(url: httpx.URL, response: httpx.Response) -> httpx.URL:

@@ -84,10 +84,16 @@ async def read_article(
     non-public addresses are refused, on every redirect, unless named in ``allow_hosts``
     (``host`` or ``host:port``). ``max_bytes`` caps the body, ``timeout`` the whole fetch.
     Extraction runs in a worker thread after the fetch and is not covered by ``timeout``
-    (the byte cap bounds it). Cancelling the caller cancels the fetch.
+    (the byte cap bounds it: about 0.7 s for 5 MB of HTML). Cancelling the caller cancels the
+    fetch; a cancelled extraction finishes its thread first. Raises only for programming
+    errors: ``ValueError`` for a non-positive limit, ``TypeError`` for a string ``allow_hosts``.
     """
+    # Programming errors, not fetch failures: these raise.
     if max_bytes <= 0 or timeout <= 0:
         raise ValueError("max_bytes and timeout must be positive")
+    if isinstance(allow_hosts, str):
+        # A raw "a,b" string would be matched character by character: refuse it loudly.
+        raise TypeError("allow_hosts must be a collection of host entries, not one string")
     if not isinstance(url, str) or not url.strip():
         return {"success": False, "error": "No URL provided"}
     url = url.strip()

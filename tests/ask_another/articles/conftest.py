@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 import pytest
 import trio
 from loopback_pages import PageServer, StartServer
@@ -9,12 +11,22 @@ from loopback_pages import PageServer, StartServer
 
 @pytest.fixture
 def start_page_server(nursery: trio.Nursery) -> StartServer:
-    """Start another PageServer on a free loopback port; it stops when the test ends."""
+    """Start another PageServer on a free loopback port; it stops when the test ends.
 
-    async def start() -> PageServer:
+    With an ``ssl_context`` the server speaks HTTPS.
+    """
+
+    async def start(ssl_context: ssl.SSLContext | None = None) -> PageServer:
         server = PageServer()
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-        server.port = listeners[0].socket.getsockname()[1]
+        listeners: list[trio.SocketListener] | list[trio.SSLListener[trio.SocketStream]]
+        if ssl_context is None:
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            server.port = listeners[0].socket.getsockname()[1]
+        else:
+            listeners = await trio.open_ssl_over_tcp_listeners(
+                0, ssl_context, host="127.0.0.1", https_compatible=True
+            )
+            server.port = listeners[0].transport_listener.socket.getsockname()[1]
         nursery.start_soon(trio.serve_listeners, server.handle, listeners)
         return server
 

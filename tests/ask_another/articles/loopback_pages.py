@@ -8,8 +8,10 @@ and it records every request it received, so a test can prove a request never ar
 from __future__ import annotations
 
 import http
-from collections.abc import Awaitable, Callable
+import ssl
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import trio
 
@@ -52,7 +54,7 @@ class PageServer:
         self.pages[path] = page
         return self.url(path)
 
-    async def handle(self, stream: trio.SocketStream) -> None:
+    async def handle(self, stream: trio.abc.Stream) -> None:
         try:
             data = b""
             while b"\r\n\r\n" not in data:
@@ -75,7 +77,7 @@ class PageServer:
         finally:
             await stream.aclose()
 
-    async def _respond(self, stream: trio.SocketStream, page: Page) -> None:
+    async def _respond(self, stream: trio.abc.Stream, page: Page) -> None:
         if page.delay:
             await trio.sleep(page.delay)
         lines = [
@@ -100,4 +102,5 @@ class PageServer:
             await stream.send_all(page.body)
 
 
-StartServer = Callable[[], Awaitable[PageServer]]
+class StartServer(Protocol):
+    def __call__(self, ssl_context: ssl.SSLContext | None = None) -> Awaitable[PageServer]: ...

@@ -338,3 +338,42 @@ async def test_connections_go_to_the_pinned_address_with_the_real_host_header(
     assert [(r.target, r.headers["host"]) for r in page_server.requests] == [
         ("/pinned", f"rebind.test:{page_server.port}")
     ]
+
+
+async def test_closed_port_is_a_clear_connection_failure() -> None:
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    await listener.aclose()  # nothing listens there any more
+    url = f"http://127.0.0.1:{port}/a"
+
+    result = await read_article(url, allow_hosts=[f"127.0.0.1:{port}"])
+
+    assert result["success"] is False
+    assert result["error"].startswith(
+        f"Could not fetch article content from {url}: could not connect to 127.0.0.1 ("
+    )
+
+
+async def test_a_crash_inside_extraction_is_a_failure_not_an_exception(
+    page_server: PageServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_extract(html: str, url: str | None = None) -> str | None:
+        raise RuntimeError("parser exploded")
+
+    monkeypatch.setattr("ask_another.articles._read.extract_article_text", broken_extract)
+    url = page_server.add("/a", Page(article_html(PARAGRAPHS)))
+
+    with structlog.testing.capture_logs() as logs:
+        result = await read_article(url, allow_hosts=[page_server.hostport])
+
+    assert result == {
+        "success": False,
+        "error": f"Could not fetch article content from {url}: "
+        "an unexpected error occurred (RuntimeError)",
+    }
+    assert [e["event"] for e in logs] == ["article.read_crashed", "article.fetch_failed"]
+
+
+async def test_a_plain_string_allowlist_is_a_programming_error() -> None:
+    with pytest.raises(TypeError, match="not one string"):
+        await read_article("http://127.0.0.1/", allow_hosts="127.0.0.1,localhost")
