@@ -242,12 +242,19 @@ def _render_markers(text: str, style: CitationStyle | None, number: Mapping[int,
     return _PLACEHOLDER_RUN.sub(run, text)
 
 
+def _autolink(url: str) -> str:
+    # Whitespace or angle brackets would end a markdown autolink early.
+    url = re.sub(r"\s+", "%20", url.strip()).replace("<", "%3C").replace(">", "%3E")
+    return f"<{url}>" if url else ""
+
+
 def _source_list(sources: Sequence[tuple[int, Citation]], style: CitationStyle) -> str:
     """The list of sources that closes the markdown report, in the style's form."""
     lines: list[str] = []
     for number, citation in sources:
         title = _one_line(citation.title)
-        url = f" <{citation.url}>" if citation.url else ""
+        link = _autolink(citation.url) if citation.url else ""
+        url = f" {link}" if link else ""
         if style == "inline":
             lines.append(f"- **[{number}]**: {title}{url}")
         elif style == "footnote":
@@ -255,8 +262,8 @@ def _source_list(sources: Sequence[tuple[int, Citation]], style: CitationStyle) 
             lines.append(f"[^{number}]: {title}{url}{accessed}")
         else:
             parts = [f"{number}. {title}."]
-            if citation.url:
-                parts.append(f"<{citation.url}>.")
+            if link:
+                parts.append(f"{link}.")
             if citation.accessed_date:
                 parts.append(f"Accessed {citation.accessed_date}.")
             if citation.excerpt:

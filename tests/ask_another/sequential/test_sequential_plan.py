@@ -343,3 +343,18 @@ def test_public_names_are_exported_and_sorted() -> None:
     assert sequential.__all__ == sorted(sequential.__all__)
     for name in sequential.__all__:
         assert hasattr(sequential, name)
+
+
+@pytest.mark.parametrize(
+    ("depth", "base", "phases"), [("shallow", 3, 2), ("standard", 5, 3), ("deep", 8, 4)]
+)
+@pytest.mark.parametrize("focus_count", [0, 1, 4])
+def test_query_and_phase_counts_per_depth(
+    depth: str, base: int, phases: int, focus_count: int
+) -> None:
+    plan = sequential_research_plan(
+        {"topic": "t", "depth": depth, "focus_areas": [f"area {i}" for i in range(focus_count)]},
+        now=NOW,
+    )
+    assert len(plan["queries"]) == base + focus_count
+    assert len(plan["execution_order"]) == phases
