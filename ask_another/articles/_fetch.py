@@ -276,11 +276,11 @@ async def fetch_page(
     backend = _PinnedBackend()
     try:
         async with open_pinned_client(backend, operation_timeout) as client:
-            for _hop in range(max_redirects + 1):
+            for hop in range(max_redirects + 1):
                 try:
                     await check_and_pin(url, allow_hosts, backend)
                 except FetchError as exc:
-                    if _hop == 0:
+                    if hop == 0:
                         raise
                     raise FetchError(f"it redirects to {url}, but {exc.reason}") from exc
                 async with client.stream("GET", url) as response:
