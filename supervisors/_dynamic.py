@@ -1,0 +1,241 @@
+"""DynamicSupervisor: children started on demand, one_for_one, with an optional max_children.
+
+Like Elixir's DynamicSupervisor: it starts empty, `start_child(spec)` returns the child's ref,
+restarts follow each child's restart policy under the supervisor-wide intensity, and on shutdown
+every child is stopped concurrently (each through its own shutdown ladder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Hashable
+from contextlib import asynccontextmanager
+from typing import Any, Literal, final
+
+import trio
+
+from ._actor import ActorRef, Caller, spawn
+from ._errors import InvalidSpec, MaxChildren, StartError, UnknownChild
+from ._log import logger
+from ._reasons import Down, ExitReason
+from ._registry import Registry
+from ._spec import ChildSpec, Start
+from ._supervisor import (
+    ChildCounts,
+    ChildInfo,
+    _CallError,
+    _check_limits,
+    _Child,
+    _count,
+    _request,
+    _scoped,
+    _should_restart,
+    _SupervisorBase,
+)
+
+
+class DynamicSupervisor(_SupervisorBase):
+    _children: dict[ActorRef, _Child]
+    _max_children: int | None
+
+    async def init(
+        self, max_children: int | None = None, max_restarts: int = 3, max_seconds: float = 5
+    ) -> None:
+        _check_max(max_children)
+        self._setup_intensity(max_restarts, max_seconds)
+        self._max_children = max_children
+        self._children = {}
+
+    async def terminate(self, reason: ExitReason) -> None:
+        children = list(self._children.values())
+        self._children = {}
+        async with trio.open_nursery() as nursery:
+            for child in reversed(children):
+                nursery.start_soon(self._shutdown, child)
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        # A bad request is answered with the error as a value: it must not crash the supervisor.
+        try:
+            return await self._request(msg, caller)
+        except (UnknownChild, StartError, MaxChildren) as exc:
+            return _CallError(exc)
+
+    async def _request(self, msg: Any, caller: Caller) -> Any:
+        match msg:
+            case ("start_child", ChildSpec() as spec):
+                if self._max_children is not None and len(self._children) >= self._max_children:
+                    raise MaxChildren(repr(self.ref), self._max_children)
+                child = _Child(spec)
+                ref = await self._start(child)
+                self._children[ref] = child
+                logger().debug(
+                    "supervisor.child_started",
+                    supervisor=repr(self.ref),
+                    child=repr(spec.id),
+                    ref=repr(ref),
+                )
+                return ref
+            case ("terminate_child", ActorRef() as ref):
+                found = self._children.pop(ref, None)
+                if found is None:
+                    raise UnknownChild(repr(self.ref), ref)
+                await self._shutdown(found)
+                return None
+            case ("which_children",):
+                return [child.info() for child in self._children.values()]
+            case ("count_children",):
+                return _count(list(self._children.values()))
+        return await super().handle_call(msg, caller)
+
+    async def handle_info(self, msg: Any) -> None:
+        match msg:
+            case Down(ref, reason):
+                child = self._children.pop(ref, None)
+                if child is not None:
+                    await self._child_exited(child, reason)
+            case _:
+                await super().handle_info(msg)
+
+    async def _child_exited(self, child: _Child, reason: ExitReason) -> None:
+        child.ref = None
+        child.status = "stopped"
+        if not _should_restart(child.spec, reason):
+            return
+        logger().info(
+            "supervisor.child_exited",
+            supervisor=repr(self.ref),
+            child=repr(child.spec.id),
+            reason=str(reason),
+        )
+        while True:
+            if not self._allow_restart():
+                self._give_up(child.spec.id)
+                return
+            child.status = "restarting"
+            try:
+                ref = await self._start(child)
+            except StartError as exc:
+                logger().error(
+                    "supervisor.restart_failed",
+                    supervisor=repr(self.ref),
+                    child=repr(child.spec.id),
+                    error=str(exc),
+                )
+                continue
+            child.restarts += 1
+            self._children[ref] = child
+            logger().info(
+                "supervisor.child_restarted",
+                supervisor=repr(self.ref),
+                child=repr(child.spec.id),
+                restarts=child.restarts,
+                ref=repr(ref),
+            )
+            return
+
+
+def _check_max(max_children: object) -> None:
+    if max_children is not None and (type(max_children) is not int or max_children < 0):
+        raise InvalidSpec(f"max_children must be None or an int >= 0, got {max_children!r}")
+
+
+@final
+class DynamicSupervisorRef(ActorRef):
+    """The ref of a DynamicSupervisor: an `ActorRef` plus start/terminate/introspection."""
+
+    __slots__ = ()
+
+    async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef:  # noqa: ASYNC109
+        """Start a child from `spec` and return its ref once its init finished. Raises
+        `MaxChildren` when full, `StartError` (naming the child id) if init fails."""
+        if not isinstance(spec, ChildSpec):
+            raise InvalidSpec(f"start_child needs a ChildSpec, got {spec!r}")
+        result: ActorRef = await _request(self, ("start_child", spec), timeout)
+        return result
+
+    async def terminate_child(self, ref: ActorRef, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Stop a child through its shutdown ladder and forget it (`UnknownChild` if not ours)."""
+        await _request(self, ("terminate_child", ref), timeout)
+
+    async def which_children(self, timeout: float | None = 5.0) -> list[ChildInfo]:  # noqa: ASYNC109
+        """Every running child in start order."""
+        result: list[ChildInfo] = await _request(self, ("which_children",), timeout)
+        return result
+
+    async def count_children(self, timeout: float | None = 5.0) -> ChildCounts:  # noqa: ASYNC109
+        """How many children, running, supervisors and workers."""
+        result: ChildCounts = await _request(self, ("count_children",), timeout)
+        return result
+
+
+DynamicSupervisor._ref_class = DynamicSupervisorRef
+
+
+async def start_dynamic_supervisor(
+    nursery: trio.Nursery,
+    max_children: int | None = None,
+    max_restarts: int = 3,
+    max_seconds: float = 5,
+    *,
+    name: Hashable | None = None,
+    registry: Registry | None = None,
+) -> DynamicSupervisorRef:
+    """Start an empty DynamicSupervisor in `nursery`."""
+    _check_max(max_children)
+    _check_limits(max_restarts, max_seconds)
+    ref = await spawn(
+        nursery,
+        DynamicSupervisor,
+        max_children,
+        max_restarts,
+        max_seconds,
+        name=name,
+        registry=registry,
+    )
+    assert isinstance(ref, DynamicSupervisorRef)
+    return ref
+
+
+def dynamic_supervisor_spec(
+    id: Hashable,
+    max_children: int | None = None,
+    max_restarts: int = 3,
+    max_seconds: float = 5,
+    *,
+    restart: Literal["permanent", "transient", "temporary"] = "permanent",
+    shutdown: float | Literal["brutal_kill", "infinity"] = "infinity",
+    name: Hashable | None = None,
+    registry: Registry | None = None,
+) -> ChildSpec:
+    """A `ChildSpec` for a DynamicSupervisor nested under another supervisor."""
+    _check_max(max_children)
+    _check_limits(max_restarts, max_seconds)
+    return ChildSpec(
+        id=id,
+        start=Start(
+            DynamicSupervisor,
+            (max_children, max_restarts, max_seconds),
+            name=name,
+            registry=registry,
+        ),
+        restart=restart,
+        shutdown=shutdown,
+        type="supervisor",
+    )
+
+
+@asynccontextmanager
+async def open_dynamic_supervisor(
+    max_children: int | None = None,
+    max_restarts: int = 3,
+    max_seconds: float = 5,
+    *,
+    name: Hashable | None = None,
+    registry: Registry | None = None,
+) -> AsyncIterator[DynamicSupervisorRef]:
+    """``async with open_dynamic_supervisor() as sup:`` — scoped like `open_supervisor`."""
+    async with _scoped(
+        lambda nursery: start_dynamic_supervisor(
+            nursery, max_children, max_restarts, max_seconds, name=name, registry=registry
+        )
+    ) as ref:
+        yield ref

@@ -1,0 +1,29 @@
+"""Where the runtime's structlog events go: the application's configuration, or stderr.
+
+structlog's own default writes to stdout, which would corrupt a stdio protocol; so until the
+application configures structlog, our events go to a stderr logger that drops debug events.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import structlog
+
+_fallback: Any = None
+
+
+def logger() -> Any:
+    """The logger to use for one event (checked per event: configuration can come later)."""
+    global _fallback
+    if structlog.is_configured():
+        return structlog.get_logger("supervisors")
+    if _fallback is None:
+        _fallback = structlog.wrap_logger(
+            structlog.PrintLogger(sys.stderr),
+            processors=structlog.get_config()["processors"],
+            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        )
+    return _fallback

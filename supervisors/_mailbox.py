@@ -1,0 +1,84 @@
+"""The bounded mailbox each actor reads from: one deque, one parked reader, no locks.
+
+Writers never block: `put` queues or raises `MailboxFull` at once. Runtime messages (Down, Exit,
+TaskDone, stop requests) bypass the bound so the runtime itself can never lose a signal. The single
+reader parks with trio's low-level primitives and a writer hands it the item directly, which is
+cheaper than a memory channel.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import outcome
+import trio
+
+_UNSET: Any = object()
+
+
+class Mailbox:
+    __slots__ = ("_capacity", "_closed", "_queue", "_reader")
+
+    def __init__(self, capacity: int) -> None:
+        self._queue: deque[Any] = deque()
+        self._capacity = capacity
+        self._reader: trio.lowlevel.Task | None = None
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def put(self, item: Any) -> bool:
+        """Queue `item` within the bound. False when full or closed: the caller raises."""
+        reader = self._reader
+        if reader is not None:
+            self._reader = None
+            trio.lowlevel.reschedule(reader, outcome.Value(item))
+            return True
+        if len(self._queue) >= self._capacity or self._closed:
+            return False
+        self._queue.append(item)
+        return True
+
+    def put_system(self, item: Any, *, urgent: bool = False) -> None:
+        """Queue a runtime message regardless of the bound; `urgent` puts it first in line.
+        Dropped when the mailbox is closed: the actor is exiting and will read nothing more."""
+        if self._closed:
+            return
+        reader = self._reader
+        if reader is not None:
+            self._reader = None
+            trio.lowlevel.reschedule(reader, outcome.Value(item))
+        elif urgent:
+            self._queue.appendleft(item)
+        else:
+            self._queue.append(item)
+
+    async def get(self) -> Any:
+        """Next item. A checkpoint: waiting parks the task; a ready item still yields once."""
+        if self._queue:
+            await trio.lowlevel.checkpoint()
+            # Nothing else reads this mailbox, so the item is still there after the yield.
+            return self._queue.popleft()
+        self._reader = trio.lowlevel.current_task()
+        return await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: Any) -> trio.lowlevel.Abort:
+        self._reader = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def close(self) -> list[Any]:
+        """Refuse further items and return what was still queued."""
+        self._closed = True
+        items: list[Any] = list(self._queue)
+        self._queue.clear()
+        return items

@@ -1,0 +1,502 @@
+"""Static supervisors: OTP's one_for_one, one_for_all and rest_for_one over a list of child specs.
+
+A supervisor is an actor that owns a nursery; its children run in that nursery, so killing the
+supervisor kills them too. It monitors each child; a `Down` decides a restart by the child's
+restart policy and the strategy. Restart intensity is counted across the whole supervisor on
+trio's clock; when it is exceeded the supervisor stops every child in reverse start order and
+exits with `Shutdown("reached_max_restart_intensity")`, which its own supervisor then handles.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import AsyncIterator, Hashable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal, final
+
+import trio
+
+from ._actor import Actor, ActorRef, Caller
+from ._errors import ActorExited, InvalidSpec, StartError, SupervisorError, UnknownChild
+from ._log import logger
+from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
+from ._registry import Registry
+from ._spec import ChildSpec, ChildType, Start
+
+Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
+ChildStatus = Literal["running", "restarting", "stopped"]
+
+_SHUTDOWN = Shutdown()
+GIVE_UP_REASON = Shutdown("reached_max_restart_intensity")
+"""The exit reason of a supervisor that exceeded its restart intensity."""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ChildInfo:
+    """One row of `which_children()`: `ref` is None while the child is not running."""
+
+    id: Hashable
+    ref: ActorRef | None
+    status: ChildStatus
+    restarts: int
+    type: ChildType
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ChildCounts:
+    """`count_children()`, as OTP: specs known, children running, supervisors, workers."""
+
+    specs: int
+    active: int
+    supervisors: int
+    workers: int
+
+
+@dataclass(slots=True, eq=False)
+class _Child:
+    spec: ChildSpec
+    ref: ActorRef | None = None
+    restarts: int = 0
+    status: ChildStatus = "stopped"
+
+    def info(self) -> ChildInfo:
+        return ChildInfo(self.spec.id, self.ref, self.status, self.restarts, self.spec.type)
+
+
+class _GiveUp(Exception):
+    """Restart intensity exceeded (internal control flow)."""
+
+
+def _check_limits(max_restarts: object, max_seconds: object) -> None:
+    if type(max_restarts) is not int or max_restarts < 0:
+        raise InvalidSpec(f"max_restarts must be an int >= 0, got {max_restarts!r}")
+    if (
+        not isinstance(max_seconds, int | float)
+        or isinstance(max_seconds, bool)
+        or not max_seconds > 0
+        or not math.isfinite(max_seconds)
+    ):
+        raise InvalidSpec(f"max_seconds must be a number > 0, got {max_seconds!r}")
+
+
+class _SupervisorBase(Actor):
+    """What static and dynamic supervisors share: intensity, starting and stopping children."""
+
+    _owns_nursery = True
+    _max_restarts: int
+    _max_seconds: float
+    _restart_times: deque[float]
+
+    def _setup_intensity(self, max_restarts: int, max_seconds: float) -> None:
+        _check_limits(max_restarts, max_seconds)
+        self._max_restarts = max_restarts
+        self._max_seconds = float(max_seconds)
+        self._restart_times = deque()
+
+    def _allow_restart(self) -> bool:
+        """Record one restart; False when that exceeds max_restarts within max_seconds."""
+        now = trio.current_time()
+        times = self._restart_times
+        times.append(now)
+        while times and now - times[0] >= self._max_seconds:
+            times.popleft()
+        return len(times) <= self._max_restarts
+
+    async def _start(self, child: _Child) -> ActorRef:
+        spec = child.spec
+        try:
+            ref = await spec.start.spawn(self.ref._nursery)
+        except StartError as exc:
+            err = StartError(spec.id, exc.reason, f"in {self.ref!r}")
+            err.__cause__ = exc.__cause__ or exc
+            raise err from err.__cause__
+        self.monitor(ref)
+        child.ref = ref
+        child.status = "running"
+        return ref
+
+    async def _shutdown(self, child: _Child, reason: ExitReason = _SHUTDOWN) -> ExitReason:
+        """The shutdown ladder: graceful request, wait up to the spec's timeout, then cancel."""
+        ref = child.ref
+        child.ref = None
+        child.status = "stopped"
+        if ref is None:
+            return Killed()
+        self.demonitor(ref)
+        policy = child.spec.shutdown
+        if policy == "brutal_kill":
+            ref.kill()
+            result = await ref.wait()
+        elif policy == "infinity":
+            result = await ref.stop(reason, timeout=None)
+        else:
+            assert isinstance(policy, float)
+            result = await ref.stop(reason, timeout=policy)
+            if isinstance(result, Killed):
+                logger().warning(
+                    "supervisor.child_killed",
+                    supervisor=repr(self.ref),
+                    child=repr(child.spec.id),
+                    shutdown=policy,
+                )
+        return result
+
+    def _give_up(self, failed: Hashable) -> None:
+        logger().error(
+            "supervisor.gave_up",
+            supervisor=repr(self.ref),
+            child=repr(failed),
+            max_restarts=self._max_restarts,
+            max_seconds=self._max_seconds,
+        )
+        self.stop(GIVE_UP_REASON)
+
+
+def _should_restart(spec: ChildSpec, reason: ExitReason) -> bool:
+    if spec.restart == "permanent":
+        return True
+    if spec.restart == "transient":
+        return is_abnormal(reason)
+    return False
+
+
+class Supervisor(_SupervisorBase):
+    _children: list[_Child]
+    _strategy: Strategy
+
+    async def init(
+        self,
+        children: Sequence[ChildSpec],
+        strategy: Strategy = "one_for_one",
+        max_restarts: int = 3,
+        max_seconds: float = 5,
+    ) -> None:
+        if strategy not in ("one_for_one", "one_for_all", "rest_for_one"):
+            raise InvalidSpec(
+                f"strategy must be 'one_for_one', 'one_for_all' or 'rest_for_one', got {strategy!r}"
+            )
+        self._setup_intensity(max_restarts, max_seconds)
+        self._strategy = strategy
+        seen: set[Hashable] = set()
+        self._children = []
+        for spec in children:
+            if not isinstance(spec, ChildSpec):
+                raise InvalidSpec(f"children must be ChildSpec values, got {spec!r}")
+            if spec.id in seen:
+                raise InvalidSpec(f"duplicate child id {spec.id!r}")
+            seen.add(spec.id)
+            self._children.append(_Child(spec))
+        for child in self._children:
+            try:
+                await self._start(child)
+            except BaseException:
+                # Undo: the children already started stop in reverse order.
+                await self._stop_all()
+                raise
+            _log_started(self.ref, child)
+
+    async def terminate(self, reason: ExitReason) -> None:
+        await self._stop_all()
+
+    async def _stop_all(self, children: Sequence[_Child] | None = None) -> None:
+        for child in reversed(self._children if children is None else children):
+            if child.ref is not None:
+                await self._shutdown(child)
+
+    def _find(self, child_id: Hashable) -> _Child:
+        for child in self._children:
+            if child.spec.id == child_id:
+                return child
+        raise UnknownChild(repr(self.ref), child_id)
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        # A bad request is answered with the error as a value: it must not crash the supervisor.
+        try:
+            return await self._request(msg, caller)
+        except (UnknownChild, StartError) as exc:
+            return _CallError(exc)
+        except _CallError as exc:
+            return exc
+
+    async def _request(self, msg: Any, caller: Caller) -> Any:
+        match msg:
+            case ("which_children",):
+                return [child.info() for child in self._children]
+            case ("count_children",):
+                return _count(self._children)
+            case ("terminate_child", child_id):
+                child = self._find(child_id)
+                if child.ref is not None:
+                    await self._shutdown(child)
+                if child.spec.restart == "temporary":
+                    self._children.remove(child)
+                return None
+            case ("restart_child", child_id):
+                child = self._find(child_id)
+                if child.ref is not None:
+                    raise _CallError(
+                        SupervisorError(f"child {child_id!r} of {self.ref!r} is already running")
+                    )
+                ref = await self._start(child)
+                _log_started(self.ref, child)
+                return ref
+        return await super().handle_call(msg, caller)
+
+    async def handle_info(self, msg: Any) -> None:
+        match msg:
+            case Down(ref, reason):
+                for index, child in enumerate(self._children):
+                    if child.ref is ref:
+                        await self._child_exited(index, child, reason)
+                        return
+            case _:
+                await super().handle_info(msg)
+
+    async def _child_exited(self, index: int, child: _Child, reason: ExitReason) -> None:
+        child.ref = None
+        child.status = "stopped"
+        logger().info(
+            "supervisor.child_exited",
+            supervisor=repr(self.ref),
+            child=repr(child.spec.id),
+            reason=str(reason),
+        )
+        if not _should_restart(child.spec, reason):
+            if child.spec.restart == "temporary":
+                self._children.remove(child)
+            return
+        if not self._allow_restart():
+            self._give_up(child.spec.id)
+            return
+        if self._strategy == "one_for_one":
+            group = [child]
+        elif self._strategy == "one_for_all":
+            group = list(self._children)
+        else:
+            group = self._children[index:]
+        # Stop the rest of the group (reverse start order), then restart it in start order;
+        # temporary siblings taken down this way are dropped, never restarted.
+        await self._stop_all([c for c in group if c is not child])
+        for sibling in group:
+            if sibling is not child and sibling.spec.restart == "temporary":
+                self._children.remove(sibling)
+        for member in group:
+            if member.spec.restart == "temporary" and member is not child:
+                continue
+            member.status = "restarting"
+            try:
+                await self._restart(member)
+            except _GiveUp:
+                self._give_up(member.spec.id)
+                return
+
+    async def _restart(self, child: _Child) -> None:
+        while True:
+            try:
+                await self._start(child)
+            except StartError as exc:
+                logger().error(
+                    "supervisor.restart_failed",
+                    supervisor=repr(self.ref),
+                    child=repr(child.spec.id),
+                    error=str(exc),
+                )
+                child.status = "stopped"
+                if not self._allow_restart():
+                    raise _GiveUp from exc
+                continue
+            child.restarts += 1
+            logger().info(
+                "supervisor.child_restarted",
+                supervisor=repr(self.ref),
+                child=repr(child.spec.id),
+                restarts=child.restarts,
+                ref=repr(child.ref),
+            )
+            return
+
+
+class _CallError(Exception):
+    """An error to hand back to the caller of a supervisor request without crashing it."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _count(children: Sequence[_Child]) -> ChildCounts:
+    return ChildCounts(
+        specs=len(children),
+        active=sum(1 for c in children if c.ref is not None),
+        supervisors=sum(1 for c in children if c.spec.type == "supervisor"),
+        workers=sum(1 for c in children if c.spec.type == "worker"),
+    )
+
+
+def _log_started(sup: ActorRef, child: _Child) -> None:
+    logger().info(
+        "supervisor.child_started",
+        supervisor=repr(sup),
+        child=repr(child.spec.id),
+        ref=repr(child.ref),
+    )
+
+
+async def _request(ref: ActorRef, msg: tuple[Any, ...], timeout: float | None) -> Any:  # noqa: ASYNC109
+    result = await ref.call(msg, timeout=timeout)
+    if isinstance(result, _CallError):
+        raise result.error
+    return result
+
+
+@final
+class SupervisorRef(ActorRef):
+    """The ref of a static supervisor: an `ActorRef` plus OTP's supervisor requests."""
+
+    __slots__ = ()
+
+    async def which_children(self, timeout: float | None = 5.0) -> list[ChildInfo]:  # noqa: ASYNC109
+        """Every child in start order: id, ref (None when not running), status, restarts."""
+        result: list[ChildInfo] = await _request(self, ("which_children",), timeout)
+        return result
+
+    async def count_children(self, timeout: float | None = 5.0) -> ChildCounts:  # noqa: ASYNC109
+        """How many specs, running children, supervisors and workers."""
+        result: ChildCounts = await _request(self, ("count_children",), timeout)
+        return result
+
+    async def terminate_child(self, child_id: Hashable, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Stop a child through its shutdown ladder; it stays stopped (a temporary child's spec is
+        removed). Raises `UnknownChild` for an unknown id."""
+        await _request(self, ("terminate_child", child_id), timeout)
+
+    async def restart_child(self, child_id: Hashable, timeout: float | None = None) -> ActorRef:  # noqa: ASYNC109
+        """Start a stopped child again and return its new ref. Raises `UnknownChild`,
+        `StartError`, or `SupervisorError` if it is running."""
+        result: ActorRef = await _request(self, ("restart_child", child_id), timeout)
+        return result
+
+
+Supervisor._ref_class = SupervisorRef
+
+
+async def start_supervisor(
+    nursery: trio.Nursery,
+    children: Sequence[ChildSpec],
+    strategy: Strategy = "one_for_one",
+    max_restarts: int = 3,
+    max_seconds: float = 5,
+    *,
+    name: Hashable | None = None,
+    registry: Registry | None = None,
+) -> SupervisorRef:
+    """Start a supervisor in `nursery`; its children start in order before this returns.
+
+    A child that fails to start stops the ones already started (reverse order) and raises
+    `StartError` naming that child.
+    """
+    from ._actor import spawn
+
+    try:
+        ref = await spawn(
+            nursery,
+            Supervisor,
+            children,
+            strategy,
+            max_restarts,
+            max_seconds,
+            name=name,
+            registry=registry,
+        )
+    except StartError as exc:
+        inner = exc.__cause__
+        if isinstance(inner, SupervisorError):
+            raise inner from inner.__cause__
+        raise
+    assert isinstance(ref, SupervisorRef)
+    return ref
+
+
+def supervisor_spec(
+    id: Hashable,
+    children: Sequence[ChildSpec],
+    strategy: Strategy = "one_for_one",
+    max_restarts: int = 3,
+    max_seconds: float = 5,
+    *,
+    restart: Literal["permanent", "transient", "temporary"] = "permanent",
+    shutdown: float | Literal["brutal_kill", "infinity"] = "infinity",
+    name: Hashable | None = None,
+    registry: Registry | None = None,
+) -> ChildSpec:
+    """A `ChildSpec` for a nested static supervisor (type ``"supervisor"``)."""
+    _check_limits(max_restarts, max_seconds)
+    return ChildSpec(
+        id=id,
+        start=Start(
+            Supervisor,
+            (tuple(children), strategy, max_restarts, max_seconds),
+            name=name,
+            registry=registry,
+        ),
+        restart=restart,
+        shutdown=shutdown,
+        type="supervisor",
+    )
+
+
+@asynccontextmanager
+async def open_supervisor(
+    children: Sequence[ChildSpec],
+    strategy: Strategy = "one_for_one",
+    max_restarts: int = 3,
+    max_seconds: float = 5,
+    *,
+    name: Hashable | None = None,
+    registry: Registry | None = None,
+) -> AsyncIterator[SupervisorRef]:
+    """``async with open_supervisor(children) as sup:`` — a supervisor scoped to the block.
+
+    Leaving the block shuts the children down in reverse order (shielded from cancellation, so
+    the shutdown ladder always runs). If the supervisor gives up while the block runs, the block
+    is cancelled and `ActorExited` (reason `Shutdown`) is raised from the ``async with``.
+    """
+    async with _scoped(
+        lambda nursery: start_supervisor(
+            nursery, children, strategy, max_restarts, max_seconds, name=name, registry=registry
+        )
+    ) as ref:
+        yield ref
+
+
+@asynccontextmanager
+async def _scoped(starter: Any) -> AsyncIterator[Any]:
+    gave_up: list[ExitReason] = []
+    async with trio.open_nursery() as nursery:
+        ref: ActorRef = await starter(nursery)
+        closing = False
+
+        async def watch() -> None:
+            reason = await ref.wait()
+            if not closing:
+                gave_up.append(reason)
+                nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch)
+        try:
+            yield ref
+        finally:
+            closing = True
+            with trio.CancelScope(shield=True):
+                await ref.stop(Shutdown(), timeout=None)
+            nursery.cancel_scope.cancel()
+    if gave_up:
+        reason = gave_up[0]
+        err = ActorExited(reason, repr(ref))
+        if isinstance(reason, Crash):
+            raise err from reason.exception
+        raise err
