@@ -21,18 +21,31 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import logging
+import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import structlog
 import trio
 
 from bench.report import Row
+from supervisors import (
+    Actor,
+    ActorRef,
+    Caller,
+    child_spec,
+    spawn,
+    start_dynamic_supervisor,
+    start_supervisor,
+)
 
 SUITE = "supervisors"
 
@@ -235,6 +248,171 @@ def pykka_start_stop(n: int) -> float:
 
 
 # --------------------------------------------------------------------------------------------
+# Our runtime
+
+
+class _Echo(Actor):
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        return msg
+
+
+class _Counter(Actor):
+    async def init(self, total: int, done: trio.Event) -> None:
+        self.left = total
+        self.done = done
+
+    async def handle_cast(self, msg: Any) -> None:
+        self.left -= 1
+        if self.left == 0:
+            self.done.set()
+
+
+class _Idle(Actor):
+    pass
+
+
+class _BenchCrash(Exception):
+    """Raised on purpose by `_Crashy` to measure restarts."""
+
+
+@dataclass
+class _Probe:
+    """Where each incarnation of `_Crashy` reports itself and the moment it crashed."""
+
+    ref: ActorRef | None = None
+    started: trio.Event = field(default_factory=trio.Event)
+    crashed_at: float = 0.0
+
+
+class _Crashy(Actor):
+    async def init(self, probe: _Probe) -> None:
+        self.probe = probe
+        probe.ref = self.ref
+        probe.started.set()
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        return msg
+
+    async def handle_cast(self, msg: Any) -> None:
+        self.probe.crashed_at = time.perf_counter()
+        raise _BenchCrash("crash on purpose")
+
+
+def ours_call(n: int, timeout: float | None = 5.0) -> float:
+    """`await ref.call(msg)` n times, with the default 5 s timeout unless told otherwise."""
+
+    async def main() -> float:
+        async with trio.open_nursery() as nursery:
+            ref = await spawn(nursery, _Echo)
+            await ref.call(0)
+            start = time.perf_counter()
+            for i in range(n):
+                await ref.call(i, timeout=timeout)
+            elapsed = time.perf_counter() - start
+            await ref.stop()
+        return elapsed
+
+    return trio.run(main)
+
+
+def ours_call_no_timeout(n: int) -> float:
+    return ours_call(n, timeout=None)
+
+
+def ours_cast(n: int) -> float:
+    """n `ref.cast(msg)`; stops when the actor has handled the last one."""
+
+    async def main() -> float:
+        done = trio.Event()
+        async with trio.open_nursery() as nursery:
+            # Mailbox of n, as the raw channel: no backpressure, so no retry policy is measured.
+            ref = await spawn(nursery, _Counter, n, done, mailbox_size=n)
+            start = time.perf_counter()
+            for i in range(n):
+                ref.cast(i)
+            await done.wait()
+            elapsed = time.perf_counter() - start
+            await ref.stop()
+        return elapsed
+
+    return trio.run(main)
+
+
+def ours_spawn_supervised(n: int) -> float:
+    """n sequential `start_child` + `terminate_child` under a DynamicSupervisor."""
+
+    async def main() -> float:
+        spec = child_spec(_Idle, restart="temporary")
+        async with trio.open_nursery() as nursery:
+            sup = await start_dynamic_supervisor(nursery)
+            start = time.perf_counter()
+            for _ in range(n):
+                ref = await sup.start_child(spec)
+                await sup.terminate_child(ref)
+            elapsed = time.perf_counter() - start
+            await sup.stop()
+        return elapsed
+
+    return trio.run(main)
+
+
+def ours_spawn_bare(n: int) -> float:
+    """n sequential `spawn` + `ref.stop()` in a plain nursery: the runtime without a supervisor."""
+
+    async def main() -> float:
+        async with trio.open_nursery() as nursery:
+            start = time.perf_counter()
+            for _ in range(n):
+                ref = await spawn(nursery, _Idle)
+                await ref.stop()
+            elapsed = time.perf_counter() - start
+        return elapsed
+
+    return trio.run(main)
+
+
+def ours_restart_latencies(n: int) -> list[float]:
+    """Seconds from a crash inside `handle_cast` to the restarted child answering a call,
+    under a one_for_one supervisor, n times."""
+
+    async def main() -> list[float]:
+        probe = _Probe()
+        spec = child_spec(_Crashy, probe, id="crashy")
+        latencies: list[float] = []
+        async with trio.open_nursery() as nursery:
+            # The default intensity (3 in 5 s) would give up at once: allow every restart.
+            sup = await start_supervisor(nursery, [spec], "one_for_one", max_restarts=n + 1,
+                                         max_seconds=3600)
+            for _ in range(n):
+                old = probe.ref
+                assert old is not None
+                probe.started = trio.Event()
+                old.cast("crash")
+                await probe.started.wait()
+                assert probe.ref is not old
+                await probe.ref.call("ping")
+                latencies.append(time.perf_counter() - probe.crashed_at)
+            await sup.stop()
+        return latencies
+
+    # Crash reports are logged with their tracebacks, as in production, but to /dev/null as
+    # JSON lines rather than to the terminal, so formatting them is part of the measurement.
+    with open(os.devnull, "w") as sink:
+        structlog.configure(
+            processors=[structlog.processors.add_log_level,
+                        structlog.processors.format_exc_info,
+                        structlog.processors.JSONRenderer()],
+            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+            logger_factory=structlog.PrintLoggerFactory(sink),
+            cache_logger_on_first_use=False,
+        )
+        try:
+            return trio.run(main)
+        finally:
+            structlog.reset_defaults()
+
+
+# --------------------------------------------------------------------------------------------
 # Memory (each size and kind in its own subprocess)
 
 
@@ -243,36 +421,66 @@ def _rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-async def _hold_raw(count: int) -> dict[str, float]:
+async def _spawn_raw(nursery: trio.Nursery, count: int) -> list[object]:
     """count idle tasks, each blocked on receive from its own channel: a mailbox-only actor."""
 
     async def idle(receive: trio.MemoryReceiveChannel[object]) -> None:
         async for _ in receive:
             pass
 
-    async with trio.open_nursery() as nursery:
+    senders: list[object] = []
+    for _ in range(count):
+        send, receive = trio.open_memory_channel[object](16)
+        senders.append(send)
+        nursery.start_soon(idle, receive)
+    return senders
+
+
+async def _spawn_ours(nursery: trio.Nursery, count: int) -> list[object]:
+    """count idle actors from `spawn`, each waiting on its (default-sized) mailbox."""
+    return [await spawn(nursery, _Idle) for _ in range(count)]
+
+
+MEMORY_KINDS: dict[str, Callable[[trio.Nursery, int], Awaitable[list[object]]]] = {
+    "raw": _spawn_raw,
+    "ours": _spawn_ours,
+}
+
+
+async def _all_idle() -> None:
+    """Return once every other task is blocked (every actor idle in its mailbox).
+
+    Not `trio.testing.wait_all_tasks_blocked`: importing trio.testing imports pytest (~1 s).
+    """
+    await trio.lowlevel.checkpoint()
+    while trio.lowlevel.current_statistics().tasks_runnable:
         await trio.lowlevel.checkpoint()
-        before = _rss_kib()
-        senders = []
-        for _ in range(count):
-            send, receive = trio.open_memory_channel[object](16)
-            senders.append(send)
-            nursery.start_soon(idle, receive)
-        await trio.sleep(0.05)  # every task has run to its first receive
-        after = _rss_kib()
-        nursery.cancel_scope.cancel()
-    return {"before_kib": before, "after_kib": after}
 
 
-MEMORY_KINDS: dict[str, Callable[[int], object]] = {"raw": _hold_raw}
+def memory_child(kind: str, count: int) -> None:
+    """The body of `--memory`: spawn `count` idle actors of `kind`, print the RSS delta as JSON.
 
+    Exits the process straight after printing: tearing down 100,000 tasks takes seconds here and
+    is not what is measured.
+    """
 
-def memory_child(kind: str, count: int) -> dict[str, float]:
-    """The body of `--memory`: spawn `count` idle actors of `kind` and measure the RSS delta."""
-    result: dict[str, float] = trio.run(MEMORY_KINDS[kind], count)  # type: ignore[arg-type]
-    delta = result["after_kib"] - result["before_kib"]
-    return result | {"kind": kind, "count": count, "delta_kib": delta,
-                     "kib_per_actor": delta / count}
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await _all_idle()
+            before = _rss_kib()
+            start = time.perf_counter()
+            handles = await MEMORY_KINDS[kind](nursery, count)
+            await _all_idle()
+            elapsed = time.perf_counter() - start
+            after = _rss_kib()
+            delta = after - before
+            result = {"kind": kind, "count": len(handles), "before_kib": before,
+                      "after_kib": after, "delta_kib": delta, "kib_per_actor": delta / count,
+                      "spawn_seconds": elapsed}
+            print(json.dumps(result), flush=True)
+            os._exit(0)
+
+    trio.run(main)
 
 
 def measure_memory(kind: str, count: int) -> dict[str, float]:
@@ -294,29 +502,74 @@ def _us(seconds: float) -> float:
     return seconds * 1e6
 
 
+def _within(ratio: float | None, limit: float) -> bool | None:
+    return None if ratio is None else ratio <= limit
+
+
 def run(quick: bool) -> list[Row]:
     sizes = QUICK if quick else FULL
     rows: list[Row] = []
+    note = {"repeats": sizes.repeats, "statistic": "median"}
 
-    call = compare({"raw": raw_call, "pykka": pykka_ask}, sizes.calls, sizes.repeats)
-    rows.append(Row(SUITE, "call round trip: raw ping-pong (ref)", _us(call["raw"]), "µs/call"))
-    rows.append(Row(SUITE, "call round trip: pykka ask (ref)", _us(call["pykka"]), "µs/call"))
+    call = compare({"ours": ours_call, "raw": raw_call, "pykka": pykka_ask,
+                    "ours_no_timeout": ours_call_no_timeout}, sizes.calls, sizes.repeats)
+    extra = note | {"calls": sizes.calls, "us_per_call": {k: _us(v) for k, v in call.items()}}
+    row = Row(SUITE, "call round trip", _us(call["ours"]), "µs/call",
+              "raw trio ping-pong", _us(call["raw"]), target="<= 1.5x", extra=extra)
+    row.passed = _within(row.ratio, 1.5)
+    rows.append(row)
+    row = Row(SUITE, "call round trip", _us(call["ours"]), "µs/call",
+              "pykka ask", _us(call["pykka"]), target="<= 0.67x (1.5x faster)", extra=extra)
+    row.passed = _within(row.ratio, 1 / 1.5)
+    rows.append(row)
 
-    cast = compare({"raw": raw_cast, "pykka": pykka_tell}, sizes.casts, sizes.repeats)
-    rows.append(Row(SUITE, "cast: raw channel (ref)", 1 / cast["raw"], "msg/s", better="higher"))
-    rows.append(Row(SUITE, "cast: pykka tell (ref)", 1 / cast["pykka"], "msg/s",
-                    better="higher"))
+    cast = compare({"ours": ours_cast, "raw": raw_cast, "pykka": pykka_tell}, sizes.casts,
+                   sizes.repeats)
+    extra = note | {"messages": sizes.casts, "includes": "enqueue + handling every message"}
+    row = Row(SUITE, "cast throughput", 1 / cast["ours"], "msg/s", "raw trio channel",
+              1 / cast["raw"], better="higher", target=">= 0.5x", extra=extra)
+    row.passed = None if row.ratio is None else row.ratio >= 0.5
+    rows.append(row)
+    rows.append(Row(SUITE, "cast throughput", 1 / cast["ours"], "msg/s", "pykka tell",
+                    1 / cast["pykka"], better="higher", extra=extra))
 
-    spawn = compare({"raw": raw_spawn, "start": raw_start}, sizes.spawns, sizes.repeats)
-    spawn |= compare({"pykka": pykka_start_stop}, sizes.pykka_spawns, sizes.repeats)
-    rows.append(Row(SUITE, "spawn+exit: nursery.start_soon (ref)", _us(spawn["raw"]), "µs"))
-    rows.append(Row(SUITE, "spawn+exit: nursery.start (ref)", _us(spawn["start"]), "µs"))
-    rows.append(Row(SUITE, "spawn+exit: pykka start/stop (ref)", _us(spawn["pykka"]), "µs"))
+    spawn_ = compare({"ours": ours_spawn_supervised, "bare": ours_spawn_bare, "raw": raw_spawn,
+                      "start": raw_start}, sizes.spawns, sizes.repeats)
+    spawn_ |= compare({"pykka": pykka_start_stop}, sizes.pykka_spawns, sizes.repeats)
+    extra = note | {"spawns": sizes.spawns, "pykka_spawns": sizes.pykka_spawns,
+                    "ours": "sequential start_child + terminate_child (DynamicSupervisor)"}
+    row = Row(SUITE, "spawn+exit (supervised)", _us(spawn_["ours"]), "µs",
+              "nursery.start_soon", _us(spawn_["raw"]), target="<= 3x", extra=extra)
+    row.passed = _within(row.ratio, 3)
+    rows.append(row)
+    rows.append(Row(SUITE, "spawn+exit (supervised)", _us(spawn_["ours"]), "µs",
+                    "pykka start/stop", _us(spawn_["pykka"]), extra=extra))
+    rows.append(Row(SUITE, "spawn+exit (bare spawn/stop)", _us(spawn_["bare"]), "µs",
+                    "await nursery.start", _us(spawn_["start"]),
+                    extra=note | {"spawns": sizes.spawns}))
+
+    latencies = ours_restart_latencies(sizes.restarts)
+    cut = statistics.quantiles(latencies, n=10)
+    rows.append(Row(SUITE, "restart latency (one_for_one)", _us(statistics.median(latencies)),
+                    "µs", extra={"restarts": len(latencies), "statistic": "median",
+                                 "p10_us": _us(cut[0]), "p90_us": _us(cut[-1]),
+                                 "max_us": _us(max(latencies)),
+                                 "measured": "crash in handle_cast -> restarted child answers"}))
 
     for count in sizes.memory:
+        ours = measure_memory("ours", count)
         raw = measure_memory("raw", count)
-        rows.append(Row(SUITE, f"idle tasks {count:,}: raw trio (ref)", raw["kib_per_actor"],
-                        "KiB/actor", extra=raw))
+        extra = {"ours": ours, "raw": raw}
+        if count < 100_000:
+            rows.append(Row(SUITE, f"idle actors ({count:,})", ours["kib_per_actor"],
+                            "KiB/actor", "raw idle trio tasks", raw["kib_per_actor"],
+                            extra=extra))
+        else:
+            row = Row(SUITE, f"idle actors ({count:,})", ours["delta_kib"] / 1024, "MiB",
+                      "raw idle trio tasks", raw["delta_kib"] / 1024, target="< 1024 MiB",
+                      extra=extra | {"kib_per_actor": ours["kib_per_actor"]})
+            row.passed = row.value < 1024
+            rows.append(row)
     return rows
 
 
@@ -331,8 +584,7 @@ def main() -> int:
     if args.memory is not None:
         if args.memory < 1:
             parser.error("--memory needs a positive count")
-        print(json.dumps(memory_child(args.kind, args.memory)))
-        return 0
+        memory_child(args.kind, args.memory)
     from bench.report import print_table
 
     print_table(run(args.quick))
