@@ -457,10 +457,10 @@ class ActorRef:
         """Record the exit and tell everyone who must know. Synchronous: safe while cancelled."""
         if self._reason is not None:
             return
-        self._reason = reason
-        self._actor = None
         label = repr(self)
         self._close(reason)
+        self._reason = reason
+        self._actor = None
         starter = self._starter
         if starter is not None:
             self._starter = None
