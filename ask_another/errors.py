@@ -1,11 +1,127 @@
-"""Every error ask-another raises on purpose, under one base class.
+"""Every error ask-another raises on purpose, under one base class; the one error-to-text mapping.
 
     AskAnotherError
-    (subclasses are added by the module that owns the failure; see this module's tree below)
+    ├── ConfigError                  a setting or MODEL_* variable is unusable
+    ├── ModelError                   the model named in a request cannot be used
+    │   ├── ModelNotAllowed          not in the allowlist (similar allowed models suggested)
+    │   └── AmbiguousModel           a shorthand that matches several allowed models
+    ├── InvalidArgument              a tool argument out of range (temperature, timeout, ...)
+    ├── ProviderError                the provider (through litellm) failed; keeps its own message
+    │   ├── ProviderTimeout          no answer within the timeout
+    │   ├── RateLimited              HTTP 429 or a quota message
+    │   ├── AuthenticationFailed     HTTP 401/403: a wrong or missing API key
+    │   ├── BadRequest               HTTP 400/404/422: the provider refused the request
+    │   ├── ProviderUnavailable      HTTP 5xx, connection refused or dropped
+    │   └── MalformedResponse        an answer that could not be parsed
+    └── StoreError                   the SQLite store failed
+
+Other modules add their own subclasses next to the failure they own (the article reader, research
+jobs); they all end up here through `AskAnotherError`.
+
+`error_text(exc)` is the one place an error becomes text for a person: tool errors, the CLI and the
+logs all use it, and every message ends with `FEEDBACK_POINTER`.
 """
 
 from __future__ import annotations
 
+FEEDBACK_POINTER = "If this seems like a bug, call the feedback tool to report it."
+
 
 class AskAnotherError(Exception):
     """Base class: catch this to catch every anticipated ask-another failure."""
+
+
+class ConfigError(AskAnotherError):
+    """A setting or `MODEL_*` variable is unusable."""
+
+
+class ModelError(AskAnotherError):
+    """The model named in a request cannot be used."""
+
+
+class ModelNotAllowed(ModelError):
+    """The model is not in the allowlist built from the `MODEL_*` variables."""
+
+    def __init__(self, model: str, suggestions: list[str] | None = None) -> None:
+        self.model = model
+        self.suggestions = list(suggestions or [])
+        message = f"Model not allowed: {model!r}."
+        if self.suggestions:
+            message += f" Similar allowed models: {', '.join(self.suggestions)}."
+        else:
+            message += " Call list_models to see the allowed models."
+        super().__init__(message)
+
+
+class AmbiguousModel(ModelError):
+    """A shorthand that matches more than one allowed model."""
+
+    def __init__(self, model: str, candidates: list[str]) -> None:
+        self.model = model
+        self.candidates = list(candidates)
+        super().__init__(
+            f"Model {model!r} is ambiguous: it matches {', '.join(self.candidates)}. "
+            "Use one of these exact ids or shorthands."
+        )
+
+
+class InvalidArgument(AskAnotherError):
+    """A tool or API argument is out of range or of the wrong shape."""
+
+
+class ProviderError(AskAnotherError):
+    """The provider failed. `message` keeps the provider's own text, scrubbed of API keys."""
+
+    kind = "Provider error"
+
+    def __init__(
+        self, message: str, *, model: str | None = None, status: int | None = None
+    ) -> None:
+        self.model = model
+        self.status = status
+        self.provider_message = message
+        where = f" ({model})" if model else ""
+        super().__init__(f"{self.kind}{where}: {message}")
+
+
+class ProviderTimeout(ProviderError):
+    kind = "Timed out waiting for an answer"
+
+
+class RateLimited(ProviderError):
+    kind = "Rate limited"
+
+
+class AuthenticationFailed(ProviderError):
+    kind = "Authentication failed, check the API key in the MODEL_* variable"
+
+
+class BadRequest(ProviderError):
+    kind = "The provider refused the request"
+
+
+class ProviderUnavailable(ProviderError):
+    kind = "The provider is unavailable"
+
+
+class MalformedResponse(ProviderError):
+    kind = "The provider sent an answer that could not be read"
+
+
+class StoreError(AskAnotherError):
+    """The SQLite store failed (disk full, locked, unreadable file)."""
+
+
+def error_text(exc: BaseException) -> str:
+    """The message a person sees for `exc`, ending with the feedback pointer.
+
+    Anticipated errors keep their own message; anything else is named by type only, so an
+    unexpected exception never leaks a traceback or internal state into a tool result.
+    """
+    if isinstance(exc, AskAnotherError):
+        text = str(exc).strip() or type(exc).__name__
+    else:
+        text = f"Internal error ({type(exc).__name__})."
+    if not text.endswith((".", "!", "?")):
+        text += "."
+    return f"{text} {FEEDBACK_POINTER}"

@@ -1,0 +1,191 @@
+"""What litellm's model map knows about the allowed models, and search over them.
+
+The catalog is built from the `Config` allowlist and `litellm.model_cost` (the bundled map, read
+once litellm has been imported by the gateway). It never lists a model that is not allowed: search
+narrows the allowlist, it does not browse litellm's 4,900 entries.
+
+A *family* is a provider (`openai`, `gemini`, ...): `search_families` lists the providers among
+the allowed models, `search_models` the exact ids within one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ask_another.config import Config, ModelEntry
+
+__all__ = ["Catalog", "Family", "ModelInfo", "allowlist_text", "problems_text"]
+
+_PER_MILLION = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """One allowed model and what litellm's model map says about it (None: not known)."""
+
+    model: str
+    shorthands: tuple[str, ...]
+    provider: str
+    custom_endpoint: bool
+    known: bool
+    mode: str | None = None
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    input_price_per_million: float | None = None
+    output_price_per_million: float | None = None
+    supports_tools: bool | None = None
+    supports_vision: bool | None = None
+    supports_reasoning: bool | None = None
+    supports_web_search: bool | None = None
+    deprecation_date: str | None = None
+
+    def describe(self) -> str:
+        """One line for people and models: id, shorthands, and what is known."""
+        head = f"{self.model} (shorthand: {', '.join(self.shorthands)})"
+        if self.custom_endpoint:
+            head += " [custom API base]"
+        if not self.known:
+            return f"{head}: not in litellm's model map, so context size and price are unknown"
+        facts: list[str] = []
+        if self.context_window:
+            facts.append(f"context {self.context_window:,} tokens")
+        if self.input_price_per_million is not None and self.output_price_per_million is not None:
+            facts.append(f"${_money(self.input_price_per_million)} in / "
+                         f"${_money(self.output_price_per_million)} out per million tokens")
+        features = [name for name, flag in (
+            ("tools", self.supports_tools), ("vision", self.supports_vision),
+            ("reasoning", self.supports_reasoning), ("web search", self.supports_web_search),
+        ) if flag]
+        if features:
+            facts.append("supports " + ", ".join(features))
+        if self.deprecation_date:
+            facts.append(f"deprecation date {self.deprecation_date}")
+        return f"{head}: {'; '.join(facts) or 'known to litellm'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    name: str
+    models: tuple[str, ...]
+
+
+def _money(value: float) -> str:
+    return f"{value:.2f}" if value >= 0.01 else f"{value:.4g}"
+
+
+class Catalog:
+    """The allowed models with their litellm metadata. Build with `Catalog(config, model_cost)`."""
+
+    def __init__(self, config: Config, model_cost: Mapping[str, Mapping[str, Any]]) -> None:
+        self._config = config
+        self._infos = [self._info(entry, model_cost) for entry in config.models]
+
+    def all(self) -> list[ModelInfo]:
+        return list(self._infos)
+
+    def info(self, model: str) -> ModelInfo | None:
+        return next((i for i in self._infos if i.model == model), None)
+
+    def families(self, search: str | None = None) -> list[Family]:
+        """Providers among the allowed models whose name or models match `search`."""
+        by_provider: dict[str, list[str]] = {}
+        for info in self._infos:
+            by_provider.setdefault(info.provider, []).append(info.model)
+        families = [Family(name, tuple(models)) for name, models in sorted(by_provider.items())]
+        if not search:
+            return families
+        return [f for f in families
+                if _matches(search, f.name, *f.models)]
+
+    def models(self, search: str | None = None, family: str | None = None) -> list[ModelInfo]:
+        """Allowed models in `family` (a provider) matching every word of `search`."""
+        found = self._infos
+        if family:
+            found = [i for i in found if i.provider.lower() == family.strip().lower()]
+        if search:
+            found = [i for i in found if _matches(search, i.model, *i.shorthands)]
+        return list(found)
+
+    def _info(self, entry: ModelEntry, model_cost: Mapping[str, Mapping[str, Any]]) -> ModelInfo:
+        shorthands = [entry.shorthand]
+        if sum(1 for m in self._config.models if m.provider == entry.provider) == 1:
+            shorthands.append(entry.provider)
+        data = _lookup(entry, model_cost)
+        base = dict(
+            model=entry.model,
+            shorthands=tuple(dict.fromkeys(shorthands)),
+            provider=entry.provider,
+            custom_endpoint=entry.api_base is not None,
+        )
+        if data is None:
+            return ModelInfo(known=False, **base)  # type: ignore[arg-type]
+        return ModelInfo(
+            known=True,
+            mode=_str(data.get("mode")),
+            context_window=_int(data.get("max_input_tokens") or data.get("max_tokens")),
+            max_output_tokens=_int(data.get("max_output_tokens")),
+            input_price_per_million=_price(data.get("input_cost_per_token")),
+            output_price_per_million=_price(data.get("output_cost_per_token")),
+            supports_tools=_flag(data.get("supports_function_calling")),
+            supports_vision=_flag(data.get("supports_vision")),
+            supports_reasoning=_flag(data.get("supports_reasoning")),
+            supports_web_search=_flag(data.get("supports_web_search")),
+            deprecation_date=_str(data.get("deprecation_date")),
+            **base,  # type: ignore[arg-type]
+        )
+
+
+def _lookup(
+    entry: ModelEntry, model_cost: Mapping[str, Mapping[str, Any]]
+) -> Mapping[str, Any] | None:
+    """The model map entry for `entry`: keyed by the full id, or by the bare name + provider."""
+    if entry.model in model_cost:
+        return model_cost[entry.model]
+    bare = entry.model.split("/", 1)[1]
+    data = model_cost.get(bare)
+    if data is not None and str(data.get("litellm_provider", "")).startswith(entry.provider):
+        return data
+    return None
+
+
+def _matches(search: str, *fields: str) -> bool:
+    haystack = " ".join(fields).lower()
+    return all(word in haystack for word in search.lower().split())
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def _price(value: Any) -> float | None:
+    return float(value) * _PER_MILLION if isinstance(value, int | float) else None
+
+
+def _flag(value: Any) -> bool | None:
+    return bool(value) if value is not None else None
+
+
+def _str(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def problems_text(config: Config) -> str:
+    """The configuration problems as a paragraph (empty when there are none)."""
+    if not config.problems:
+        return ""
+    lines = "\n".join(f"- {p}" for p in config.problems)
+    return ("\n\nConfiguration problems (these variables were ignored; the other models work):\n"
+            + lines)
+
+
+def allowlist_text(catalog: Catalog, config: Config) -> str:
+    """Every allowed model with what is known of it, then the configuration problems."""
+    infos = catalog.all()
+    if not infos:
+        text = ("No models are allowed: set MODEL_<NAME>=\"provider/model;api-key\" in the "
+                "server's environment (for example MODEL_GPT4=\"openai/gpt-4o;sk-...\").")
+    else:
+        text = f"Allowed models ({len(infos)}):\n" + "\n".join(f"- {i.describe()}" for i in infos)
+    return text + problems_text(config)

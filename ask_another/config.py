@@ -1,0 +1,280 @@
+"""The one parser of the environment: allowed models, their keys, and every `ASK_ANOTHER_*` setting.
+
+`Config.from_env()` reads the process environment once, at start-up. A malformed variable never
+stops the server: it becomes a `ConfigProblem` (named in the start-up log, in `list_models`, in the
+server instructions and by `ask-another doctor`) and the valid models keep working.
+
+Models come from `MODEL_<NAME>="provider/model;api-key[;api_base]"`. A request may name a model by
+its exact id (`openai/gpt-4o`), by its shorthand (the variable's suffix in lower case, `gpt4` for
+`MODEL_GPT4`) or by its provider (`openai`) when exactly one allowed model has that provider.
+
+API keys are held in `Secret` values whose `repr` and `str` are masked; only the gateway calls
+`reveal()`, to hand the key to litellm for one call.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from ask_another.errors import AmbiguousModel, ModelNotAllowed
+
+MODEL_PREFIX: Final = "MODEL_"
+DEFAULT_TIMEOUT: Final = 60.0
+DEFAULT_POLL_SECONDS: Final = 5.0
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
+MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Secret:
+    """A value that must not be shown: masked in `repr` and `str`, readable only by `reveal()`."""
+
+    _value: str
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __repr__(self) -> str:
+        return "Secret('********')" if self._value else "Secret('')"
+
+    def __str__(self) -> str:
+        return "********" if self._value else ""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    """One allowed model, from one `MODEL_*` variable."""
+
+    variable: str  # "MODEL_GPT4"
+    shorthand: str  # "gpt4"
+    model: str  # "openai/gpt-4o", exactly as litellm wants it
+    api_key: Secret = field(repr=True)
+    api_base: str | None = None
+
+    @property
+    def provider(self) -> str:
+        return self.model.split("/", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigProblem:
+    """A variable that could not be used, and why (never quoting its value: it may hold a key)."""
+
+    variable: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.variable}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything ask-another reads from the environment. Build with `Config.from_env()`."""
+
+    models: tuple[ModelEntry, ...] = ()
+    problems: tuple[ConfigProblem, ...] = ()
+    home: Path = field(default_factory=lambda: _default_home())
+    timeout: float = DEFAULT_TIMEOUT
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    allow_hosts: frozenset[str] = frozenset()
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+        env = os.environ if environ is None else environ
+        problems: list[ConfigProblem] = []
+        models = _parse_models(env, problems)
+        home = _parse_home(env, problems)
+        timeout = _parse_positive(env, "ASK_ANOTHER_TIMEOUT", DEFAULT_TIMEOUT, problems)
+        poll = _parse_positive(env, "ASK_ANOTHER_POLL_SECONDS", DEFAULT_POLL_SECONDS, problems)
+        allow_hosts = _parse_hosts(env, problems)
+        log_level = _parse_log_level(env, problems)
+        return cls(
+            models=tuple(models),
+            problems=tuple(problems),
+            home=home,
+            timeout=timeout,
+            poll_seconds=poll,
+            allow_hosts=allow_hosts,
+            log_level=log_level,
+        )
+
+    @property
+    def database_path(self) -> Path:
+        return self.home / "ask-another.sqlite3"
+
+    def secrets(self) -> list[str]:
+        """Every non-empty API key, revealed: for scrubbing text, never for display."""
+        return [m.api_key.reveal() for m in self.models if m.api_key]
+
+    def resolve(self, name: str) -> ModelEntry:
+        """The allowed model `name` refers to: exact id, then shorthand, then unique provider.
+
+        Raises `AmbiguousModel` (listing the candidates) or `ModelNotAllowed` (suggesting
+        similar allowed models).
+        """
+        wanted = name.strip()
+        lowered = wanted.lower()
+        by_id = [m for m in self.models if m.model == wanted]
+        if not by_id:
+            by_id = [m for m in self.models if m.model.lower() == lowered]
+        if len(by_id) == 1:
+            return by_id[0]
+        if len(by_id) > 1:
+            raise AmbiguousModel(wanted, [f"{m.shorthand} ({m.model})" for m in by_id])
+        for m in self.models:
+            if m.shorthand == lowered:
+                return m
+        by_provider = [m for m in self.models if m.provider.lower() == lowered]
+        if len(by_provider) == 1:
+            return by_provider[0]
+        if len(by_provider) > 1:
+            raise AmbiguousModel(wanted, [f"{m.shorthand} ({m.model})" for m in by_provider])
+        raise ModelNotAllowed(wanted, self.similar(wanted))
+
+    def similar(self, name: str, limit: int = 3) -> list[str]:
+        """Allowed model ids like `name`: shared substrings first, then close spellings."""
+        lowered = name.lower()
+        bare = lowered.split("/", 1)[-1]
+        found = [m.model for m in self.models
+                 if bare and (bare in m.model.lower() or m.shorthand in lowered)]
+        names = {m.model.lower(): m.model for m in self.models}
+        names |= {m.shorthand: m.model for m in self.models}
+        close = difflib.get_close_matches(lowered, list(names), n=limit, cutoff=0.5)
+        found.extend(names[c] for c in close)
+        return list(dict.fromkeys(found))[:limit]
+
+
+def _default_home() -> Path:
+    import platformdirs  # small, but only needed when ASK_ANOTHER_HOME is unset
+
+    return Path(platformdirs.user_state_dir("ask-another", appauthor=False))
+
+
+def _parse_models(env: Mapping[str, str], problems: list[ConfigProblem]) -> list[ModelEntry]:
+    models: list[ModelEntry] = []
+    seen: dict[str, str] = {}  # shorthand -> variable that claimed it
+    for variable in sorted(k for k in env if k.startswith(MODEL_PREFIX)):
+        entry = _parse_model(variable, env[variable], problems)
+        if entry is None:
+            continue
+        if entry.shorthand in seen:
+            problems.append(ConfigProblem(
+                variable,
+                f"duplicate name: {seen[entry.shorthand]} already defines the shorthand "
+                f"{entry.shorthand!r}; this one is ignored",
+            ))
+            continue
+        seen[entry.shorthand] = variable
+        models.append(entry)
+    return models
+
+
+def _parse_model(variable: str, value: str, problems: list[ConfigProblem]) -> ModelEntry | None:
+    def bad(message: str) -> None:
+        problems.append(ConfigProblem(variable, f"{message} (expected {MODEL_FORMAT!r})"))
+
+    suffix = variable[len(MODEL_PREFIX):]
+    if not suffix.strip():
+        bad("the variable needs a name after MODEL_, like MODEL_GPT4")
+        return None
+    if not value.strip():
+        bad("is blank")
+        return None
+    fields = value.split(";")
+    if len(fields) == 1:
+        bad("missing ';api-key' after the model "
+            "(write 'provider/model;' for a provider without a key)")
+        return None
+    if len(fields) > 3:
+        bad(f"has {len(fields)} ';'-separated fields, at most 3 are allowed")
+        return None
+    model, key = fields[0].strip(), fields[1].strip()
+    base = fields[2].strip() if len(fields) == 3 else ""
+    provider, slash, rest = model.partition("/")
+    if not slash or not provider or not rest:
+        bad("the model must be 'provider/model-name', like 'openai/gpt-4o'")
+        return None
+    if any(c.isspace() for c in model):
+        bad("the model id contains whitespace")
+        return None
+    if len(fields) == 3:
+        if not base.startswith(("http://", "https://")) or len(base.split("://", 1)[1]) == 0:
+            bad("the third field must be an http:// or https:// API base URL")
+            return None
+    return ModelEntry(
+        variable=variable,
+        shorthand=suffix.lower(),
+        model=model,
+        api_key=Secret(key),
+        api_base=base.rstrip("/") or None,
+    )
+
+
+def _parse_home(env: Mapping[str, str], problems: list[ConfigProblem]) -> Path:
+    raw = env.get("ASK_ANOTHER_HOME", "").strip()
+    if not raw:
+        return _default_home()
+    return Path(raw).expanduser()
+
+
+def _parse_positive(
+    env: Mapping[str, str], variable: str, default: float, problems: list[ConfigProblem]
+) -> float:
+    raw = env.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        problems.append(ConfigProblem(
+            variable, f"must be a positive number of seconds, got {raw!r}; using {default:g}"
+        ))
+        return default
+    return value
+
+
+def _parse_hosts(env: Mapping[str, str], problems: list[ConfigProblem]) -> frozenset[str]:
+    raw = env.get("ASK_ANOTHER_ALLOW_HOSTS", "")
+    hosts: set[str] = set()
+    for item in raw.split(","):
+        host = item.strip().lower()
+        if not host:
+            continue
+        name, _, port = host.rpartition(":") if ":" in host else (host, "", "")
+        malformed = "/" in host or any(c.isspace() for c in host) or not name
+        if malformed or (port and not port.isdigit()):
+            problems.append(ConfigProblem(
+                "ASK_ANOTHER_ALLOW_HOSTS", f"{item.strip()!r} is not a host or host:port; ignored"
+            ))
+            continue
+        hosts.add(host)
+    return frozenset(hosts)
+
+
+def _parse_log_level(env: Mapping[str, str], problems: list[ConfigProblem]) -> str:
+    raw = env.get("ASK_ANOTHER_LOG_LEVEL", "").strip().upper()
+    if not raw:
+        return "INFO"
+    if raw not in LOG_LEVELS:
+        problems.append(ConfigProblem(
+            "ASK_ANOTHER_LOG_LEVEL", f"must be one of {', '.join(LOG_LEVELS)}; using INFO"
+        ))
+        return "INFO"
+    return raw

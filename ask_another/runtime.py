@@ -1,0 +1,125 @@
+"""`open_runtime(config)`: everything ask-another runs, for the MCP server and for embedding.
+
+The runtime holds the long-lived parts: the SQLite store, the LLM gateway (litellm on its asyncio
+thread) and the catalog built once litellm is loaded. The MCP server opens one in its lifespan;
+a Python program can open its own:
+
+    async with open_runtime(Config.from_env()) as rt:
+        result = await rt.complete("gpt4", "Is this proof right? ...")
+
+Opening is fast: the database is opened and migrated, the gateway thread is started, and litellm's
+import begins in that thread after `prewarm_after` seconds (so a client's `initialize` and
+`tools/list` are answered before the import competes for the CPU), or at once when a call needs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from ask_another.catalog import Catalog
+from ask_another.config import Config
+from ask_another.errors import InvalidArgument
+from ask_another.gateway import CompletionResult, Gateway, open_gateway
+from ask_another.logs import ensure_logging, get_logger, register_secrets
+from ask_another.store import Database, FeedbackRecord, add_feedback, open_database
+
+__all__ = ["MAX_TIMEOUT", "Runtime", "open_runtime"]
+
+log = get_logger("ask_another.runtime")
+
+MAX_TIMEOUT = 3600.0
+
+
+@dataclass
+class Runtime:
+    """The running parts. Made by `open_runtime()`; valid only inside its `async with` block."""
+
+    config: Config
+    database: Database
+    gateway: Gateway
+    _catalog: Catalog | None = None
+
+    async def catalog(self) -> Catalog:
+        """The allowed models with litellm's metadata (waits for litellm the first time)."""
+        if self._catalog is None:
+            litellm = await self.gateway.ready()
+            self._catalog = Catalog(self.config, litellm.model_cost)
+        return self._catalog
+
+    async def complete(
+        self,
+        model: str,
+        prompt: str,
+        *,
+        system: str | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - a per-call setting, enforced by the gateway
+        tools: list[dict[str, Any]] | None = None,
+        on_delta: Callable[[str], Awaitable[None]] | None = None,
+    ) -> CompletionResult:
+        """One completion from an allowed model named by id, shorthand or unique provider.
+
+        Raises `ModelNotAllowed` / `AmbiguousModel`, `InvalidArgument` for a temperature outside
+        0.0-2.0 or a timeout outside (0, 3600], and `ProviderError`s from the provider.
+        """
+        entry = self.config.resolve(model)
+        if temperature is not None and not 0.0 <= temperature <= 2.0:
+            raise InvalidArgument(f"temperature must be between 0.0 and 2.0, got {temperature:g}")
+        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
+            raise InvalidArgument(
+                f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
+            )
+        if not prompt.strip():
+            raise InvalidArgument("the prompt is empty")
+        log.info("completion.started", model=entry.model)
+        result = await self.gateway.completion(
+            entry, prompt, system=system, temperature=temperature,
+            timeout=timeout if timeout is not None else self.config.timeout,
+            tools=tools, on_delta=on_delta,
+        )
+        log.info("completion.finished", model=entry.model, prompt_tokens=result.usage.prompt_tokens,
+                 completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
+        return result
+
+    async def add_feedback(self, issue: str, tool_name: str | None = None) -> FeedbackRecord:
+        """Store one piece of feedback with a timestamp."""
+        if not issue.strip():
+            raise InvalidArgument("the feedback is empty: describe the issue or suggestion")
+        record = await add_feedback(self.database, issue.strip(), tool_name)
+        log.info("feedback.recorded", id=record.id, tool_name=tool_name)
+        return record
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(config: Config | None = None, *, prewarm_after: float | None = 1.0
+                       ) -> AsyncIterator[Runtime]:
+    """Open the store and the gateway for the duration of the block; close both on exit.
+
+    `prewarm_after`: seconds before litellm starts importing in the background (None: only when
+    first needed). Raises `StoreError` if the database cannot be opened.
+    """
+    config = config if config is not None else Config.from_env()
+    ensure_logging(config.log_level)
+    register_secrets(config.secrets())
+    for problem in config.problems:
+        log.error("config.problem", variable=problem.variable, problem=problem.message)
+    async with open_database(config.database_path) as database, \
+            open_gateway(config.secrets(), start_import=False) as gateway, \
+            trio.open_nursery() as nursery:
+        if prewarm_after is not None:
+            nursery.start_soon(_prewarm, gateway, prewarm_after)
+        log.info("runtime.started", models=len(config.models), home=str(config.home))
+        try:
+            yield Runtime(config=config, database=database, gateway=gateway)
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+async def _prewarm(gateway: Gateway, delay: float) -> None:
+    await trio.sleep(delay)
+    gateway.begin_import()

@@ -1,0 +1,104 @@
+"""`build_server(config)`: the ask-another `MCPServer`, its instructions and its lifespan.
+
+The server is built from a `Config` that has already been read, so the instructions can name the
+configured favourites and any malformed variable. Nothing slow happens here or in the lifespan:
+the runtime opens the store and starts the gateway thread, and litellm imports in the background,
+so `initialize` and `tools/list` are answered at once.
+
+Logging must be configured (`logs.configure_logging`) before this module builds a server: the
+SDK installs its own root handler otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from ask_another.config import Config
+from ask_another.logs import ensure_logging
+from ask_another.runtime import Runtime, open_runtime
+from ask_another.server.tools import completion, feedback, models
+
+__all__ = ["build_server", "instructions", "serve_stdio"]
+
+
+def instructions(config: Config, extra_howto: Sequence[str] = ()) -> str:
+    """The server instructions: purpose, how to, favourites, problems, feedback.
+
+    `extra_howto` lets later tool areas (research) add their own how-to lines.
+    """
+    lines = [
+        "Purpose:",
+        "  - Ask another LLM for a second opinion.",
+        "  - Provide access to other models through litellm.",
+        "Howto:",
+        "  - For a quick query, use completion with a favourite model (see below).",
+        "  - To use another model: search_families → search_models → completion.",
+        *[f"  - {line}" for line in extra_howto],
+        "  - Never guess model IDs.",
+    ]
+    if config.models:
+        lines.append("Favourites (pass the shorthand or the ID as completion's model):")
+        provider_counts: dict[str, int] = {}
+        for entry in config.models:
+            provider_counts[entry.provider] = provider_counts.get(entry.provider, 0) + 1
+        for entry in config.models:
+            names = [entry.shorthand]
+            if provider_counts[entry.provider] == 1 and entry.provider != entry.shorthand:
+                names.append(entry.provider)
+            lines.append(f"  - {' or '.join(repr(n) for n in names)}: {entry.model}")
+    else:
+        lines.append("Favourites: none configured. The server's environment needs "
+                     "MODEL_<NAME>=\"provider/model;api-key\" variables.")
+    if config.problems:
+        lines.append("Configuration problems (these variables were ignored):")
+        lines.extend(f"  - {p}" for p in config.problems)
+    lines += [
+        "Feedback:",
+        "  - We'd love to hear how ask-another is working for you. Call",
+        "    feedback to share issues, suggestions, or anything that felt",
+        "    harder than it should be.",
+        "  - Call feedback before retrying if you receive confusing output",
+        "    or a tool call fails — it helps us improve.",
+    ]
+    return "\n".join(lines)
+
+
+def _version() -> str:
+    try:
+        return version("ask-another")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0"
+
+
+def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPServer[Any]:
+    """The MCP server with every tool registered; its lifespan opens the runtime."""
+    ensure_logging(config.log_level)  # before MCPServer(), which would install its own handler
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[Runtime]:
+        async with open_runtime(config, prewarm_after=prewarm_after) as runtime:
+            yield runtime
+
+    server: MCPServer[Any] = MCPServer(
+        "ask-another",
+        title="ask-another",
+        description="Ask other models for a second opinion, through litellm.",
+        instructions=instructions(config),
+        version=_version(),
+        lifespan=lifespan,
+        log_level=config.log_level,  # type: ignore[arg-type]
+    )
+    models.register(server)
+    completion.register(server)
+    feedback.register(server)
+    return server
+
+
+async def serve_stdio(config: Config) -> None:
+    """Serve MCP on stdin/stdout until the client closes the connection (run under trio)."""
+    await build_server(config).run_stdio_async()

@@ -1,0 +1,41 @@
+"""From a tool call's `Context` to the running `Runtime`, and from our errors to `ToolError`s."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+
+from ask_another.errors import AskAnotherError, error_text
+from ask_another.logs import get_logger
+from ask_another.runtime import Runtime
+
+log = get_logger("ask_another.server")
+
+
+def runtime_of(ctx: Context[Any, Any]) -> Runtime:
+    """The runtime the server's lifespan opened."""
+    runtime = ctx.request_context.lifespan_context
+    if not isinstance(runtime, Runtime):  # only if the server was built without our lifespan
+        raise ToolError(error_text(RuntimeError("the ask-another runtime is not running")))
+    return runtime
+
+
+@contextlib.contextmanager
+def tool_errors(tool: str) -> Iterator[None]:
+    """Turn every failure inside a tool into a `ToolError` a person can act on (no traceback).
+
+    Cancellation passes through untouched: trio's `Cancelled` is not an `Exception`.
+    """
+    try:
+        yield
+    except ToolError:
+        raise
+    except Exception as exc:
+        if not isinstance(exc, AskAnotherError):
+            log.exception("tool.crashed", tool=tool)
+        raise ToolError(error_text(exc)) from None
+

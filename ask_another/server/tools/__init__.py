@@ -1,0 +1,1 @@
+"""One module per area of tools, each with `register(server)`."""

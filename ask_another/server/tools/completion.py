@@ -1,0 +1,57 @@
+"""The `completion` tool: one prompt to one allowed model."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ask_another.gateway import CompletionResult
+from ask_another.server.context import runtime_of, tool_errors
+
+COMPLETION = """Call a model for a quick completion. Use this for standard prompts that return \
+in seconds. Use a favourite shorthand (e.g. 'openai') or an exact model ID verified via \
+search_models. Do not set temperature unless you have a specific reason — some models reject \
+non-default values."""
+
+
+def result_text(result: CompletionResult) -> str:
+    """The answer, then its sources, then one usage line."""
+    parts = [result.text.strip() or "(the model returned an empty answer)"]
+    if result.tool_calls:
+        parts.append("Tool calls requested: " + ", ".join(
+            f"{c.name}({c.arguments})" for c in result.tool_calls))
+    if result.citations:
+        parts.append("Sources:\n" + "\n".join(
+            f"[{n}] {url}" for n, url in enumerate(result.citations, 1)))
+    parts.append(f"— {result.model} · {result.usage.describe()}")
+    return "\n\n".join(parts)
+
+
+def register(server: MCPServer[Any]) -> None:
+    @server.tool(
+        name="completion",
+        description=COMPLETION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        structured_output=False,
+    )
+    async def completion(
+        ctx: Context[Any, Any],
+        model: Annotated[str, Field(description="A shorthand from list_models (e.g. 'openai') "
+                                    "or an exact model ID such as 'openai/gpt-4o'.")],
+        prompt: Annotated[str, Field(description="The question or prompt to send.")],
+        system: Annotated[str | None, Field(description="Optional system prompt.")] = None,
+        temperature: Annotated[float | None, Field(
+            description="0.0 to 2.0. Leave unset unless you need it: it is sent only when "
+                        "given.")] = None,
+        timeout: Annotated[float | None, Field(  # noqa: ASYNC109 - the tool's public argument
+            description="Seconds to wait for the answer (default 60, configurable with "
+                        "ASK_ANOTHER_TIMEOUT).")] = None,
+    ) -> str:
+        with tool_errors("completion"):
+            result = await runtime_of(ctx).complete(
+                model, prompt, system=system, temperature=temperature, timeout=timeout
+            )
+            return result_text(result)

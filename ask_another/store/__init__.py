@@ -1,0 +1,19 @@
+"""The SQLite store: `db.py` runs every statement; one module per table group."""
+
+from ask_another.store.db import MIGRATIONS as MIGRATIONS
+from ask_another.store.db import Database as Database
+from ask_another.store.db import Migration as Migration
+from ask_another.store.db import open_database as open_database
+from ask_another.store.feedback import FeedbackRecord as FeedbackRecord
+from ask_another.store.feedback import add_feedback as add_feedback
+from ask_another.store.feedback import list_feedback as list_feedback
+
+__all__ = [
+    "MIGRATIONS",
+    "Database",
+    "FeedbackRecord",
+    "Migration",
+    "add_feedback",
+    "list_feedback",
+    "open_database",
+]

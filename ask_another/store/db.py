@@ -1,0 +1,167 @@
+"""The one place that runs SQL: one SQLite connection, every statement in a worker thread.
+
+`open_database(path)` opens (creating the file and its directory), switches the file to WAL and
+brings the schema up to date by applying `MIGRATIONS` in order. `PRAGMA user_version` records the
+last migration applied, so each one runs exactly once per file. Later features add their tables by
+appending a `Migration` to the list, with the next version number; never edit a released one.
+
+Statements run one at a time (a trio lock guards the single connection) in `trio.to_thread`, so
+the trio loop never blocks on the disk. A statement that has started runs to completion even if
+the caller is cancelled (SQLite cannot be interrupted half-way safely); the caller just stops
+waiting for it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+from ask_another.errors import StoreError
+
+T = TypeVar("T")
+Params = Sequence[Any] | dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    sql: str  # one or more statements, run as a script inside one transaction
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(1, "feedback from clients", """
+        CREATE TABLE feedback (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            tool_name TEXT,
+            issue TEXT NOT NULL
+        );
+    """),
+]
+
+
+class Database:
+    """One SQLite connection used from worker threads, one statement at a time."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self._connection = connection
+        self._lock = trio.Lock()
+        self.path = path
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn(connection)` in a worker thread, alone on the connection.
+
+        Use it for several statements that must run together; commit is up to `fn`.
+        Raises `StoreError` for any SQLite failure.
+        """
+        async with self._lock:
+            try:
+                return await trio.to_thread.run_sync(fn, self._connection)
+            except sqlite3.Error as exc:
+                raise StoreError(f"the database {self.path} failed: {exc}") from exc
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """Run one writing statement and commit; returns the last inserted row id."""
+        def go(conn: sqlite3.Connection) -> int:
+            with conn:
+                cursor = conn.execute(sql, params)
+                return cursor.lastrowid or 0
+        return await self.run(go)
+
+    async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        return await self.run(lambda conn: conn.execute(sql, params).fetchall())
+
+    async def fetchone(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = await self.run(lambda conn: conn.execute(sql, params).fetchone())
+        return row
+
+    async def schema_version(self) -> int:
+        row = await self.fetchone("PRAGMA user_version")
+        return int(row[0]) if row else 0
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            await trio.to_thread.run_sync(self._connection.close)
+
+
+def _connect(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # check_same_thread=False: trio's worker threads differ call to call; the lock serializes use.
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA busy_timeout=5000")
+        _migrate(conn, migrations)
+        conn.isolation_level = ""  # back to implicit transactions, committed by `with conn:`
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> None:
+    versions = [m.version for m in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        raise StoreError(f"migration versions must be 1, 2, 3, ... in order; got {versions}")
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if current > len(migrations):
+        raise StoreError(
+            f"the database is at schema version {current}, newer than this ask-another "
+            f"({len(migrations)}); upgrade ask-another or point ASK_ANOTHER_HOME elsewhere"
+        )
+    for migration in migrations[current:]:
+        # One transaction per migration, including the version bump: all or nothing.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {migration.version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+
+def _statements(script: str) -> list[str]:
+    statements, buffer = [], ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
+
+
+@asynccontextmanager
+async def open_database(
+    path: Path, migrations: Sequence[Migration] | None = None
+) -> AsyncIterator[Database]:
+    """An open, migrated database at `path` for the duration of the block.
+
+    Raises `StoreError` when the file cannot be opened or migrated (named, with SQLite's reason).
+    """
+    try:
+        conn = await trio.to_thread.run_sync(_connect, path, MIGRATIONS if migrations is None
+                                             else migrations)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the database {path}: {exc}") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot create the directory for {path}: {exc}") from exc
+    db = Database(conn, path)
+    try:
+        yield db
+    finally:
+        with trio.CancelScope(shield=True):
+            await db.aclose()

@@ -1,0 +1,33 @@
+"""Fixtures for the ask-another server tests: a loopback simulated provider and a config for it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ask_another.config import Config
+from ask_another.simulator import Simulator
+
+# A key shaped like a real one; the secrecy tests look for it everywhere.
+FAKE_KEY = "sk-test-NEVER-SHOW-7d1e4c9a2b"
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    with Simulator.running() as running:
+        yield running
+
+
+@pytest.fixture
+def make_config(sim: Simulator, tmp_path: Path) -> Callable[..., Config]:
+    """A Config with `MODEL_SIM` (openai/m1 on the simulator) plus any extra variables."""
+    def make(**extra: str) -> Config:
+        env = {
+            "ASK_ANOTHER_HOME": str(tmp_path / "home"),
+            "MODEL_SIM": f"openai/m1;{FAKE_KEY};{sim.openai_base}",
+            **extra,
+        }
+        return Config.from_env(env)
+    return make

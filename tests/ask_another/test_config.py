@@ -1,0 +1,150 @@
+"""Config parsing: every MODEL_* shape a person might write, the settings, and shorthands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ask_another.config import Config, Secret
+from ask_another.errors import AmbiguousModel, ModelNotAllowed
+
+KEY = "sk-test-0123456789abcdef"
+
+
+def parse(**env: str) -> Config:
+    return Config.from_env({"ASK_ANOTHER_HOME": "/tmp/aa-test-home", **env})
+
+
+def problem_for(config: Config, variable: str) -> str:
+    found = [p.message for p in config.problems if p.variable == variable]
+    assert found, f"no problem reported for {variable}: {config.problems}"
+    return found[0]
+
+
+def test_good_variable_gives_model_shorthand_provider_and_key():
+    config = parse(MODEL_GPT4=f"openai/gpt-4o;{KEY}")
+    [entry] = config.models
+    assert (entry.variable, entry.shorthand, entry.model, entry.provider) == (
+        "MODEL_GPT4", "gpt4", "openai/gpt-4o", "openai")
+    assert entry.api_key.reveal() == KEY
+    assert entry.api_base is None
+    assert config.problems == ()
+
+
+def test_third_field_is_the_api_base_and_an_empty_key_is_allowed():
+    config = parse(MODEL_LOCAL="openai/llama3;;http://127.0.0.1:8080/v1/")
+    [entry] = config.models
+    assert entry.api_base == "http://127.0.0.1:8080/v1"
+    assert not entry.api_key
+    assert config.problems == ()
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    ("", "is blank"),
+    ("   ", "is blank"),
+    ("gpt-4o;" + KEY, "'provider/model-name'"),
+    ("openai/;" + KEY, "'provider/model-name'"),
+    ("/gpt-4o;" + KEY, "'provider/model-name'"),
+    ("openai/gpt-4o", "missing ';api-key'"),
+    (f"openai/gpt-4o;{KEY};http://h/v1;extra", "at most 3"),
+    (f"openai/gpt-4o;{KEY};ftp://h", "http:// or https://"),
+    (f"openai/gpt 4o;{KEY}", "whitespace"),
+])
+def test_malformed_variable_is_named_and_the_others_keep_working(value, fragment):
+    config = parse(MODEL_BAD=value, MODEL_GOOD=f"openai/gpt-4o;{KEY}")
+    assert [m.shorthand for m in config.models] == ["good"]
+    message = problem_for(config, "MODEL_BAD")
+    assert fragment in message
+    assert "provider/model;api-key" in message  # says what the right shape is
+
+
+def test_problem_messages_never_quote_the_value():
+    config = parse(MODEL_A=f"{KEY};openai/gpt-4o;x;y", MODEL_B=f"{KEY}", MODEL_C=f"nokey{KEY}")
+    text = " ".join(str(p) for p in config.problems)
+    assert len(config.problems) == 3
+    assert KEY not in text
+
+
+def test_duplicate_names_keep_the_first_and_name_the_second():
+    config = parse(MODEL_GPT=f"openai/gpt-4o;{KEY}", MODEL_gpt=f"openai/gpt-4o-mini;{KEY}")
+    assert [m.model for m in config.models] == ["openai/gpt-4o"]
+    assert "duplicate name" in problem_for(config, "MODEL_gpt")
+    assert "MODEL_GPT" in problem_for(config, "MODEL_gpt")
+
+
+def test_variable_with_no_name_after_the_prefix():
+    config = parse(MODEL_=f"openai/gpt-4o;{KEY}")
+    assert config.models == ()
+    assert "needs a name" in problem_for(config, "MODEL_")
+
+
+def test_non_model_variables_are_ignored():
+    config = parse(MODELS="x", PATH="/bin", MY_MODEL_X="y")
+    assert config.models == () and config.problems == ()
+
+
+def test_secret_is_masked_in_repr_str_and_in_the_entry_repr():
+    secret = Secret(KEY)
+    entry = parse(MODEL_GPT4=f"openai/gpt-4o;{KEY}").models[0]
+    for text in (repr(secret), str(secret), repr(entry), str(entry), f"{secret}"):
+        assert KEY not in text
+    assert secret.reveal() == KEY
+
+
+def test_resolution_by_exact_id_shorthand_and_unique_provider():
+    config = parse(MODEL_GPT4=f"openai/gpt-4o;{KEY}", MODEL_GEM=f"gemini/gemini-2.5-pro;{KEY}")
+    assert config.resolve("openai/gpt-4o").shorthand == "gpt4"
+    assert config.resolve("GPT4").model == "openai/gpt-4o"
+    assert config.resolve("gemini").model == "gemini/gemini-2.5-pro"
+    assert config.resolve(" openai ").model == "openai/gpt-4o"
+
+
+def test_ambiguous_provider_shorthand_lists_the_candidates():
+    config = parse(MODEL_BIG=f"openai/gpt-4o;{KEY}", MODEL_SMALL=f"openai/gpt-4o-mini;{KEY}")
+    with pytest.raises(AmbiguousModel) as caught:
+        config.resolve("openai")
+    assert "openai/gpt-4o-mini" in str(caught.value) and "big (openai/gpt-4o)" in str(caught.value)
+
+
+def test_unknown_model_is_not_allowed_with_similar_suggestions():
+    config = parse(MODEL_GPT4=f"openai/gpt-4o;{KEY}", MODEL_GEM=f"gemini/gemini-2.5-pro;{KEY}")
+    with pytest.raises(ModelNotAllowed) as caught:
+        config.resolve("openai/gpt-4o-2024-05-13")
+    assert str(caught.value).startswith("Model not allowed")
+    assert caught.value.suggestions == ["openai/gpt-4o"]
+    with pytest.raises(ModelNotAllowed) as caught:
+        config.resolve("anthropic/claude")
+    assert "list_models" in str(caught.value)
+
+
+def test_settings_defaults_and_overrides(tmp_path: Path):
+    default = Config.from_env({})
+    assert default.timeout == 60 and default.poll_seconds > 0
+    assert "ask-another" in str(default.home)
+    config = Config.from_env({
+        "ASK_ANOTHER_HOME": str(tmp_path / "h"),
+        "ASK_ANOTHER_TIMEOUT": "12.5",
+        "ASK_ANOTHER_POLL_SECONDS": "0.25",
+        "ASK_ANOTHER_ALLOW_HOSTS": " Example.org, 127.0.0.1:8080 ,,",
+        "ASK_ANOTHER_LOG_LEVEL": "debug",
+    })
+    assert config.home == tmp_path / "h"
+    assert config.database_path.parent == tmp_path / "h"
+    assert (config.timeout, config.poll_seconds, config.log_level) == (12.5, 0.25, "DEBUG")
+    assert config.allow_hosts == frozenset({"example.org", "127.0.0.1:8080"})
+    assert config.problems == ()
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("ASK_ANOTHER_TIMEOUT", "soon"),
+    ("ASK_ANOTHER_TIMEOUT", "-5"),
+    ("ASK_ANOTHER_POLL_SECONDS", "0"),
+    ("ASK_ANOTHER_ALLOW_HOSTS", "http://example.org/path"),
+    ("ASK_ANOTHER_ALLOW_HOSTS", "host:port"),
+    ("ASK_ANOTHER_LOG_LEVEL", "loud"),
+])
+def test_bad_settings_are_problems_and_fall_back_to_defaults(variable, value):
+    config = Config.from_env({variable: value})
+    assert problem_for(config, variable)
+    assert config.timeout == 60 and config.log_level == "INFO"
