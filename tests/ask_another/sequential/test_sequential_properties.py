@@ -26,7 +26,7 @@ plan_arguments = st.fixed_dictionaries(
 
 
 @given(plan_arguments)
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_execution_order_respects_depends_on(arguments: dict[str, Any]) -> None:
     plan = sequential_research_plan(arguments, now=NOW)
     ids = [q["query_id"] for q in plan["queries"]]
@@ -114,7 +114,7 @@ def raw_results(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 @given(raw_results(), st.sampled_from(["inline", "footnote", "endnote"]))
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_compile_never_loses_or_duplicates_a_source(raw: list[dict[str, Any]], style: str) -> None:
     report = sequential_research_compile(
         {"plan": SOURCE_PLAN, "raw_results": raw, "citation_style": style}, now=NOW
