@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 import trio
@@ -49,6 +49,7 @@ from supervisors import (
 
 SUITE = "supervisors"
 
+T = TypeVar("T")
 Sample = Callable[[int], float]
 """Runs `n` operations and returns the seconds the hot section took."""
 
@@ -64,10 +65,10 @@ class Sizes:
     memory: tuple[int, ...]
 
 
-QUICK = Sizes(calls=500, casts=5_000, spawns=300, pykka_spawns=50, restarts=20, repeats=3,
+QUICK = Sizes(calls=300, casts=3_000, spawns=200, pykka_spawns=30, restarts=20, repeats=3,
               memory=(1_000,))
-FULL = Sizes(calls=20_000, casts=200_000, spawns=5_000, pykka_spawns=1_000, restarts=300,
-             repeats=7, memory=(10_000, 100_000))
+FULL = Sizes(calls=10_000, casts=100_000, spawns=2_000, pykka_spawns=500, restarts=300,
+             repeats=5, memory=(10_000, 100_000))
 
 
 # --------------------------------------------------------------------------------------------
@@ -82,6 +83,43 @@ def _timed(sample: Sample, n: int) -> float:
         return sample(n)
     finally:
         gc.enable()
+
+
+_instruments: list[trio.abc.Instrument] = []
+
+
+def _run(main: Callable[[], Awaitable[T]]) -> T:
+    """`trio.run`, with the instruments `scheduling` installs (none while timing)."""
+    return trio.run(main, instruments=_instruments)
+
+
+class _Scheduling(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.batches = 0
+        self.steps = 0
+
+    def before_io_wait(self, timeout: float) -> None:
+        # Once per pass of trio's run loop: every task rescheduled in one pass runs in the next.
+        self.batches += 1
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.steps += 1
+
+
+def scheduling(sample: Sample, n: int) -> dict[str, float]:
+    """Scheduler passes and task steps per operation: unlike times, these do not depend on
+    the machine or its load. Setup costs cancel out in the difference of two sizes."""
+    counts = []
+    for size in (n, 2 * n):
+        counter = _Scheduling()
+        _instruments.append(counter)
+        try:
+            sample(size)
+        finally:
+            _instruments.remove(counter)
+        counts.append(counter)
+    return {"run_loop_passes": (counts[1].batches - counts[0].batches) / n,
+            "task_steps": (counts[1].steps - counts[0].steps) / n}
 
 
 def compare(samples: dict[str, Sample], n: int, repeats: int) -> dict[str, float]:
@@ -120,7 +158,7 @@ def raw_call(n: int) -> float:
             await request_send.aclose()
         return elapsed
 
-    return trio.run(main)
+    return _run(main)
 
 
 def raw_cast(n: int) -> float:
@@ -151,7 +189,7 @@ def raw_cast(n: int) -> float:
             elapsed = time.perf_counter() - start
         return elapsed
 
-    return trio.run(main)
+    return _run(main)
 
 
 async def _noop() -> None:
@@ -172,7 +210,7 @@ def raw_spawn(n: int) -> float:
                 nursery.start_soon(_noop)
         return time.perf_counter() - start
 
-    return trio.run(main)
+    return _run(main)
 
 
 def raw_start(n: int) -> float:
@@ -185,7 +223,7 @@ def raw_start(n: int) -> float:
                 await nursery.start(_started_noop)
         return time.perf_counter() - start
 
-    return trio.run(main)
+    return _run(main)
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,7 +350,7 @@ def ours_call(n: int, timeout: float | None = 5.0) -> float:
             await ref.stop()
         return elapsed
 
-    return trio.run(main)
+    return _run(main)
 
 
 def ours_call_no_timeout(n: int) -> float:
@@ -335,7 +373,7 @@ def ours_cast(n: int) -> float:
             await ref.stop()
         return elapsed
 
-    return trio.run(main)
+    return _run(main)
 
 
 def ours_spawn_supervised(n: int) -> float:
@@ -353,7 +391,7 @@ def ours_spawn_supervised(n: int) -> float:
             await sup.stop()
         return elapsed
 
-    return trio.run(main)
+    return _run(main)
 
 
 def ours_spawn_bare(n: int) -> float:
@@ -368,7 +406,7 @@ def ours_spawn_bare(n: int) -> float:
             elapsed = time.perf_counter() - start
         return elapsed
 
-    return trio.run(main)
+    return _run(main)
 
 
 def ours_restart_latencies(n: int) -> list[float]:
@@ -407,7 +445,7 @@ def ours_restart_latencies(n: int) -> list[float]:
             cache_logger_on_first_use=False,
         )
         try:
-            return trio.run(main)
+            return _run(main)
         finally:
             structlog.reset_defaults()
 
@@ -416,9 +454,21 @@ def ours_restart_latencies(n: int) -> list[float]:
 # Memory (each size and kind in its own subprocess)
 
 
-def _rss_kib() -> int:
+def _peak_rss_kib() -> int:
     # ru_maxrss is in KiB on Linux (bytes on macOS; this benchmark runs on Linux).
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _current_rss_kib() -> int:
+    """RSS now. The baseline must be the current RSS, not the peak: importing modules peaks
+    higher than where the heap settles, and a peak baseline would hide the first megabytes
+    the actors take."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except OSError:
+        return _peak_rss_kib()
+    return pages * (os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
 async def _spawn_raw(nursery: trio.Nursery, count: int) -> list[object]:
@@ -467,15 +517,16 @@ def memory_child(kind: str, count: int) -> None:
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             await _all_idle()
-            before = _rss_kib()
+            before = _current_rss_kib()
             start = time.perf_counter()
             handles = await MEMORY_KINDS[kind](nursery, count)
             await _all_idle()
             elapsed = time.perf_counter() - start
-            after = _rss_kib()
+            after = _peak_rss_kib()
             delta = after - before
             result = {"kind": kind, "count": len(handles), "before_kib": before,
-                      "after_kib": after, "delta_kib": delta, "kib_per_actor": delta / count,
+                      "after_kib": after, "after_current_kib": _current_rss_kib(),
+                      "delta_kib": delta, "kib_per_actor": delta / count,
                       "spawn_seconds": elapsed}
             print(json.dumps(result), flush=True)
             os._exit(0)
@@ -513,7 +564,13 @@ def run(quick: bool) -> list[Row]:
 
     call = compare({"ours": ours_call, "raw": raw_call, "pykka": pykka_ask,
                     "ours_no_timeout": ours_call_no_timeout}, sizes.calls, sizes.repeats)
-    extra = note | {"calls": sizes.calls, "us_per_call": {k: _us(v) for k, v in call.items()}}
+    extra = note | {
+        "calls": sizes.calls,
+        "us_per_call": {k: _us(v) for k, v in call.items()},
+        "scheduling_per_call": {k: scheduling(fn, 200) for k, fn in
+                                [("ours", ours_call), ("ours_no_timeout", ours_call_no_timeout),
+                                 ("raw", raw_call)]},
+    }
     row = Row(SUITE, "call round trip", _us(call["ours"]), "µs/call",
               "raw trio ping-pong", _us(call["raw"]), target="<= 1.5x", extra=extra)
     row.passed = _within(row.ratio, 1.5)
@@ -525,7 +582,12 @@ def run(quick: bool) -> list[Row]:
 
     cast = compare({"ours": ours_cast, "raw": raw_cast, "pykka": pykka_tell}, sizes.casts,
                    sizes.repeats)
-    extra = note | {"messages": sizes.casts, "includes": "enqueue + handling every message"}
+    extra = note | {
+        "messages": sizes.casts,
+        "includes": "enqueue + handling every message",
+        "scheduling_per_message": {k: scheduling(fn, 500) for k, fn in
+                                   [("ours", ours_cast), ("raw", raw_cast)]},
+    }
     row = Row(SUITE, "cast throughput", 1 / cast["ours"], "msg/s", "raw trio channel",
               1 / cast["raw"], better="higher", target=">= 0.5x", extra=extra)
     row.passed = None if row.ratio is None else row.ratio >= 0.5
@@ -536,8 +598,15 @@ def run(quick: bool) -> list[Row]:
     spawn_ = compare({"ours": ours_spawn_supervised, "bare": ours_spawn_bare, "raw": raw_spawn,
                       "start": raw_start}, sizes.spawns, sizes.repeats)
     spawn_ |= compare({"pykka": pykka_start_stop}, sizes.pykka_spawns, sizes.repeats)
-    extra = note | {"spawns": sizes.spawns, "pykka_spawns": sizes.pykka_spawns,
-                    "ours": "sequential start_child + terminate_child (DynamicSupervisor)"}
+    extra = note | {
+        "spawns": sizes.spawns,
+        "pykka_spawns": sizes.pykka_spawns,
+        "ours": "sequential start_child + terminate_child (DynamicSupervisor)",
+        "us_per_spawn": {k: _us(v) for k, v in spawn_.items()},
+        "scheduling_per_spawn": {k: scheduling(fn, 100) for k, fn in
+                                 [("ours", ours_spawn_supervised), ("bare", ours_spawn_bare),
+                                  ("raw", raw_spawn), ("start", raw_start)]},
+    }
     row = Row(SUITE, "spawn+exit (supervised)", _us(spawn_["ours"]), "µs",
               "nursery.start_soon", _us(spawn_["raw"]), target="<= 3x", extra=extra)
     row.passed = _within(row.ratio, 3)
