@@ -21,6 +21,7 @@ from ._errors import ActorExited, CallTimeout, CallToSelf, InvalidSpec, MailboxF
 from ._log import logger
 from ._mailbox import Mailbox
 from ._reasons import Crash, Down, Exit, ExitReason, Killed, Normal, TaskCancelled, TaskDone
+from ._timeouts import add_timeout
 
 if TYPE_CHECKING:
     from ._registry import Registry
@@ -92,6 +93,12 @@ class Caller:
             self._state = _REPLIED
             trio.lowlevel.reschedule(self._task, outcome.Error(error))
 
+    def _time_out(self, timeout: float) -> None:
+        if self._state == _WAITING:
+            self._state = _ABANDONED
+            error = CallTimeout(repr(self._callee), timeout)
+            trio.lowlevel.reschedule(self._task, outcome.Error(error))
+
     def _abort(self, _: Any) -> trio.lowlevel.Abort:
         # The caller gave up (timeout or cancellation): a reply arriving later is dropped.
         self._state = _ABANDONED
@@ -99,6 +106,22 @@ class Caller:
 
     def __repr__(self) -> str:
         return f"<Caller of {self._callee!r} msg={self.msg!r}>"
+
+
+@final
+class _KillAfter:
+    """A stop() timeout entry for the call timer: kills the actor if still waiting."""
+
+    __slots__ = ("_ref", "_state")
+
+    def __init__(self, ref: ActorRef) -> None:
+        self._ref = ref
+        self._state = _WAITING
+
+    def _time_out(self, timeout: float) -> None:
+        if self._state == _WAITING:
+            self._state = _ABANDONED
+            self._ref.kill()
 
 
 TaskStatus = Literal["running", "done", "cancelled", "failed"]
@@ -249,14 +272,14 @@ class ActorRef:
         task = trio.lowlevel.current_task()
         if task is self._task:
             raise CallToSelf(f"{self!r} called itself; it would wait forever for its reply")
+        if timeout is not None and not timeout >= 0:  # also refuses NaN
+            raise InvalidSpec(f"call timeout must be >= 0 seconds or None, got {timeout!r}")
         caller = Caller(msg, task, self)
         if not self._mailbox.put((_CALL, caller)):
             raise self._refusal()
-        if timeout is None:
-            return await trio.lowlevel.wait_task_rescheduled(caller._abort)
-        with trio.move_on_after(timeout):
-            return await trio.lowlevel.wait_task_rescheduled(caller._abort)
-        raise CallTimeout(repr(self), timeout)
+        if timeout is not None:
+            add_timeout(timeout, caller)
+        return await trio.lowlevel.wait_task_rescheduled(caller._abort)
 
     def cast(self, msg: Any) -> None:
         """Queue `msg` for `handle_cast` and return at once (never blocks, not a checkpoint).
@@ -292,10 +315,19 @@ class ActorRef:
             self._mailbox.put_system((_STOP, Normal() if reason is None else reason), urgent=True)
         if timeout is None:
             return await self.wait()
-        with trio.move_on_after(timeout):
+        if not timeout > 0:
+            if timeout != 0:
+                raise InvalidSpec(f"stop timeout must be >= 0 seconds or None, got {timeout!r}")
+            self.kill()
             return await self.wait()
-        self.kill()
-        return await self.wait()
+        # The timer kills the actor if it is still running at the deadline (cheaper than a
+        # cancel scope, and the wait itself then ends when the killed actor has exited).
+        guard = _KillAfter(self)
+        add_timeout(timeout, guard)
+        try:
+            return await self.wait()
+        finally:
+            guard._state = _REPLIED
 
     def kill(self) -> None:
         """Cancel the actor at once (brutal kill): it exits with `Killed()` without `terminate`.
@@ -654,20 +686,24 @@ async def _task_main(
         ref._deliver(TaskCancelled(handle))
 
 
-async def _actor_main(ref: ActorRef, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+async def _actor_main(ref: ActorRef, start: tuple[tuple[Any, ...], dict[str, Any]] | None) -> None:
+    """The actor's own task: init (unless the spawner already ran it), loop, terminate, exit."""
     actor = ref._actor
-    assert actor is not None
+    if actor is None:  # killed before this task got to run
+        return
     ref._task = trio.lowlevel.current_task()
     reason: ExitReason | None = None
     try:
         with ref._scope:
-            if actor._owns_nursery:
+            if start is None:
+                reason = await ref._loop(actor)
+            elif actor._owns_nursery:
                 async with trio.open_nursery() as nursery:
                     ref._nursery = nursery
-                    reason = await ref._run(actor, args, kwargs)
+                    reason = await ref._run(actor, *start)
                     nursery.cancel_scope.cancel()
             else:
-                reason = await ref._run(actor, args, kwargs)
+                reason = await ref._run(actor, *start)
         if reason is None:
             reason = ref._kill_reason or Killed()
             if ref._terminate_on_kill and ref._starter is None:
@@ -683,6 +719,40 @@ async def _actor_main(ref: ActorRef, args: tuple[Any, ...], kwargs: dict[str, An
         ref._finish(ref._kill_reason or Killed())
         raise
     ref._finish(reason)
+
+
+async def _init_inline(
+    ref: ActorRef, actor: Actor, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """Run init in the spawner's task: no task switch to start an actor, and a failing init
+    raises straight to the spawner. The actor's own task starts only once init succeeded."""
+    reason: ExitReason | None = None
+    ref._task = trio.lowlevel.current_task()  # so init calling its own ref is caught
+    # No cancel scope of its own around init (entering one costs as much as the rest of a
+    # spawn): a kill during an inline init takes effect when init returns.
+    try:
+        await actor.init(*args, **kwargs)
+    except Exception as exc:
+        _log_crash(ref, exc, "init")
+        reason = Crash(exc)
+    except BaseException:
+        ref._task = None
+        ref._finish(ref._kill_reason or Killed())
+        raise
+    finally:
+        ref._task = None
+    if reason is None and ref._kill_reason is not None:
+        reason = ref._kill_reason
+    if reason is None and ref._stop_reason is not None:
+        # init asked to stop: like OTP's {stop, Reason}, the start fails with that reason.
+        reason = ref._stop_reason
+    if reason is not None:
+        await ref._reap_tasks()
+        ref._finish(reason)
+        err = StartError(ref.name, reason)
+        if isinstance(reason, Crash):
+            raise err from reason.exception
+        raise err
 
 
 async def spawn(
@@ -713,9 +783,17 @@ async def spawn(
     actor.ref = ref
     if registry is not None:
         registry.register(name, ref)
+    if not actor_class._owns_nursery:
+        await _init_inline(ref, actor, args, kwargs)
+        try:
+            nursery.start_soon(_actor_main, ref, None)
+        except BaseException:
+            ref._finish(Killed())
+            raise
+        return ref
     ref._starter = trio.lowlevel.current_task()
     try:
-        nursery.start_soon(_actor_main, ref, args, kwargs)
+        nursery.start_soon(_actor_main, ref, (args, kwargs))
     except BaseException:
         ref._starter = None
         ref._finish(Killed())

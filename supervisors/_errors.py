@@ -10,7 +10,7 @@
     ├── NameTaken            a registry name is already bound to a live actor
     ├── MaxChildren          a DynamicSupervisor refused a child: max_children reached
     ├── UnknownChild         a supervisor has no child with that id or ref (also a LookupError)
-    ├── InvalidSpec          a ChildSpec or supervisor option is malformed (also a ValueError)
+    ├── InvalidSpec          a ChildSpec, option or argument is malformed (also a ValueError)
     └── CallToSelf           an actor called itself, which would deadlock
 """
 
@@ -106,7 +106,7 @@ class UnknownChild(SupervisorError, LookupError):
 
 
 class InvalidSpec(SupervisorError, ValueError):
-    """A ChildSpec or a supervisor option is malformed; the message says which field and why."""
+    """A ChildSpec, an option or an argument is malformed; the message says which and why."""
 
 
 class CallToSelf(SupervisorError):

@@ -25,5 +25,5 @@ def logger() -> Any:
             structlog.PrintLogger(sys.stderr),
             processors=structlog.get_config()["processors"],
             wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
-        )
+        ).bind()
     return _fallback

@@ -141,20 +141,20 @@ async def test_queued_calls_fail_when_the_actor_exits(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     ref = await spawn(nursery, Echo)
-    outcomes: list[Any] = []
+    outcomes: dict[Any, Any] = {}
 
     async def caller(msg: Any) -> None:
         try:
-            outcomes.append(await ref.call(msg, timeout=None))
+            outcomes[msg] = await ref.call(msg, timeout=None)
         except ActorExited as exc:
-            outcomes.append(type(exc.reason))
+            outcomes[msg] = type(exc.reason)
 
     for msg in [("sleep", 1), "crash", "queued behind the crash"]:
         nursery.start_soon(caller, msg)
         await trio.testing.wait_all_tasks_blocked()
     await ref.wait()
     await trio.testing.wait_all_tasks_blocked()
-    assert outcomes == ["slept", Crash, Crash]
+    assert outcomes == {("sleep", 1): "slept", "crash": Crash, "queued behind the crash": Crash}
 
 
 async def test_call_to_an_exited_actor_raises_actor_exited(nursery: trio.Nursery) -> None:
