@@ -122,8 +122,9 @@ async def _doctor(config: Config) -> int:
     ok = True
     try:
         async with open_runtime(config, prewarm_after=0) as runtime:
-            print(f"database: {runtime.database.path} (schema version "
-                  f"{await runtime.database.schema_version()})")
+            database = await runtime.database()
+            print(f"database: {database.path} (schema version "
+                  f"{await database.schema_version()})")
             catalog: Catalog = await runtime.catalog()
     except AskAnotherError as exc:
         print(f"PROBLEM: {exc}")

@@ -11,6 +11,11 @@ chunks travel the same way, one at a time, to the caller's `on_delta`. When the 
 cancelled (a client cancels the tool call, a timeout fires), the asyncio task is cancelled too, so
 the HTTP request is aborted rather than left running.
 
+`GatewayActor` owns a gateway under the runtime's supervisor: it starts the thread in `init`,
+starts the import after a delay, hands out the `Gateway` (`call(GetGateway())`) and closes it in
+`terminate`. Calls do not pass through its mailbox: they go straight to the handle, so hundreds
+run at once.
+
 Provider failures become typed `ProviderError`s (errors.py) whose messages keep the provider's
 own text with every API key scrubbed out. The trio loop never waits on the import: only calls that
 need litellm await `ready()`.
@@ -44,10 +49,13 @@ from ask_another.errors import (
     RateLimited,
 )
 from ask_another.logs import get_logger, quiet_litellm_loggers, scrub, silence_litellm
+from supervisors import Actor, Caller, ExitReason
 
 __all__ = [
     "CompletionResult",
     "Gateway",
+    "GatewayActor",
+    "GetGateway",
     "ToolCall",
     "Usage",
     "open_gateway",
@@ -137,6 +145,10 @@ class Gateway:
     def is_ready(self) -> bool:
         return self._ready.is_set()
 
+    @property
+    def closed(self) -> bool:
+        return self._closing
+
     async def ready(self) -> ModuleType:
         """Wait until litellm is imported; return the module. Raises if the import failed."""
         self.begin_import()
@@ -183,7 +195,7 @@ class Gateway:
             loop.close()
             self._stopped.set()
             return
-        log.debug("gateway.ready")
+        log.info("gateway.ready")
         try:
             loop.run_forever()
             tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
@@ -486,3 +498,36 @@ async def open_gateway(secrets: Sequence[str] = (), *, start_import: bool = True
         yield gateway
     finally:
         await gateway.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class GetGateway:
+    """Ask a `GatewayActor` for its `Gateway` handle."""
+
+
+class GatewayActor(Actor):
+    """Owns a `Gateway` (its asyncio thread) under a supervisor.
+
+    `init(secrets, prewarm_after)`: litellm starts importing `prewarm_after` seconds later (None:
+    at the first call). `call(GetGateway())` returns the handle.
+    """
+
+    gateway: Gateway
+
+    async def init(self, secrets: Sequence[str] = (), prewarm_after: float | None = None) -> None:
+        self.gateway = Gateway(secrets)
+        self.gateway.start(start_import=prewarm_after == 0)
+        if prewarm_after:
+            self.start_task(self._prewarm, prewarm_after)
+
+    async def _prewarm(self, delay: float) -> None:
+        await trio.sleep(delay)
+        self.gateway.begin_import()
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        if isinstance(msg, GetGateway):
+            return self.gateway
+        return await super().handle_call(msg, caller)
+
+    async def terminate(self, reason: ExitReason) -> None:
+        await self.gateway.aclose()

@@ -1,11 +1,17 @@
 """`open_runtime(config)`: everything ask-another runs, for the MCP server and for embedding.
 
-The runtime holds the long-lived parts: the SQLite store, the LLM gateway (litellm on its asyncio
-thread) and the catalog built once litellm is loaded. The MCP server opens one in its lifespan;
-a Python program can open its own:
+The runtime is a `supervisors` tree: a root supervisor (one_for_one) with the SQLite store
+(`StoreActor`) and the LLM gateway (`GatewayActor`, litellm on its asyncio thread) as permanent
+children, found by name in the runtime's own `Registry`. Later features add their supervisors
+(research jobs) as further children. The MCP server opens one runtime in its lifespan; a Python
+program can open its own:
 
     async with open_runtime(Config.from_env()) as rt:
         result = await rt.complete("gpt4", "Is this proof right? ...")
+
+The actors own lifecycles, not traffic: `gateway()` and `database()` return the handles and the
+work runs on them directly, so hundreds of completions are in flight at once. If a child is
+restarted, the next `gateway()` / `database()` returns the new handle.
 
 Opening is fast: the database is opened and migrated, the gateway thread is started, and litellm's
 import begins in that thread after `prewarm_after` seconds (so a client's `initialize` and
@@ -16,17 +22,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-import trio
 
 from ask_another.catalog import Catalog
 from ask_another.config import Config
-from ask_another.errors import InvalidArgument
-from ask_another.gateway import CompletionResult, Gateway, open_gateway
+from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.gateway import CompletionResult, Gateway, GatewayActor, GetGateway
 from ask_another.logs import ensure_logging, get_logger, register_secrets
-from ask_another.store import Database, FeedbackRecord, add_feedback, open_database
+from ask_another.store import Database, FeedbackRecord, GetDatabase, StoreActor, add_feedback
+from supervisors import Registry, StartError, SupervisorRef, child_spec, open_supervisor
 
 __all__ = ["MAX_TIMEOUT", "Runtime", "open_runtime"]
 
@@ -40,14 +45,34 @@ class Runtime:
     """The running parts. Made by `open_runtime()`; valid only inside its `async with` block."""
 
     config: Config
-    database: Database
-    gateway: Gateway
+    supervisor: SupervisorRef
+    registry: Registry
     _catalog: Catalog | None = None
+    _gateway: Gateway | None = field(default=None, repr=False)
+    _database: Database | None = field(default=None, repr=False)
+
+    async def gateway(self) -> Gateway:
+        """The gateway handle (from the `gateway` actor; refreshed after a restart)."""
+        if self._gateway is None or self._gateway.closed:
+            self._gateway = await self._child("gateway").call(GetGateway())
+        return self._gateway
+
+    async def database(self) -> Database:
+        """The database handle (from the `store` actor; refreshed after a restart)."""
+        if self._database is None or self._database.closed:
+            self._database = await self._child("store").call(GetDatabase())
+        return self._database
+
+    def _child(self, name: str) -> Any:
+        ref = self.registry.whereis(name)
+        if ref is None:
+            raise AskAnotherError(f"the {name} is restarting; try again in a moment")
+        return ref
 
     async def catalog(self) -> Catalog:
         """The allowed models with litellm's metadata (waits for litellm the first time)."""
         if self._catalog is None:
-            litellm = await self.gateway.ready()
+            litellm = await (await self.gateway()).ready()
             self._catalog = Catalog(self.config, litellm.model_cost)
         return self._catalog
 
@@ -77,7 +102,8 @@ class Runtime:
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
         log.info("completion.started", model=entry.model)
-        result = await self.gateway.completion(
+        gateway = await self.gateway()
+        result = await gateway.completion(
             entry, prompt, system=system, temperature=temperature,
             timeout=timeout if timeout is not None else self.config.timeout,
             tools=tools, on_delta=on_delta,
@@ -90,7 +116,7 @@ class Runtime:
         """Store one piece of feedback with a timestamp."""
         if not issue.strip():
             raise InvalidArgument("the feedback is empty: describe the issue or suggestion")
-        record = await add_feedback(self.database, issue.strip(), tool_name)
+        record = await add_feedback(await self.database(), issue.strip(), tool_name)
         log.info("feedback.recorded", id=record.id, tool_name=tool_name)
         return record
 
@@ -98,28 +124,30 @@ class Runtime:
 @contextlib.asynccontextmanager
 async def open_runtime(config: Config | None = None, *, prewarm_after: float | None = 1.0
                        ) -> AsyncIterator[Runtime]:
-    """Open the store and the gateway for the duration of the block; close both on exit.
+    """Start the supervision tree for the duration of the block; stop it on exit.
 
-    `prewarm_after`: seconds before litellm starts importing in the background (None: only when
-    first needed). Raises `StoreError` if the database cannot be opened.
+    `prewarm_after`: seconds before litellm starts importing in the background (0: at once,
+    None: only when first needed). Raises `StoreError` if the database cannot be opened.
     """
     config = config if config is not None else Config.from_env()
     ensure_logging(config.log_level)
     register_secrets(config.secrets())
     for problem in config.problems:
         log.error("config.problem", variable=problem.variable, problem=problem.message)
-    async with open_database(config.database_path) as database, \
-            open_gateway(config.secrets(), start_import=False) as gateway, \
-            trio.open_nursery() as nursery:
-        if prewarm_after is not None:
-            nursery.start_soon(_prewarm, gateway, prewarm_after)
-        log.info("runtime.started", models=len(config.models), home=str(config.home))
-        try:
-            yield Runtime(config=config, database=database, gateway=gateway)
-        finally:
-            nursery.cancel_scope.cancel()
-
-
-async def _prewarm(gateway: Gateway, delay: float) -> None:
-    await trio.sleep(delay)
-    gateway.begin_import()
+    registry = Registry()
+    children = [
+        child_spec(StoreActor, config.database_path, name="store", registry=registry),
+        child_spec(GatewayActor, config.secrets(), prewarm_after, name="gateway",
+                   registry=registry, shutdown=15.0),
+    ]
+    started = False
+    try:
+        async with open_supervisor(children, "one_for_one", name="ask-another") as supervisor:
+            started = True
+            log.info("runtime.started", models=len(config.models), home=str(config.home))
+            yield Runtime(config=config, supervisor=supervisor, registry=registry)
+    except StartError as exc:
+        # A child's init failed: show its own error (e.g. the database path), not the wrapper.
+        if not started and isinstance(exc.__cause__, AskAnotherError):
+            raise exc.__cause__ from None
+        raise

@@ -2,7 +2,10 @@
 
 from ask_another.store.db import MIGRATIONS as MIGRATIONS
 from ask_another.store.db import Database as Database
+from ask_another.store.db import GetDatabase as GetDatabase
 from ask_another.store.db import Migration as Migration
+from ask_another.store.db import StoreActor as StoreActor
+from ask_another.store.db import connect_database as connect_database
 from ask_another.store.db import open_database as open_database
 from ask_another.store.feedback import FeedbackRecord as FeedbackRecord
 from ask_another.store.feedback import add_feedback as add_feedback
@@ -12,8 +15,11 @@ __all__ = [
     "MIGRATIONS",
     "Database",
     "FeedbackRecord",
+    "GetDatabase",
     "Migration",
+    "StoreActor",
     "add_feedback",
+    "connect_database",
     "list_feedback",
     "open_database",
 ]

@@ -5,6 +5,10 @@ brings the schema up to date by applying `MIGRATIONS` in order. `PRAGMA user_ver
 last migration applied, so each one runs exactly once per file. Later features add their tables by
 appending a `Migration` to the list, with the next version number; never edit a released one.
 
+`StoreActor` owns the connection under the runtime's supervisor: it opens the database in
+`init`, hands out the `Database` handle (`call(GetDatabase())`) and closes it in `terminate`.
+Work is not routed through its mailbox: callers run statements on the handle directly.
+
 Statements run one at a time (a trio lock guards the single connection) in `trio.to_thread`, so
 the trio loop never blocks on the disk. A statement that has started runs to completion even if
 the caller is cancelled (SQLite cannot be interrupted half-way safely); the caller just stops
@@ -23,6 +27,7 @@ from typing import Any, TypeVar
 import trio
 
 from ask_another.errors import StoreError
+from supervisors import Actor, Caller, ExitReason
 
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
@@ -54,6 +59,7 @@ class Database:
         self._connection = connection
         self._lock = trio.Lock()
         self.path = path
+        self.closed = False
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(connection)` in a worker thread, alone on the connection.
@@ -87,6 +93,9 @@ class Database:
         return int(row[0]) if row else 0
 
     async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         async with self._lock:
             await trio.to_thread.run_sync(self._connection.close)
 
@@ -144,11 +153,8 @@ def _statements(script: str) -> list[str]:
     return statements
 
 
-@asynccontextmanager
-async def open_database(
-    path: Path, migrations: Sequence[Migration] | None = None
-) -> AsyncIterator[Database]:
-    """An open, migrated database at `path` for the duration of the block.
+async def connect_database(path: Path, migrations: Sequence[Migration] | None = None) -> Database:
+    """Open and migrate the database at `path`; close it with `aclose()`.
 
     Raises `StoreError` when the file cannot be opened or migrated (named, with SQLite's reason).
     """
@@ -159,9 +165,40 @@ async def open_database(
         raise StoreError(f"cannot open the database {path}: {exc}") from exc
     except OSError as exc:
         raise StoreError(f"cannot create the directory for {path}: {exc}") from exc
-    db = Database(conn, path)
+    return Database(conn, path)
+
+
+@asynccontextmanager
+async def open_database(
+    path: Path, migrations: Sequence[Migration] | None = None
+) -> AsyncIterator[Database]:
+    """An open, migrated database at `path` for the duration of the block (see
+    `connect_database`)."""
+    db = await connect_database(path, migrations)
     try:
         yield db
     finally:
         with trio.CancelScope(shield=True):
             await db.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class GetDatabase:
+    """Ask a `StoreActor` for its `Database` handle."""
+
+
+class StoreActor(Actor):
+    """Owns the SQLite connection under a supervisor; `call(GetDatabase())` returns the handle."""
+
+    database: Database
+
+    async def init(self, path: Path, migrations: Sequence[Migration] | None = None) -> None:
+        self.database = await connect_database(path, migrations)
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        if isinstance(msg, GetDatabase):
+            return self.database
+        return await super().handle_call(msg, caller)
+
+    async def terminate(self, reason: ExitReason) -> None:
+        await self.database.aclose()

@@ -1,4 +1,9 @@
-"""The `completion` tool: one prompt to one allowed model."""
+"""The `completion` tool: one prompt to one allowed model.
+
+When the caller asked for progress (a progress token), the answer is streamed from the provider
+and each piece of text is sent as a progress notification's message as it arrives; the tool result
+is the whole answer either way.
+"""
 
 from __future__ import annotations
 
@@ -51,7 +56,20 @@ def register(server: MCPServer[Any]) -> None:
                         "ASK_ANOTHER_TIMEOUT).")] = None,
     ) -> str:
         with tool_errors("completion"):
+            received = 0
+
+            async def report(text: str) -> None:
+                nonlocal received
+                received += len(text)
+                await ctx.report_progress(received, None, text)
+
             result = await runtime_of(ctx).complete(
-                model, prompt, system=system, temperature=temperature, timeout=timeout
+                model, prompt, system=system, temperature=temperature, timeout=timeout,
+                on_delta=report if _wants_progress(ctx) else None,
             )
             return result_text(result)
+
+
+def _wants_progress(ctx: Context[Any, Any]) -> bool:
+    meta = ctx.request_context.meta or {}
+    return bool(meta.get("progress_token") or meta.get("progressToken"))

@@ -213,3 +213,23 @@ async def test_cancelling_a_call_aborts_the_provider_request(
         # The server is still healthy and answers the next call at once.
         error, text = await call(client, "completion", model="sim", prompt="next")
     assert not error and "answer to: next" in text
+
+
+async def test_completion_streams_progress_when_the_caller_asks(
+    make_config: Callable[..., Config], sim: Simulator
+):
+    """Legacy era only in memory: the SDK's in-process 2026 dispatcher delivers progress without
+    a token in the request meta, so the tool cannot tell it was asked (stdio covers both eras)."""
+    sim.script("m1", [Reply("The answer arrives in several pieces over SSE.")])
+    pieces: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        pieces.append(message or "")
+
+    async with Client(build_server(make_config(), prewarm_after=0), mode="legacy") as client:
+        result = await client.call_tool("completion", {"model": "sim", "prompt": "stream it"},
+                                        progress_callback=on_progress)
+    assert not result.is_error
+    assert text_of(result).startswith("The answer arrives in several pieces over SSE.")
+    assert len(pieces) > 1 and "".join(pieces) == "The answer arrives in several pieces over SSE."
+    assert sim.requests_for("m1")[-1].stream

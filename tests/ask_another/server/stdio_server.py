@@ -1,0 +1,36 @@
+"""Start `python -m ask_another` as a real subprocess and connect an `mcp.Client` over stdio."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO
+
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+REPO = Path(__file__).resolve().parents[3]
+# The sandbox disables bytecode caching; a private cache dir keeps repeated server starts fast
+# without writing __pycache__ into the source tree or the venv.
+PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
+
+
+def server_parameters(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ask_another"],
+        env={"PYTHONPYCACHEPREFIX": str(PYCACHE), **env},
+        cwd=str(REPO),
+    )
+
+
+@asynccontextmanager
+async def stdio_client_for(env: dict[str, str], stderr: IO[str], mode: str = "auto"
+                           ) -> AsyncIterator[Client]:
+    """A connected client; the server's stderr goes to `stderr` (a real file)."""
+    async with Client(stdio_client(server_parameters(env), errlog=stderr), mode=mode,
+                      read_timeout_seconds=60) as client:
+        yield client
