@@ -311,13 +311,13 @@ class ActorRef:
             return self._reason
         if trio.lowlevel.current_task() is self._task:
             raise CallToSelf(f"{self!r} cannot await its own stop; use self.stop() in a hook")
+        if timeout is not None and not timeout >= 0:  # also refuses NaN
+            raise InvalidSpec(f"stop timeout must be >= 0 seconds or None, got {timeout!r}")
         if self._closing is None:
             self._mailbox.put_system((_STOP, Normal() if reason is None else reason), urgent=True)
         if timeout is None:
             return await self.wait()
-        if not timeout > 0:
-            if timeout != 0:
-                raise InvalidSpec(f"stop timeout must be >= 0 seconds or None, got {timeout!r}")
+        if timeout == 0:
             self.kill()
             return await self.wait()
         # The timer kills the actor if it is still running at the deadline (cheaper than a

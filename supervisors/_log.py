@@ -15,6 +15,17 @@ import structlog
 _fallback: Any = None
 
 
+class _Stderr:
+    """A structlog output that looks up sys.stderr at each write (it may be swapped)."""
+
+    def msg(self, message: str) -> None:
+        stream = sys.stderr
+        stream.write(message + "\n")
+        stream.flush()
+
+    log = debug = info = warn = warning = error = err = critical = fatal = exception = msg
+
+
 def logger() -> Any:
     """The logger to use for one event (checked per event: configuration can come later)."""
     global _fallback
@@ -22,7 +33,7 @@ def logger() -> Any:
         return structlog.get_logger("supervisors")
     if _fallback is None:
         _fallback = structlog.wrap_logger(
-            structlog.PrintLogger(sys.stderr),
+            _Stderr(),
             processors=structlog.get_config()["processors"],
             wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
         ).bind()

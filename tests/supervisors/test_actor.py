@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from actors_for_tests import Echo, FailingInit, Journal, Stubborn
 
 from supervisors import (
@@ -287,3 +288,53 @@ async def test_tasks_are_cancelled_when_the_actor_exits(
     assert await ref.stop() == Normal()
     await trio.sleep(100)
     assert trio.current_time() == pytest.approx(101)  # the 60 s job did not keep anything alive
+
+
+async def test_crash_report_goes_to_stderr_never_stdout(
+    nursery: trio.Nursery, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import structlog
+
+    config = structlog.get_config()
+    structlog.reset_defaults()  # an application that has not configured structlog yet
+    try:
+        ref = await spawn(nursery, Echo)
+        ref.cast("crash")
+        await ref.wait()
+    finally:
+        structlog.configure(**config)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "actor.crashed" in err and "RuntimeError: asked to crash" in err
+    assert "Traceback" in err
+
+
+async def test_busy_actor_with_a_backlog_lets_others_run(nursery: trio.Nursery) -> None:
+    ref = await spawn(nursery, Echo, mailbox_size=10_000)
+    nursery.start_soon(ref.call, ("sleep", 0.01), None)
+    await trio.testing.wait_all_tasks_blocked()
+    for i in range(5_000):
+        ref.cast(i)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as inner:
+        inner.start_soon(ticker)
+        handled = await ref.call("casts", timeout=None)
+        inner.cancel_scope.cancel()
+    assert len(handled) == 5_000
+    assert ticks > 5_000 // 64  # the actor yielded while working through its backlog
+
+
+async def test_bad_timeouts_are_refused(nursery: trio.Nursery) -> None:
+    ref = await spawn(nursery, Echo)
+    with pytest.raises(InvalidSpec, match="timeout"):
+        await ref.call("x", timeout=-1)
+    with pytest.raises(InvalidSpec, match="timeout"):
+        await ref.stop(timeout=float("nan"))
+    assert await ref.call("still fine") == "still fine"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 from actors_for_tests import Echo, FailingInit, Journal, Stubborn
 
 from supervisors import (

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from actors_for_tests import Echo
 
 from supervisors import (
