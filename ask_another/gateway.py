@@ -55,6 +55,7 @@ __all__ = [
     "CompletionResult",
     "Gateway",
     "GatewayActor",
+    "GatewayStatistics",
     "GetGateway",
     "ToolCall",
     "Usage",
@@ -101,6 +102,12 @@ class CompletionResult:
     finish_reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class GatewayStatistics:
+    ready: bool
+    in_flight: int
+
+
 class Gateway:
     """Owns the asyncio thread that runs litellm. Made by `open_gateway()`; use `completion()`.
 
@@ -118,6 +125,7 @@ class Gateway:
         self._go = threading.Event()
         self._thread: threading.Thread | None = None
         self._closing = False
+        self._in_flight = 0
 
     # ----- lifecycle -------------------------------------------------------------------------
 
@@ -252,7 +260,7 @@ class Gateway:
             self._notify(put, item)
 
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(
-            _as_coroutine(fn(litellm, deliver)), self._loop
+            self._tracked(fn(litellm, deliver)), self._loop
         )
         future.add_done_callback(lambda _: self._notify(send.close))
         try:
@@ -267,6 +275,18 @@ class Gateway:
         if future.cancelled():
             raise ProviderUnavailable("the call was cancelled because the gateway is shutting down")
         return future.result()
+
+    async def _tracked(self, awaitable: Awaitable[T]) -> T:
+        # Runs on the asyncio thread; the counter is only touched there.
+        self._in_flight += 1
+        try:
+            return await awaitable
+        finally:
+            self._in_flight -= 1
+
+    def statistics(self) -> GatewayStatistics:
+        """`in_flight`: provider calls running on the asyncio loop right now."""
+        return GatewayStatistics(ready=self.is_ready, in_flight=self._in_flight)
 
     # ----- completion ------------------------------------------------------------------------
 
@@ -478,10 +498,6 @@ def _citations(response: Any, message: Any) -> tuple[str, ...]:
         if url:
             found.append(str(url))
     return tuple(dict.fromkeys(found))
-
-
-async def _as_coroutine(awaitable: Awaitable[T]) -> T:
-    return await awaitable
 
 
 @contextlib.asynccontextmanager

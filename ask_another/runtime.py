@@ -146,8 +146,18 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
             started = True
             log.info("runtime.started", models=len(config.models), home=str(config.home))
             yield Runtime(config=config, supervisor=supervisor, registry=registry)
-    except StartError as exc:
-        # A child's init failed: show its own error (e.g. the database path), not the wrapper.
-        if not started and isinstance(exc.__cause__, AskAnotherError):
-            raise exc.__cause__ from None
+    except BaseException as exc:
+        # A child's init failed: show its own error (e.g. the database path), not the wrappers.
+        cause = None if started else _start_failure(exc)
+        if cause is not None:
+            raise cause from None
         raise
+
+
+def _start_failure(exc: BaseException) -> AskAnotherError | None:
+    """Our error inside a `StartError` (possibly inside exception groups), if that is all it is."""
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return _start_failure(exc.exceptions[0])
+    if isinstance(exc, StartError) and isinstance(exc.__cause__, AskAnotherError):
+        return exc.__cause__
+    return None

@@ -1,0 +1,113 @@
+"""The gateway: litellm on its own asyncio thread, bridged to trio, against the simulator."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+
+from ask_another.config import Config, ModelEntry
+from ask_another.errors import InvalidArgument, MalformedResponse, ProviderUnavailable
+from ask_another.gateway import open_gateway
+from ask_another.simulator import Drop, Malformed, Reply, Simulator, Slow, ToolCall, ToolCalls
+
+KEY = "sk-test-gateway-0123456789"
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}
+
+
+def entry(sim: Simulator, model: str = "openai/m1") -> ModelEntry:
+    env = {"MODEL_X": f"{model};{KEY};{sim.openai_base}", "ASK_ANOTHER_HOME": "/tmp/unused"}
+    return Config.from_env(env).models[0]
+
+
+async def test_import_waits_for_the_first_call_when_asked_to(sim: Simulator):
+    async with open_gateway([KEY], start_import=False) as gateway:
+        await trio.sleep(0.2)
+        assert not gateway.statistics().ready
+        result = await gateway.completion(entry(sim), "hi")
+        assert gateway.statistics().ready
+    assert result.text == "[simulated m1] answer to: hi"
+
+
+async def test_cancelling_the_trio_caller_cancels_the_provider_call(sim: Simulator):
+    sim.script("m1", [Slow(30)])
+    async with open_gateway([KEY]) as gateway:
+        await gateway.ready()
+        with trio.move_on_after(1.0):
+            await gateway.completion(entry(sim), "wait forever")
+        # The asyncio task (and with it the HTTP request) is gone, not left running for 30 s.
+        with trio.fail_after(2):
+            while gateway.statistics().in_flight:  # noqa: ASYNC110 - state in another thread
+                await trio.sleep(0.02)
+        assert len(sim.requests_for("m1")) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_tool_calls_come_back_with_id_name_and_arguments(sim: Simulator, stream: bool):
+    sim.script("m1", [ToolCalls([ToolCall("get_weather", {"city": "Paris"}, id="call_sim_a")])])
+    async with open_gateway([KEY]) as gateway:
+        result = await gateway.completion(entry(sim), "weather in Paris?", tools=[WEATHER_TOOL],
+                                          stream=stream)
+    [call] = result.tool_calls
+    assert (call.id, call.name, json.loads(call.arguments)) == (
+        "call_sim_a", "get_weather", {"city": "Paris"})
+    assert result.finish_reason == "tool_calls"
+    assert sim.requests_for("m1")[0].json["tools"][0]["function"]["name"] == "get_weather"
+
+
+async def test_streamed_deltas_arrive_in_order_and_add_up_to_the_text(sim: Simulator):
+    sim.script("m1", [Reply("one two three four five six seven")])
+    deltas: list[str] = []
+
+    async def on_delta(text: str) -> None:
+        deltas.append(text)
+
+    async with open_gateway([KEY]) as gateway:
+        result = await gateway.completion(entry(sim), "count", on_delta=on_delta)
+    assert len(deltas) > 1
+    assert "".join(deltas) == result.text == "one two three four five six seven"
+    assert result.usage.prompt_tokens and result.usage.completion_tokens
+
+
+async def test_citations_are_returned(sim: Simulator):
+    async with open_gateway([KEY]) as gateway:
+        result = await gateway.completion(entry(sim, "openai/sim-research"), "what is new?")
+    assert len(result.citations) == 2
+    assert all(c.startswith(sim.url) for c in result.citations)
+
+
+async def test_malformed_and_dropped_answers_are_typed_errors(sim: Simulator):
+    sim.script("m1", [Malformed(), Drop()])
+    async with open_gateway([KEY]) as gateway:
+        with pytest.raises(MalformedResponse):
+            await gateway.completion(entry(sim), "a")
+        with pytest.raises(ProviderUnavailable):
+            await gateway.completion(entry(sim), "b")
+
+
+async def test_known_model_reports_its_cost(sim: Simulator):
+    sim.script("gpt-4o", [Reply("ok", usage={"prompt_tokens": 1000, "completion_tokens": 1000})])
+    async with open_gateway([KEY]) as gateway:
+        result = await gateway.completion(entry(sim, "openai/gpt-4o"), "price?")
+    # gpt-4o in litellm's bundled map: $2.50 and $10.00 per million tokens.
+    assert result.usage.cost_usd == pytest.approx(0.0125)
+    assert "$0.012500" in result.usage.describe()
+
+
+async def test_a_second_gateway_in_the_same_process_works(sim: Simulator):
+    for _ in range(2):
+        async with open_gateway([KEY]) as gateway:
+            assert (await gateway.completion(entry(sim), "again")).text.endswith("again")
+
+
+async def test_bad_arguments_are_refused_before_any_request(sim: Simulator):
+    async with open_gateway([KEY], start_import=False) as gateway:
+        with pytest.raises(InvalidArgument):
+            await gateway.completion(entry(sim), "x", temperature=3.0)
+        with pytest.raises(InvalidArgument):
+            await gateway.completion(entry(sim))
+    assert sim.requests == []

@@ -1,0 +1,81 @@
+"""The SQLite store: WAL, versioned migrations applied once, feedback rows, clear failures."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ask_another.config import Config
+from ask_another.errors import StoreError
+from ask_another.runtime import open_runtime
+from ask_another.store import (
+    MIGRATIONS,
+    Migration,
+    add_feedback,
+    list_feedback,
+    open_database,
+)
+
+
+async def test_new_database_is_wal_and_at_the_latest_version(tmp_path: Path):
+    path = tmp_path / "deep" / "dir" / "db.sqlite3"
+    async with open_database(path) as db:
+        assert await db.schema_version() == len(MIGRATIONS)
+        mode = await db.fetchone("PRAGMA journal_mode")
+        assert mode is not None and mode[0] == "wal"
+    assert path.exists()
+
+
+async def test_migrations_run_once_and_later_ones_are_appended(tmp_path: Path):
+    path = tmp_path / "db.sqlite3"
+    async with open_database(path) as db:
+        await add_feedback(db, "first")
+    extra = Migration(len(MIGRATIONS) + 1, "notes", "CREATE TABLE notes (body TEXT);")
+    async with open_database(path, [*MIGRATIONS, extra]) as db:
+        assert await db.schema_version() == len(MIGRATIONS) + 1
+        await db.execute("INSERT INTO notes VALUES (?)", ("n",))
+        assert [r.issue for r in await list_feedback(db)] == ["first"]  # data kept
+    async with open_database(path, [*MIGRATIONS, extra]) as db:  # nothing re-run
+        assert len(await db.fetchall("SELECT * FROM notes")) == 1
+
+
+async def test_a_failing_migration_leaves_the_database_as_it_was(tmp_path: Path):
+    path = tmp_path / "db.sqlite3"
+    broken = Migration(len(MIGRATIONS) + 1, "broken", "CREATE TABLE ok (x);\nNOT SQL AT ALL;")
+    with pytest.raises(StoreError, match="cannot open the database"):
+        async with open_database(path, [*MIGRATIONS, broken]):
+            pass
+    with sqlite3.connect(path) as conn:
+        # The earlier migrations committed; the broken one left no trace.
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "ok" not in tables
+
+
+async def test_a_database_from_a_newer_version_is_refused_clearly(tmp_path: Path):
+    path = tmp_path / "db.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 999")
+    with pytest.raises(StoreError, match="newer than this ask-another"):
+        async with open_database(path):
+            pass
+
+
+async def test_feedback_rows_are_timestamped_and_listed_newest_first(tmp_path: Path):
+    async with open_database(tmp_path / "db.sqlite3") as db:
+        first = await add_feedback(db, "one", "completion")
+        await add_feedback(db, "two")
+        rows = await list_feedback(db)
+    assert [(r.issue, r.tool_name) for r in rows] == [("two", None), ("one", "completion")]
+    assert first.created_at.endswith("+00:00")
+
+
+async def test_runtime_with_an_unusable_home_raises_a_store_error(tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    config = Config.from_env({"ASK_ANOTHER_HOME": str(blocker / "home")})
+    with pytest.raises(StoreError, match="cannot create the directory"):
+        async with open_runtime(config, prewarm_after=None):
+            pass
