@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -510,16 +511,20 @@ async def _all_idle() -> None:
         await trio.lowlevel.checkpoint()
 
 
-def memory_child(kind: str, count: int) -> None:
+def memory_child(kind: str, count: int, *, heap: bool = False) -> None:
     """The body of `--memory`: spawn `count` idle actors of `kind`, print the RSS delta as JSON.
 
-    Exits the process straight after printing: tearing down 100,000 tasks takes seconds here and
-    is not what is measured.
+    With `heap`, also trace Python allocations (tracemalloc): the bytes each actor holds on the
+    Python heap, which, unlike RSS, come out the same in every process. Exits the process
+    straight after printing: tearing down 100,000 tasks takes seconds here and is not measured.
     """
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             await _all_idle()
+            if heap:
+                tracemalloc.start()
+            heap_before = tracemalloc.get_traced_memory()[0]
             before = _current_rss_kib()
             start = time.perf_counter()
             handles = await MEMORY_KINDS[kind](nursery, count)
@@ -531,16 +536,20 @@ def memory_child(kind: str, count: int) -> None:
                       "after_kib": after, "after_current_kib": _current_rss_kib(),
                       "delta_kib": delta, "kib_per_actor": delta / count,
                       "spawn_seconds": elapsed}
+            if heap:
+                heap_delta = tracemalloc.get_traced_memory()[0] - heap_before
+                result["heap_bytes_per_actor"] = heap_delta / count
             print(json.dumps(result), flush=True)
             os._exit(0)
 
     trio.run(main)
 
 
-def measure_memory(kind: str, count: int) -> dict[str, float]:
+def measure_memory(kind: str, count: int, *, heap: bool = False) -> dict[str, float]:
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run(
-        [sys.executable, "-m", "bench.supervisors", "--memory", str(count), "--kind", kind],
+        [sys.executable, "-m", "bench.supervisors", "--memory", str(count), "--kind", kind,
+         *(["--heap"] if heap else [])],
         cwd=root, capture_output=True, text=True, check=False, timeout=600,
     )
     if done.returncode != 0:
@@ -643,16 +652,25 @@ def run(quick: bool) -> list[Row]:
                 results.append(measure_memory(kind, count))
         ours_kib = statistics.median(r["delta_kib"] for r in runs["ours"])
         raw_kib = statistics.median(r["delta_kib"] for r in runs["raw"])
-        extra = {"statistic": f"median of {sizes.memory_runs} processes",
-                 "ours_kib_per_actor": ours_kib / count, "raw_kib_per_actor": raw_kib / count,
-                 "measured": "peak RSS after spawning minus RSS before, in a fresh process",
-                 "ours": "spawn(nursery, Idle) per actor, default mailbox", "runs": runs}
+        memory: dict[str, object] = {
+            "statistic": f"median of {sizes.memory_runs} processes",
+            "ours_kib_per_actor": ours_kib / count,
+            "raw_kib_per_actor": raw_kib / count,
+            "measured": "peak RSS after spawning minus RSS before, in a fresh process",
+            "ours": "spawn(nursery, Idle) per actor, default mailbox",
+            "runs": runs,
+        }
         if count < 100_000:
+            # The Python heap per actor is steady across processes, unlike RSS: one more
+            # process per kind with tracemalloc on (too slow for the largest size).
+            memory["python_heap_bytes_per_actor"] = {
+                kind: measure_memory(kind, count, heap=True)["heap_bytes_per_actor"]
+                for kind in runs}
             rows.append(Row(SUITE, f"idle actors ({count:,})", ours_kib / count, "KiB/actor",
-                            "raw idle trio tasks", raw_kib / count, extra=extra))
+                            "raw idle trio tasks", raw_kib / count, extra=memory))
         else:
             row = Row(SUITE, f"idle actors ({count:,})", ours_kib / 1024, "MiB",
-                      "raw idle trio tasks", raw_kib / 1024, target="< 1024 MiB", extra=extra)
+                      "raw idle trio tasks", raw_kib / 1024, target="< 1024 MiB", extra=memory)
             row.passed = row.value < 1024
             rows.append(row)
     return rows
@@ -664,12 +682,14 @@ def main() -> int:
     parser.add_argument("--memory", type=int, metavar="N",
                         help="measure the RSS of N idle actors in this process and print JSON")
     parser.add_argument("--kind", choices=sorted(MEMORY_KINDS), default="raw")
+    parser.add_argument("--heap", action="store_true",
+                        help="with --memory: also trace the Python heap (slower)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.memory is not None:
         if args.memory < 1:
             parser.error("--memory needs a positive count")
-        memory_child(args.kind, args.memory)
+        memory_child(args.kind, args.memory, heap=args.heap)
     from bench.report import print_table
 
     print_table(run(args.quick))
