@@ -1,0 +1,204 @@
+"""Benchmark of the ask-another MCP server: cold start over stdio, and completion fan-out.
+
+Cold start: the time from spawning `python -m ask_another` to the `initialize` reply and to the
+`tools/list` reply, speaking raw JSON-RPC lines over the pipes (no client library in the timed
+path), median of 10 runs after one warm-up run. Python runs with a bytecode cache (a private
+`PYTHONPYCACHEPREFIX`, as an installed package has), because this sandbox otherwise disables it;
+the extras also record one run without the cache. The reference is the floor no server built on
+the MCP SDK can beat: a bare `python -c "import mcp.server.mcpserver"`, median of the same count.
+
+Fan-out: N concurrent `completion` tool calls through the real server (stdio subprocess, an
+`mcp.Client` in this process) against the simulated provider in its own process with a fixed
+latency, after one warm-up call that waits for litellm. The references, measured in the same run
+against the same simulator: the ideal (one latency) and raw `litellm.acompletion` fan-out of the
+same N calls in plain asyncio. Target: within 1.5x of raw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import trio
+
+from bench.report import Row
+
+SUITE = "server"
+REPO = Path(__file__).resolve().parents[1]
+PYCACHE = Path(tempfile.gettempdir()) / "ask-another-bench-pycache"
+
+
+def _env(home: Path, *, cache: bool = True, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MODEL_", "ASK_ANOTHER_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    if cache:
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONPYCACHEPREFIX"] = str(home / "no-cache")  # empty: nothing cached to read
+    env["ASK_ANOTHER_HOME"] = str(home)
+    env["ASK_ANOTHER_LOG_LEVEL"] = "WARNING"
+    return env | extra
+
+
+def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
+    stdin.write(json.dumps(message).encode() + b"\n")
+    stdin.flush()
+
+
+def _reply(stdout: IO[bytes], request_id: int) -> dict[str, Any]:
+    while True:
+        line = stdout.readline()
+        if not line:
+            raise RuntimeError("the server closed stdout before replying")
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            return message  # type: ignore[no-any-return]
+
+
+def cold_start_once(home: Path, *, cache: bool = True) -> tuple[float, float]:
+    """Seconds from spawn to the initialize reply, and to the tools/list reply."""
+    env = _env(home, cache=cache, MODEL_SIM="openai/m1;key;http://127.0.0.1:9/v1")
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "ask_another"], cwd=REPO, env=env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        _send(process.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}})
+        _reply(process.stdout, 1)
+        initialized = time.perf_counter() - start
+        _send(process.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(process.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        tools = _reply(process.stdout, 2)
+        listed = time.perf_counter() - start
+        assert len(tools["result"]["tools"]) >= 5, tools
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return initialized, listed
+
+
+def sdk_import_once() -> float:
+    env = _env(Path(tempfile.gettempdir()))
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import mcp.server.mcpserver"], cwd=REPO, env=env,
+                   check=True)
+    return time.perf_counter() - start
+
+
+def cold_start(runs: int) -> list[Row]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        cold_start_once(home)  # warm-up: fills the bytecode cache
+        sdk_import_once()
+        samples = [cold_start_once(home) for _ in range(runs)]
+        floor = statistics.median(sdk_import_once() for _ in range(runs))
+        uncached = cold_start_once(home / "uncached", cache=False)
+    init = statistics.median(s[0] for s in samples)
+    listed = statistics.median(s[1] for s in samples)
+    extra: dict[str, object] = {
+        "runs": runs, "statistic": "median",
+        "initialize_samples_s": [round(s[0], 3) for s in samples],
+        "tools_list_samples_s": [round(s[1], 3) for s in samples],
+        "without_bytecode_cache_s": {"initialize": round(uncached[0], 3),
+                                     "tools_list": round(uncached[1], 3)},
+    }
+    reference = "python -c 'import mcp.server.mcpserver' (SDK import floor)"
+    return [
+        Row(SUITE, "cold start to initialize reply (stdio)", init, "s", reference, floor,
+            target="< 1.0 s", passed=init < 1.0, extra=extra),
+        Row(SUITE, "cold start to tools/list reply (stdio)", listed, "s", reference, floor,
+            target="< 1.0 s", passed=listed < 1.0, extra=extra),
+    ]
+
+
+async def _ours(openai_base: str, calls: int, home: Path) -> float:
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = _env(home, MODEL_SIM=f"openai/m1;bench-key;{openai_base}")
+    parameters = StdioServerParameters(command=sys.executable, args=["-m", "ask_another"],
+                                       env=env, cwd=str(REPO))
+    with (home / "server-stderr.log").open("w") as errlog:
+        async with Client(stdio_client(parameters, errlog=errlog),
+                          read_timeout_seconds=300) as client:
+            warm = await client.call_tool("completion", {"model": "sim", "prompt": "warm up"})
+            assert not warm.is_error, warm
+            failures = 0
+
+            async def one(i: int) -> None:
+                nonlocal failures
+                result = await client.call_tool("completion",
+                                                {"model": "sim", "prompt": f"question {i}"})
+                failures += bool(result.is_error)
+
+            start = time.perf_counter()
+            async with trio.open_nursery() as nursery:
+                for i in range(calls):
+                    nursery.start_soon(one, i)
+            elapsed = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(f"{failures} of {calls} completion calls failed")
+    return elapsed
+
+
+async def _raw(openai_base: str, calls: int) -> float:
+    import litellm
+
+    litellm.suppress_debug_info = True
+
+    async def one(i: int) -> Any:
+        return await litellm.acompletion(
+            model="openai/m1", api_base=openai_base, api_key="bench-key", max_retries=0,
+            messages=[{"role": "user", "content": f"question {i}"}])
+
+    await one(-1)  # warm-up: client creation, first-call imports
+    start = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(calls)))
+    return time.perf_counter() - start
+
+
+def fanout(calls: int, latency: float) -> list[Row]:
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    from ask_another.simulator import Simulator
+
+    with Simulator.process(latency=latency) as urls, tempfile.TemporaryDirectory() as tmp:
+        raw = asyncio.run(_raw(urls.openai_base, calls))
+        ours = trio.run(_ours, urls.openai_base, calls, Path(tmp))
+    extra: dict[str, object] = {"calls": calls, "latency_s": latency, "ideal_s": latency,
+                                "raw_litellm_s": round(raw, 3), "ours_s": round(ours, 3)}
+    return [
+        Row(SUITE, f"{calls} concurrent completions via MCP vs raw litellm", ours, "s",
+            "raw litellm.acompletion fan-out (asyncio)", raw, target="<= 1.5x raw",
+            passed=ours <= 1.5 * raw, extra=extra),
+        Row(SUITE, f"{calls} concurrent completions via MCP vs ideal", ours, "s",
+            f"ideal (one {latency * 1000:.0f} ms latency)", latency, extra=extra),
+    ]
+
+
+def run(quick: bool) -> list[Row]:
+    # Quick mode still pays for two litellm imports (the server's and the raw reference's).
+    if quick:
+        return cold_start(runs=1) + fanout(calls=10, latency=0.05)
+    return cold_start(runs=10) + fanout(calls=500, latency=0.2)
+
+
+if __name__ == "__main__":
+    from bench.report import print_table
+
+    print_table(run("--quick" in sys.argv))
