@@ -26,6 +26,8 @@ from ask_another.errors import AmbiguousModel, ModelNotAllowed
 MODEL_PREFIX: Final = "MODEL_"
 DEFAULT_TIMEOUT: Final = 60.0
 DEFAULT_POLL_SECONDS: Final = 5.0
+DEFAULT_RESEARCH_DEADLINE: Final = 3600.0  # a Gemini deep-research interaction, polled
+DEFAULT_RESEARCH_TIMEOUT: Final = 1800.0  # one completion of another deep-research model
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
 
@@ -90,6 +92,8 @@ class Config:
     home: Path = field(default_factory=lambda: _default_home())
     timeout: float = DEFAULT_TIMEOUT
     poll_seconds: float = DEFAULT_POLL_SECONDS
+    research_deadline: float = DEFAULT_RESEARCH_DEADLINE
+    research_timeout: float = DEFAULT_RESEARCH_TIMEOUT
     allow_hosts: frozenset[str] = frozenset()
     log_level: str = "INFO"
 
@@ -101,6 +105,10 @@ class Config:
         home = _parse_home(env, problems)
         timeout = _parse_positive(env, "ASK_ANOTHER_TIMEOUT", DEFAULT_TIMEOUT, problems)
         poll = _parse_positive(env, "ASK_ANOTHER_POLL_SECONDS", DEFAULT_POLL_SECONDS, problems)
+        deadline = _parse_positive(env, "ASK_ANOTHER_RESEARCH_DEADLINE",
+                                   DEFAULT_RESEARCH_DEADLINE, problems)
+        research_timeout = _parse_positive(env, "ASK_ANOTHER_RESEARCH_TIMEOUT",
+                                           DEFAULT_RESEARCH_TIMEOUT, problems)
         allow_hosts = _parse_hosts(env, problems)
         log_level = _parse_log_level(env, problems)
         return cls(
@@ -109,6 +117,8 @@ class Config:
             home=home,
             timeout=timeout,
             poll_seconds=poll,
+            research_deadline=deadline,
+            research_timeout=research_timeout,
             allow_hosts=allow_hosts,
             log_level=log_level,
         )

@@ -30,6 +30,7 @@ from ask_another.config import Config
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.gateway import CompletionResult, Gateway, GatewayActor, GetGateway
 from ask_another.logs import ensure_logging, get_logger, register_secrets
+from ask_another.research.supervisor import research_spec
 from ask_another.store import Database, FeedbackRecord, GetDatabase, StoreActor, add_feedback
 from supervisors import Registry, StartError, SupervisorRef, child_spec, open_supervisor
 
@@ -139,6 +140,7 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
         child_spec(StoreActor, config.database_path, name="store", registry=registry),
         child_spec(GatewayActor, config.secrets(), prewarm_after, name="gateway",
                    registry=registry, shutdown=15.0),
+        research_spec(config, registry),
     ]
     started = False
     try:

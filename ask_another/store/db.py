@@ -49,6 +49,34 @@ MIGRATIONS: list[Migration] = [
             issue TEXT NOT NULL
         );
     """),
+    Migration(2, "research jobs and their timelines (store/jobs.py)", """
+        CREATE TABLE research_jobs (
+            id TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            query TEXT NOT NULL,
+            method TEXT NOT NULL,
+            status TEXT NOT NULL,
+            step TEXT,
+            created_at REAL NOT NULL,
+            started_at REAL,
+            ended_at REAL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            provider_handle TEXT,
+            report TEXT,
+            citations TEXT,
+            error TEXT,
+            detail TEXT
+        );
+        CREATE INDEX research_jobs_by_status ON research_jobs (status);
+        CREATE TABLE research_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id TEXT NOT NULL REFERENCES research_jobs (id),
+            at REAL NOT NULL,
+            step TEXT NOT NULL,
+            detail TEXT
+        );
+        CREATE INDEX research_events_by_job ON research_events (job_id);
+    """),
 ]
 
 

@@ -1,0 +1,53 @@
+"""Research jobs as supervised actors: start, check, cancel, survive restarts (docs/research.md).
+
+`ResearchJobs` is the face the MCP tools and embedding programs use; `research_spec` is the
+subtree the runtime adds under its root supervisor; `METHODS` holds the research methods.
+"""
+
+from ask_another.research.job import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
+from ask_another.research.job import ResearchJob as ResearchJob
+from ask_another.research.job import Services as Services
+from ask_another.research.job import job_name as job_name
+from ask_another.research.jobs import ResearchJobs as ResearchJobs
+from ask_another.research.jobs import UnknownJob as UnknownJob
+from ask_another.research.messages import AwaitResult as AwaitResult
+from ask_another.research.messages import Cancel as Cancel
+from ask_another.research.messages import CancelOutcome as CancelOutcome
+from ask_another.research.messages import ChoiceAnswer as ChoiceAnswer
+from ask_another.research.messages import JobUpdate as JobUpdate
+from ask_another.research.messages import NotWaiting as NotWaiting
+from ask_another.research.messages import PermissionAnswer as PermissionAnswer
+from ask_another.research.messages import Status as Status
+from ask_another.research.messages import Subscribe as Subscribe
+from ask_another.research.providers import METHODS as METHODS
+from ask_another.research.providers import JobContext as JobContext
+from ask_another.research.providers import Method as Method
+from ask_another.research.providers import ResearchFailed as ResearchFailed
+from ask_another.research.providers import ResearchResult as ResearchResult
+from ask_another.research.supervisor import INTERRUPTED as INTERRUPTED
+from ask_another.research.supervisor import research_spec as research_spec
+
+__all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
+    "INTERRUPTED",
+    "METHODS",
+    "AwaitResult",
+    "Cancel",
+    "CancelOutcome",
+    "ChoiceAnswer",
+    "JobContext",
+    "JobUpdate",
+    "Method",
+    "NotWaiting",
+    "PermissionAnswer",
+    "ResearchFailed",
+    "ResearchJob",
+    "ResearchJobs",
+    "ResearchResult",
+    "Services",
+    "Status",
+    "Subscribe",
+    "UnknownJob",
+    "job_name",
+    "research_spec",
+]

@@ -1,0 +1,360 @@
+"""The research job actor: one supervised actor per job, the store written before every answer.
+
+A `ResearchJob` is a transient child of the job supervisor, registered as ``("job", job_id)``.
+Its work (a research method, see providers.py) runs in a task the actor owns, so the actor keeps
+answering `Status`, `Cancel`, `Subscribe` and `AwaitResult` while the provider works.
+
+State changes follow one rule: written to the store first, then acknowledged. The move to a
+terminal state happens only in the actor's own message loop (the result arriving as `TaskDone`,
+or a `Cancel`), one message at a time, and the store's guarded update refuses a second terminal
+state, so a result that arrives after a cancel (or a cancel after a result) never flips a
+finished job. Once finished the actor replies to every waiter, closes the subscribers' channels
+and exits normally; its record stays in the store.
+
+Attempts and restarts: each run of the work loads the job from the store and counts one attempt.
+A transient provider error (rate limit, 5xx, dropped connection) or an unexpected exception
+escapes the task and crashes the actor; `terminate` records the error; the supervisor restarts
+the job (transient child), and the new run waits a backoff (``ASK_ANOTHER_POLL_SECONDS`` × 2^n,
+at most 60 s) and continues — for Gemini, polling the saved interaction rather than creating a
+second one. When a run starts with `max_attempts` already used, the job fails with the last
+error. The bound lives in the store, per job, so it survives restarts and does not depend on
+the supervisor's restart intensity (see docs/research.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from ask_another.config import Config, ModelEntry
+from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
+from ask_another.gateway import Gateway, GetGateway
+from ask_another.logs import get_logger
+from ask_another.research.messages import (
+    AwaitResult,
+    Cancel,
+    CancelOutcome,
+    ChoiceAnswer,
+    JobUpdate,
+    NotWaiting,
+    PermissionAnswer,
+    Status,
+    Subscribe,
+)
+from ask_another.research.providers import METHODS, JobContext, ResearchFailed, ResearchResult
+from ask_another.store import Database, GetDatabase
+from ask_another.store.jobs import (
+    JobEvent,
+    JobRecord,
+    add_event,
+    finish_job,
+    get_job,
+    update_job,
+)
+from supervisors import NOREPLY, Actor, Caller, Crash, ExitReason, Registry, TaskCancelled, TaskDone
+
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "ResearchJob", "Services", "job_name"]
+
+log = get_logger("ask_another.research")
+
+DEFAULT_MAX_ATTEMPTS: Final = 3
+MAX_BACKOFF: Final = 60.0
+TRANSIENT: Final = (RateLimited, ProviderUnavailable)
+
+
+def job_name(job_id: str) -> tuple[str, str]:
+    """The registry name of a job's actor."""
+    return ("job", job_id)
+
+
+@dataclass
+class Services:
+    """The runtime's shared handles, found by name in its registry (refreshed after a restart)."""
+
+    config: Config
+    registry: Registry
+    _gateway: Gateway | None = field(default=None, repr=False)
+    _database: Database | None = field(default=None, repr=False)
+
+    async def gateway(self) -> Gateway:
+        if self._gateway is None or self._gateway.closed:
+            self._gateway = await self._child("gateway").call(GetGateway())
+        return self._gateway
+
+    async def database(self) -> Database:
+        if self._database is None or self._database.closed:
+            self._database = await self._child("store").call(GetDatabase())
+        return self._database
+
+    def _child(self, name: str) -> Any:
+        ref = self.registry.whereis(name)
+        if ref is None:
+            raise AskAnotherError(f"the {name} is restarting; try again in a moment")
+        return ref
+
+    def model(self, model_id: str) -> ModelEntry:
+        """The allowed model with this exact id (raises `ModelNotAllowed`)."""
+        return self.config.resolve(model_id)
+
+
+@dataclass(frozen=True, slots=True)
+class _Progress:
+    step: str
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    message: str
+    report: str | None = None
+
+
+class ResearchJob(Actor):
+    """One research job. Start it through the job supervisor (see jobs.py), not directly.
+
+    `init(record, services, max_attempts)`: `record` is the job as first stored; every run
+    reloads it from the store, which is the truth after a restart.
+    """
+
+    record: JobRecord
+    services: Services
+    max_attempts: int
+
+    async def init(self, record: JobRecord, services: Services,
+                   max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
+        # No I/O here: init runs in the supervisor's task, so it must be quick and cannot fail.
+        self.record = msgspec.structs.replace(record)
+        self.services = services
+        self.max_attempts = max_attempts
+        self.waiters: list[Caller] = []
+        self.subscribers: list[Any] = []
+        self.work = self.start_task(self._run)
+
+    # ----- messages --------------------------------------------------------------------------
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        match msg:
+            case Status():
+                return msgspec.structs.replace(self.record)
+            case AwaitResult():
+                if self.record.finished:
+                    return msgspec.structs.replace(self.record)
+                self.waiters.append(caller)
+                return NOREPLY
+            case Cancel(tool_call_id=None):
+                return await self._cancel()
+            case Cancel(tool_call_id=call_id):
+                return NotWaiting(f"job {self.record.id} has no pending tool call {call_id!r}")
+            case Subscribe(channel=channel):
+                self.subscribers.append(channel)
+                self._notify_one(channel, self._update())
+                return None
+            case PermissionAnswer() | ChoiceAnswer():
+                return NotWaiting(f"job {self.record.id} is not waiting for a permission or a "
+                                  "choice")
+        return await super().handle_call(msg, caller)
+
+    async def handle_info(self, msg: Any) -> None:
+        match msg:
+            case _Progress(step=step, detail=detail):
+                await self._progress(step, detail)
+            case TaskDone(value=ResearchResult() as result):
+                await self._finish("completed", step="completed", report=result.report,
+                                   citations=list(result.citations), detail=result.detail)
+            case TaskDone(value=_Failure(message=message, report=report)):
+                await self._finish("failed", step="failed", error=message, report=report)
+            case TaskDone(value=None):
+                # The job had already finished (or vanished) when this run loaded it.
+                await self._settle()
+            case TaskCancelled():
+                pass  # our own cancel: the terminal state was written by _cancel
+            case _:
+                await super().handle_info(msg)
+
+    async def terminate(self, reason: ExitReason) -> None:
+        if isinstance(reason, Crash) and not self.record.finished:
+            # Record why this attempt failed, so the next one (or the last) can say it.
+            message = _describe(reason.exception)
+            log.warning("research.attempt_failed", job_id=self.record.id,
+                        attempt=self.record.attempts, error=message)
+            with trio.move_on_after(5), trio.CancelScope(shield=True):
+                db = await self.services.database()
+                await update_job(db, self.record.id, error=message,
+                                 step=f"attempt {self.record.attempts} failed")
+
+    # ----- the work --------------------------------------------------------------------------
+
+    async def _run(self) -> ResearchResult | _Failure | None:
+        db = await self.services.database()
+        stored = await get_job(db, self.record.id)
+        if stored is None or stored.finished or self.record.finished:
+            if stored is not None and not self.record.finished:
+                self.record = stored
+            return None
+        self.record = stored
+        method = METHODS.get(stored.method)
+        if method is None:
+            return _Failure(f"unknown research method {stored.method!r}")
+        if stored.attempts >= self.max_attempts:
+            return _Failure(f"gave up after {stored.attempts} attempts; the last one failed "
+                            f"with: {stored.error or 'an unknown error'}")
+        try:
+            entry = self.services.model(stored.model)
+        except AskAnotherError as exc:
+            return _Failure(f"the model is no longer allowed: {exc}")
+        attempt = stored.attempts + 1
+        started = stored.started_at if stored.started_at is not None else time.time()
+        step = "started" if attempt == 1 else f"attempt {attempt}"
+        event = JobEvent(job_id=stored.id, at=time.time(), step=step,
+                         detail={"attempt": attempt})
+        if not await add_event(db, event, status="in_progress", attempts=attempt,
+                               started_at=started, step=step):
+            return None
+        self._set(status="in_progress", attempts=attempt, started_at=started, step=step)
+        self._notify(self._update())
+        if attempt > 1:
+            delay = min(MAX_BACKOFF, self.services.config.poll_seconds * 2 ** (attempt - 2))
+            self._report(f"waiting {delay:g} s before attempt {attempt}",
+                         {"last_error": stored.error})
+            await trio.sleep(delay)
+        log.info("research.run", job_id=stored.id, model=entry.model, attempt=attempt,
+                 resume=stored.provider_handle is not None)
+        ctx = JobContext(
+            job_id=stored.id, entry=entry, query=stored.query, config=self.services.config,
+            gateway=await self.services.gateway(), attempt=attempt, started_at=started,
+            handle=stored.provider_handle, report=self._report, save_handle=self._save_handle,
+        )
+        try:
+            return await method.run(ctx)
+        except ResearchFailed as exc:
+            return _Failure(str(exc), exc.report)
+        except TRANSIENT:
+            raise  # crash: the supervisor restarts the job, which retries within its bound
+        except AskAnotherError as exc:
+            return _Failure(str(exc))
+
+    def _report(self, step: str, detail: dict[str, Any] | None = None, **progress: Any) -> None:
+        """`JobContext.report`: queue a timeline event for the actor (never blocks)."""
+        try:
+            self.ref.send(_Progress(step, {**(detail or {}), **progress}))
+        except Exception:  # a full mailbox or an exiting actor: progress is best effort
+            log.debug("research.progress_dropped", job_id=self.record.id, step=step)
+
+    async def _save_handle(self, handle: str) -> None:
+        # In memory first, so a cancel arriving during the write knows what to cancel remotely.
+        self.record.provider_handle = handle
+        db = await self.services.database()
+        await update_job(db, self.record.id, provider_handle=handle)
+
+    # ----- state changes (in the actor's loop only) ------------------------------------------
+
+    async def _progress(self, step: str, detail: dict[str, Any]) -> None:
+        if self.record.finished:
+            return
+        db = await self.services.database()
+        event = JobEvent(job_id=self.record.id, at=time.time(), step=step,
+                         detail=_jsonable(detail))
+        if await add_event(db, event, step=step):
+            self.record.step = step
+            self._notify(self._update(detail))
+
+    async def _finish(self, status: Any, **changes: Any) -> None:
+        if self.record.finished:
+            return
+        db = await self.services.database()
+        now = time.time()
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if "detail" in changes:
+            changes["detail"] = _jsonable(changes["detail"])
+        event = JobEvent(job_id=self.record.id, at=now, step=status,
+                         detail={"error": changes["error"]} if "error" in changes else {})
+        if await finish_job(db, self.record.id, status, ended_at=now, event=event, **changes):
+            self._set(status=status, ended_at=now, **changes)
+            log.info("research.finished", job_id=self.record.id, status=status,
+                     elapsed=round(self.record.elapsed(now), 3))
+        await self._settle()
+
+    async def _cancel(self) -> CancelOutcome:
+        if self.record.finished:
+            return CancelOutcome(cancelled=False, record=msgspec.structs.replace(self.record))
+        self.work.cancel()
+        db = await self.services.database()
+        now = time.time()
+        event = JobEvent(job_id=self.record.id, at=now, step="cancelled")
+        if not await finish_job(db, self.record.id, "cancelled", ended_at=now, event=event,
+                                step="cancelled"):
+            await self._settle()
+            return CancelOutcome(cancelled=False, record=msgspec.structs.replace(self.record))
+        self._set(status="cancelled", ended_at=now, step="cancelled")
+        remote = None
+        method = METHODS.get(self.record.method)
+        handle = self.record.provider_handle
+        if method is not None and method.cancel_remote is not None and handle is not None:
+            try:
+                entry = self.services.model(self.record.model)
+                remote = await method.cancel_remote(await self.services.gateway(), entry, handle)
+            except AskAnotherError as exc:
+                remote = f"the provider's side could not be cancelled: {exc}"
+        log.info("research.cancelled", job_id=self.record.id, remote=remote)
+        await self._settle()
+        return CancelOutcome(cancelled=True, record=msgspec.structs.replace(self.record),
+                             remote=remote)
+
+    async def _settle(self) -> None:
+        """The job is over (here or in the store): answer waiters, close channels, exit."""
+        if not self.record.finished:
+            db = await self.services.database()
+            stored = await get_job(db, self.record.id)
+            if stored is not None:
+                self.record = stored
+        final = msgspec.structs.replace(self.record)
+        for caller in self.waiters:
+            caller.reply(final)
+        self.waiters.clear()
+        self._notify(self._update())
+        for channel in self.subscribers:
+            channel.close()
+        self.subscribers.clear()
+        self.stop()
+
+    def _set(self, **changes: Any) -> None:
+        for key, value in changes.items():
+            setattr(self.record, key, value)
+
+    def _update(self, detail: dict[str, Any] | None = None) -> JobUpdate:
+        return JobUpdate(job_id=self.record.id, status=self.record.status, step=self.record.step,
+                         elapsed=self.record.elapsed(time.time()), detail=detail or {})
+
+    def _notify(self, update: JobUpdate) -> None:
+        for channel in list(self.subscribers):
+            self._notify_one(channel, update)
+
+    def _notify_one(self, channel: Any, update: JobUpdate) -> None:
+        try:
+            channel.send_nowait(update)
+        except trio.WouldBlock:
+            pass  # a slow subscriber misses an update; it can always ask for Status
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if channel in self.subscribers:
+                self.subscribers.remove(channel)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, AskAnotherError):
+        return str(exc)
+    return f"internal error ({type(exc).__name__}: {str(exc)[:200]})"
+
+
+def _jsonable(value: Any) -> Any:
+    """`value` with anything JSON cannot hold turned into text (details are stored as JSON)."""
+    import json
+
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=str))

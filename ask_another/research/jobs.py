@@ -1,0 +1,222 @@
+"""`ResearchJobs`: the face of research jobs for the MCP tools and for embedding.
+
+It holds no job state: it stores a new job and asks the job supervisor to start it, and every
+other request is a message to the job's actor, found in the registry as ``("job", job_id)``. A
+job whose actor has exited is finished (or between a crash and its restart), and is read from the
+store, which holds every state change.
+
+    jobs = ResearchJobs.of(runtime)
+    record = await jobs.start("gdr", "What changed in ...?")
+    final = await jobs.wait(record.id, timeout=300, on_progress=print_update)
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import trio
+
+from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, Services, job_name
+from ask_another.research.messages import (
+    AwaitResult,
+    Cancel,
+    CancelOutcome,
+    JobUpdate,
+    Status,
+    Subscribe,
+)
+from ask_another.research.providers import METHODS
+from ask_another.research.supervisor import JOBS_SUPERVISOR, job_spec
+from ask_another.store.jobs import JobEvent, JobRecord, finish_job, get_job, insert_job, list_jobs
+from supervisors import ActorExited, DynamicSupervisorRef, MailboxFull, Registry, StartError
+
+__all__ = ["PROGRESS_EVERY", "ResearchJobs", "UnknownJob"]
+
+PROGRESS_EVERY: Final = 5.0
+"""Seconds between progress reports while waiting, when nothing else happened (MCP asks <= 10)."""
+
+MAX_QUERY: Final = 100_000
+
+
+class UnknownJob(AskAnotherError):
+    """No research job has this id."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"No research job has the id {job_id!r}. Call check_research without "
+                         "a job_id to list every job")
+
+
+ProgressFn = Callable[[JobUpdate], Awaitable[None]]
+
+
+class ResearchJobs:
+    """Start, inspect, wait for and cancel research jobs (see the module docstring)."""
+
+    def __init__(self, services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
+        self.services = services
+        self.max_attempts = max_attempts
+
+    @classmethod
+    def of(cls, runtime: Any) -> ResearchJobs:
+        """The jobs of a running `Runtime` (anything with `config` and `registry`)."""
+        return cls(Services(runtime.config, runtime.registry))
+
+    @property
+    def registry(self) -> Registry:
+        return self.services.registry
+
+    async def start(self, model: str, query: str, method: str = "provider") -> JobRecord:
+        """Store a new job and start its actor; returns the job as stored (pending).
+
+        Raises `ModelNotAllowed` / `AmbiguousModel` or `InvalidArgument` for a bad request.
+        """
+        entry = self.services.config.resolve(model)
+        if method not in METHODS:
+            raise InvalidArgument(f"unknown research method {method!r}; use one of "
+                                  f"{', '.join(sorted(METHODS))}")
+        query = query.strip()
+        if not query:
+            raise InvalidArgument("the research query is empty")
+        if len(query) > MAX_QUERY:
+            raise InvalidArgument(f"the research query is {len(query)} characters long; at "
+                                  f"most {MAX_QUERY} are allowed")
+        record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
+                           created_at=time.time())
+        db = await self.services.database()
+        await insert_job(db, record)
+        try:
+            await self._start_child(record)
+        except (StartError, AskAnotherError) as exc:
+            now = time.time()
+            reason = f"the job could not be started: {exc}"
+            await finish_job(db, record.id, "failed", ended_at=now, error=reason,
+                             event=JobEvent(job_id=record.id, at=now, step="failed"))
+            raise AskAnotherError(reason) from None
+        return record
+
+    async def _start_child(self, record: JobRecord) -> None:
+        supervisor = self.registry.whereis(JOBS_SUPERVISOR)
+        if not isinstance(supervisor, DynamicSupervisorRef):
+            raise AskAnotherError("the research job supervisor is restarting; try again shortly")
+        spec = job_spec(record, self.services, self.max_attempts)
+        delay = 0.001
+        while True:
+            try:
+                await supervisor.start_child(spec)
+                return
+            except MailboxFull:
+                # Hundreds of starts at once: wait for the supervisor to catch up.
+                await trio.sleep(delay)
+                delay = min(delay * 2, 0.1)
+
+    async def get(self, job_id: str) -> JobRecord:
+        """The job's current record: from its actor while it runs, else from the store."""
+        ref = self.registry.whereis(job_name(job_id))
+        if ref is not None:
+            try:
+                record: JobRecord = await ref.call(Status())
+                return record
+            except ActorExited:
+                pass  # it just finished (or crashed): the store has its state
+        found = await get_job(await self.services.database(), job_id)
+        if found is None:
+            raise UnknownJob(job_id)
+        return found
+
+    async def list(self, limit: int = 200) -> list[JobRecord]:
+        """Every job, newest first (reports left out)."""
+        return await list_jobs(await self.services.database(), limit)
+
+    async def cancel(self, job_id: str) -> CancelOutcome:
+        """Cancel a job; the outcome says whether it was still running and what was stopped."""
+        for _ in range(50):
+            ref = self.registry.whereis(job_name(job_id))
+            if ref is None:
+                record = await self._stored(job_id)
+                if record.finished:
+                    return CancelOutcome(cancelled=False, record=record)
+                # Between a crash and its restart: cancel it in the store; the restarted run
+                # loads a finished job and ends without doing anything.
+                now = time.time()
+                if await finish_job(await self.services.database(), job_id, "cancelled",
+                                    ended_at=now, step="cancelled",
+                                    event=JobEvent(job_id=job_id, at=now, step="cancelled")):
+                    return CancelOutcome(cancelled=True, record=await self._stored(job_id))
+                continue
+            try:
+                outcome: CancelOutcome = await ref.call(Cancel(), timeout=30)
+                return outcome
+            except ActorExited:
+                await trio.sleep(0.01)
+        raise AskAnotherError(f"job {job_id} could not be cancelled: it keeps restarting")
+
+    async def _stored(self, job_id: str) -> JobRecord:
+        found = await get_job(await self.services.database(), job_id)
+        if found is None:
+            raise UnknownJob(job_id)
+        return found
+
+    async def wait(self, job_id: str, timeout: float, on_progress: ProgressFn | None = None,  # noqa: ASYNC109
+                   progress_every: float = PROGRESS_EVERY) -> JobRecord:
+        """Wait up to `timeout` seconds for the job to finish; return its record either way.
+
+        With `on_progress`, every update the job reports is passed on, and at least every
+        `progress_every` seconds the current state. Cancelling the wait leaves the job running.
+        """
+        deadline = trio.current_time() + timeout
+        while True:
+            ref = self.registry.whereis(job_name(job_id))
+            if ref is None:
+                record = await self._stored(job_id)
+                if record.finished or trio.current_time() >= deadline:
+                    return record
+                await trio.sleep(0.01)  # between a crash and the restart
+                continue
+            send, receive = trio.open_memory_channel[JobUpdate](64)
+            with send:
+                final: JobRecord | None = None
+                exited = False
+                async with trio.open_nursery() as nursery:
+                    if on_progress is not None:
+                        try:
+                            await ref.call(Subscribe(send))
+                        except ActorExited:
+                            continue  # finished or crashed just now: look again
+                        nursery.start_soon(self._relay, ref, receive, on_progress, progress_every)
+                    with trio.move_on_at(deadline):
+                        try:
+                            final = await ref.call(AwaitResult(), timeout=None)
+                        except ActorExited:
+                            exited = True  # crashed and restarting, or finished: look again
+                    nursery.cancel_scope.cancel()
+            if final is not None:
+                return final
+            if not exited:
+                return await self.get(job_id)
+
+    async def _relay(self, ref: Any, receive: trio.MemoryReceiveChannel[JobUpdate],
+                     on_progress: ProgressFn, every: float) -> None:
+        while True:
+            update: JobUpdate | None = None
+            with trio.move_on_after(every):
+                try:
+                    update = await receive.receive()
+                except trio.EndOfChannel:
+                    return
+            if update is None:
+                try:
+                    record: JobRecord = await ref.call(Status())
+                except ActorExited:
+                    return
+                update = JobUpdate(job_id=record.id, status=record.status, step=record.step,
+                                   elapsed=record.elapsed(time.time()))
+            await on_progress(update)
+
+
+def _new_id() -> str:
+    return "r-" + secrets.token_hex(5)

@@ -1,0 +1,273 @@
+"""Research methods: how a job's work is done. Method "provider" asks the model's own provider.
+
+A method is an async function that receives a `JobContext` and returns a `ResearchResult`. The
+job actor runs it in a task it owns, so the job keeps answering status and cancel meanwhile.
+`METHODS` maps a method name to its `Method` (the function, plus the optional hooks to cancel the
+provider's side and to tell whether a job interrupted by a restart can be resumed). Later issues
+add "agent" (a router turn) and "sequential" (a pipeline) here.
+
+Method "provider":
+
+- ``gemini/deep-research-*``: litellm's interactions API. The interaction is created with
+  ``background=True``, its id is saved (durably, before polling starts: that is what lets a
+  restarted server resume polling instead of paying for a second run), then polled with an
+  interval that starts at ``ASK_ANOTHER_POLL_SECONDS`` and grows by half each time up to 60 s,
+  until ``ASK_ANOTHER_RESEARCH_DEADLINE`` (default 60 min) after the job started. Every status is
+  handled: queued / in_progress / requires_continuation keep polling; completed returns the
+  report and its citations; failed, cancelled, requires_action, incomplete and budget_exceeded end
+  the job as failed with the reason (keeping a partial report when there is one).
+- any other model: one completion with ``ASK_ANOTHER_RESEARCH_TIMEOUT`` (default 30 min);
+  citations are taken from the response (Perplexity's list, OpenAI url annotations).
+
+Errors: `ResearchFailed` ends the job as failed with its message. A transient provider error
+(`RateLimited`, `ProviderUnavailable`) or an unexpected exception escapes, crashes the job actor
+and is retried through its supervisor within the job's attempt bound (see job.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Final
+
+import trio
+
+from ask_another.config import Config, ModelEntry
+from ask_another.errors import AskAnotherError, ProviderError
+from ask_another.gateway import Gateway
+from ask_another.store.jobs import JobRecord
+
+__all__ = [
+    "METHODS",
+    "JobContext",
+    "Method",
+    "ResearchFailed",
+    "ResearchResult",
+    "is_gemini_agent",
+]
+
+MAX_POLL_INTERVAL: Final = 60.0
+POLL_GROWTH: Final = 1.5
+REMOTE_CANCEL_TIMEOUT: Final = 10.0
+
+_KEEP_POLLING: Final = frozenset({"queued", "in_progress", "requires_continuation", None})
+_ENDED: Final = {
+    "failed": "the research failed on the provider's side",
+    "cancelled": "the interaction was cancelled on the provider's side",
+    "requires_action": "the interaction asks for an action this server cannot take",
+    "incomplete": "the research stopped before it finished (incomplete)",
+    "budget_exceeded": "the research ran out of its budget before it finished",
+}
+
+
+class ResearchFailed(AskAnotherError):
+    """The research cannot succeed; the job fails with this message (`report`: any partial
+    report worth keeping)."""
+
+    def __init__(self, message: str, *, report: str | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchResult:
+    """What a finished method returns."""
+
+    report: str
+    citations: tuple[str, ...] = ()
+    detail: dict[str, Any] = field(default_factory=dict)  # usage, provider status, ...
+
+
+@dataclass(slots=True)
+class JobContext:
+    """What a method gets: the job, its model, the gateway, and ways to report and save.
+
+    `report(step, **progress)` records a timeline event (written to the store by the job actor,
+    shown by check_research and in progress notifications); it never blocks. `save_handle(h)`
+    durably records the provider's handle (e.g. a Gemini interaction id) before returning.
+    `handle` is the handle saved by an earlier attempt or run, when resuming.
+    """
+
+    job_id: str
+    entry: ModelEntry
+    query: str
+    config: Config
+    gateway: Gateway
+    attempt: int
+    started_at: float
+    handle: str | None
+    report: Callable[..., None]
+    save_handle: Callable[[str], Awaitable[None]]
+
+
+MethodFn = Callable[[JobContext], Awaitable[ResearchResult]]
+CancelFn = Callable[[Gateway, ModelEntry, str], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A research method: `run`, and the optional hooks the job uses around it.
+
+    - `cancel_remote(gateway, entry, handle)`: stop the provider's side; returns what happened.
+    - `resumable(record)`: True if a job interrupted by a server restart can continue (its work
+      is not simply re-run: that would bill it twice).
+    """
+
+    run: MethodFn
+    cancel_remote: CancelFn | None = None
+    resumable: Callable[[JobRecord], bool] = lambda _record: False
+
+
+def is_gemini_agent(model: str) -> bool:
+    return model.startswith("gemini/deep-research")
+
+
+# ----- method "provider" ---------------------------------------------------------------------
+
+
+async def provider_method(ctx: JobContext) -> ResearchResult:
+    if is_gemini_agent(ctx.entry.model):
+        return await _gemini_interaction(ctx)
+    return await _long_completion(ctx)
+
+
+async def _long_completion(ctx: JobContext) -> ResearchResult:
+    ctx.report(f"asking {ctx.entry.model} (one long completion)")
+    result = await ctx.gateway.completion(ctx.entry, ctx.query, timeout=ctx.config.research_timeout)
+    usage = {"prompt_tokens": result.usage.prompt_tokens,
+             "completion_tokens": result.usage.completion_tokens,
+             "cost_usd": result.usage.cost_usd}
+    return ResearchResult(report=result.text, citations=result.citations,
+                          detail={"usage": usage, "model": result.model})
+
+
+def _credentials(entry: ModelEntry) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if entry.api_key:
+        kwargs["api_key"] = entry.api_key.reveal()
+    if entry.api_base:
+        kwargs["api_base"] = entry.api_base
+    return kwargs
+
+
+async def _interactions(gateway: Gateway, entry: ModelEntry, name: str, **kwargs: Any) -> Any:
+    """Run ``litellm.interactions.<name>(**kwargs)`` on the gateway's loop; map its errors."""
+    kwargs.update(_credentials(entry))
+
+    async def go(litellm: ModuleType, _deliver: Any) -> Any:
+        return await getattr(litellm.interactions, name)(**kwargs)
+
+    try:
+        return await gateway.run(go)
+    except AskAnotherError:
+        raise
+    except Exception as exc:
+        litellm = await gateway.ready()
+        raise gateway.map_error(litellm, exc, entry.model) from None
+
+
+async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
+    entry, gateway = ctx.entry, ctx.gateway
+    agent = entry.model.split("/", 1)[1]
+    if ctx.handle is None:
+        ctx.report("starting the Gemini deep-research interaction")
+        created = await _interactions(gateway, entry, "acreate", agent=agent, input=ctx.query,
+                                      background=True)
+        if not getattr(created, "id", None):
+            raise ResearchFailed("the provider did not return an interaction id")
+        interaction_id = str(created.id)
+        await ctx.save_handle(interaction_id)
+        response = created
+    else:
+        interaction_id = ctx.handle
+        ctx.report("resuming the Gemini interaction", interaction_id=interaction_id)
+        response = await _interactions(gateway, entry, "aget", interaction_id=interaction_id)
+    # The deadline counts from the job's start, so a resumed job does not get a fresh hour.
+    deadline = trio.current_time() + ctx.config.research_deadline - (time.time() - ctx.started_at)
+    interval = ctx.config.poll_seconds
+    polls, last_status = 0, None
+    while True:
+        status = getattr(response, "status", None)
+        if status != last_status:
+            ctx.report(f"Gemini interaction {status or 'status unknown'}",
+                       interaction_id=interaction_id, polls=polls)
+            last_status = status
+        if status == "completed":
+            report, citations = _report_of(response)
+            return ResearchResult(report=report, citations=citations,
+                                  detail={"usage": getattr(response, "usage", None) or {},
+                                          "interaction_id": interaction_id, "polls": polls})
+        if status not in _KEEP_POLLING:
+            raise ResearchFailed(_ended_message(response, str(status)),
+                                 report=_report_of(response)[0] or None)
+        if trio.current_time() + interval > deadline:
+            outcome = await cancel_interaction(gateway, entry, interaction_id)
+            raise ResearchFailed(
+                f"no result within the research deadline of {ctx.config.research_deadline:g} s "
+                f"(ASK_ANOTHER_RESEARCH_DEADLINE); {outcome}"
+            )
+        await trio.sleep(interval)
+        interval = min(interval * POLL_GROWTH, MAX_POLL_INTERVAL)
+        response = await _interactions(gateway, entry, "aget", interaction_id=interaction_id)
+        polls += 1
+
+
+def _report_of(response: Any) -> tuple[str, tuple[str, ...]]:
+    """The report text and cited URLs of an interaction (new `steps` or legacy `outputs`)."""
+    contents: list[dict[str, Any]] = []
+    for step in getattr(response, "steps", None) or []:
+        if isinstance(step, dict) and step.get("type") == "model_output":
+            contents.extend(c for c in step.get("content") or [] if isinstance(c, dict))
+    contents.extend(o for o in getattr(response, "outputs", None) or [] if isinstance(o, dict))
+    texts, urls = [], []
+    for content in contents:
+        if content.get("type", "text") == "text" and content.get("text"):
+            texts.append(str(content["text"]))
+        urls.extend(str(note["url"]) for note in content.get("annotations") or []
+                    if isinstance(note, dict) and note.get("url"))
+    return "\n\n".join(texts), tuple(dict.fromkeys(urls))
+
+
+def _ended_message(response: Any, status: str) -> str:
+    message = _ENDED.get(status, f"the interaction ended with status {status!r}")
+    error = getattr(response, "error", None)
+    if isinstance(error, dict) and error.get("message"):
+        message += f": {error['message']}"
+    return message
+
+
+async def cancel_interaction(gateway: Gateway, entry: ModelEntry, interaction_id: str) -> str:
+    """Cancel a Gemini interaction; returns what happened, in words, for the person asking."""
+    try:
+        with trio.fail_after(REMOTE_CANCEL_TIMEOUT):
+            result = await _interactions(gateway, entry, "acancel", interaction_id=interaction_id)
+    except trio.TooSlowError:
+        return (f"the provider did not confirm cancelling interaction {interaction_id} within "
+                f"{REMOTE_CANCEL_TIMEOUT:g} s")
+    except ProviderError as exc:
+        return f"cancelling interaction {interaction_id} on the provider failed: {exc}"
+    status = getattr(result, "status", None)
+    if status == "cancelled":
+        return f"the Gemini interaction {interaction_id} was cancelled on the provider"
+    return (f"the provider answered the cancel of interaction {interaction_id} with status "
+            f"{status!r}")
+
+
+async def _provider_cancel(gateway: Gateway, entry: ModelEntry, handle: str) -> str:
+    if is_gemini_agent(entry.model):
+        return await cancel_interaction(gateway, entry, handle)
+    return "nothing to cancel on the provider's side"
+
+
+def _provider_resumable(record: JobRecord) -> bool:
+    # Only a Gemini interaction runs on its own at the provider and can be polled again.
+    return is_gemini_agent(record.model) and record.provider_handle is not None
+
+
+METHODS: dict[str, Method] = {
+    "provider": Method(run=provider_method, cancel_remote=_provider_cancel,
+                       resumable=_provider_resumable),
+}
+"""Every research method by name. Later issues add "agent" and "sequential"."""

@@ -1,0 +1,209 @@
+"""The research tools: `start_research`, `check_research`, `cancel_research`.
+
+Each handler validates, asks `ResearchJobs` (which messages the job's actor or reads the store)
+and formats the answer; the text builders are plain functions so the benchmark and the demo can
+use them too.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Annotated, Any, Final
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.research import CancelOutcome, JobUpdate, ResearchJobs
+from ask_another.server.context import runtime_of, tool_errors
+from ask_another.store.jobs import JobRecord
+
+__all__ = ["HOWTO", "cancel_text", "job_text", "jobs_table", "register", "result_json"]
+
+MAX_WAIT: Final = 3600.0
+DEFAULT_MAX_CHARS: Final = 20_000
+QUERY_CUT: Final = 50
+
+HOWTO: Final = (
+    "For deep research tasks, use start_research. If it is interrupted or times out, the task "
+    "continues in the background — use check_research to retrieve results later, or "
+    "cancel_research to stop a running task.",
+)
+
+START = """Start a deep research job with a deep-research model (e.g. a gemini/deep-research-* \
+agent, perplexity/sonar-deep-research, o3-deep-research) and wait up to `timeout` seconds for \
+the report. If it finishes in time you get JSON with the report, citations, model and elapsed \
+time. If not, or if this call is interrupted, the job keeps running in the background: call \
+check_research with the job id to get the result later, or cancel_research to stop it. \
+Progress is reported while waiting. Research can take many minutes."""
+
+CHECK = """Check research jobs. Without job_id: a table of every job, newest first. With a \
+job_id: the full report and citations of a finished job, or the status, elapsed time and \
+current step of a running one. Long reports are paged: pass offset (and max_chars) to read on."""
+
+CANCEL = """Cancel a running research job: its work stops, it is marked cancelled, and a Gemini \
+interaction is also cancelled at the provider. Finished jobs are left as they are."""
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "—"
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def jobs_table(records: list[JobRecord]) -> str:
+    """A markdown table of jobs (already newest first)."""
+    if not records:
+        return "No research jobs yet. Start one with start_research."
+    lines = ["| job_id | model | status | query | started (UTC) | ended (UTC) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in records:
+        query = _cut(r.query, QUERY_CUT).replace("|", "\\|")
+        lines.append(f"| {r.id} | {r.model} | {r.status} | {query} | "
+                     f"{_when(r.started_at or r.created_at)} | {_when(r.ended_at)} |")
+    return "\n".join(lines)
+
+
+def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """A completed job as JSON: report (paged), citations, model, elapsed."""
+    report = record.report or ""
+    page = report[offset: offset + max_chars]
+    body: dict[str, Any] = {
+        "job_id": record.id,
+        "model": record.model,
+        "status": record.status,
+        "elapsed_seconds": round(record.elapsed(time.time()), 1),
+        "report": page,
+        "citations": record.citations,
+    }
+    end = offset + len(page)
+    if offset > 0 or end < len(report):
+        body["report_chars"] = {"from": offset, "to": end, "total": len(report)}
+        if end < len(report):
+            body["note"] = (f"The report continues: call check_research with job_id="
+                            f"'{record.id}' and offset={end} to read the rest.")
+    return json.dumps(body, indent=2, ensure_ascii=False)
+
+
+def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """One job for check_research: the result when completed, else its state."""
+    if record.status == "completed":
+        return result_json(record, offset, max_chars)
+    elapsed = record.elapsed(time.time())
+    lines = [f"Research job {record.id} ({record.model}) is {record.status.replace('_', ' ')}.",
+             f"Query: {_cut(record.query, 300)}",
+             f"Elapsed: {elapsed:.0f} s; attempts: {record.attempts}."]
+    if record.step:
+        lines.append(f"Current step: {record.step}")
+    if record.status == "failed":
+        lines.append(f"Error: {record.error or 'unknown'}")
+        if record.report:
+            lines.append(f"Partial report:\n{record.report[offset: offset + max_chars]}")
+    elif record.status == "cancelled":
+        lines.append("It was cancelled; nothing more will happen.")
+    else:
+        lines.append(f"It continues in the background: call check_research with job_id="
+                     f"'{record.id}' again later, or cancel_research to stop it.")
+    return "\n".join(lines)
+
+
+def background_text(record: JobRecord, waited: float) -> str:
+    return (f"Research job {record.id} ({record.model}) is still {record.status.replace('_', ' ')}"
+            f" after {waited:.0f} s (current step: {record.step or 'starting'}). It continues in "
+            f"the background: call check_research with job_id='{record.id}' to get the report "
+            "when it is done, or cancel_research to stop it.")
+
+
+def cancel_text(outcome: CancelOutcome) -> str:
+    record = outcome.record
+    if not outcome.cancelled:
+        return (f"Research job {record.id} had already finished ({record.status}); nothing was "
+                "cancelled. Call check_research to see its result.")
+    text = f"Research job {record.id} was cancelled: its work on this server was stopped."
+    if outcome.remote:
+        text += f" Provider: {outcome.remote}."
+    elif record.provider_handle is None:
+        text += " Nothing had been started on the provider's side yet."
+    return text
+
+
+def _check_paging(offset: int, max_chars: int) -> None:
+    if offset < 0:
+        raise InvalidArgument(f"offset must be 0 or more, got {offset}")
+    if not 1 <= max_chars <= 100_000:
+        raise InvalidArgument(f"max_chars must be between 1 and 100000, got {max_chars}")
+
+
+def register(server: MCPServer[Any]) -> None:
+    @server.tool(name="start_research", description=START, structured_output=False,
+                 annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
+    async def start_research(
+        ctx: Context[Any, Any],
+        model: Annotated[str, Field(description="A deep-research model: a shorthand from "
+                                    "list_models or an exact model ID.")],
+        query: Annotated[str, Field(description="The research question, with any context.")],
+        timeout: Annotated[float, Field(  # noqa: ASYNC109 - the tool's public argument
+            description="Seconds to wait for the report before leaving the job running in "
+                        "the background (default 300, at most 3600).")] = 300,
+    ) -> str:
+        with tool_errors("start_research"):
+            if not 0 <= timeout <= MAX_WAIT:
+                raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
+                                      f"got {timeout:g}")
+            jobs = ResearchJobs.of(runtime_of(ctx))
+            record = await jobs.start(model, query)
+            began = time.monotonic()
+
+            async def progress(update: JobUpdate) -> None:
+                waited = time.monotonic() - began
+                await ctx.report_progress(
+                    min(waited, timeout), timeout,
+                    f"job {update.job_id} {update.status.replace('_', ' ')}, "
+                    f"{update.elapsed:.0f} s: {update.step or 'starting'}",
+                )
+
+            final = await jobs.wait(record.id, timeout, on_progress=progress)
+            if final.status == "completed":
+                return result_json(final)
+            if final.status == "failed":
+                raise AskAnotherError(f"Research job {final.id} failed: {final.error}")
+            if final.status == "cancelled":
+                return f"Research job {final.id} was cancelled before it finished."
+            return background_text(final, time.monotonic() - began)
+
+    @server.tool(name="check_research", description=CHECK, structured_output=False,
+                 annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def check_research(
+        ctx: Context[Any, Any],
+        job_id: Annotated[str | None, Field(description="A job id from start_research; "
+                                            "leave empty to list every job.")] = None,
+        offset: Annotated[int, Field(description="Where to start reading a long report "
+                                     "(characters).")] = 0,
+        max_chars: Annotated[int, Field(description="How many characters of the report to "
+                                        "return (default 20000).")] = DEFAULT_MAX_CHARS,
+    ) -> str:
+        with tool_errors("check_research"):
+            _check_paging(offset, max_chars)
+            jobs = ResearchJobs.of(runtime_of(ctx))
+            if job_id is None or not job_id.strip():
+                return jobs_table(await jobs.list())
+            return job_text(await jobs.get(job_id.strip()), offset, max_chars)
+
+    @server.tool(name="cancel_research", description=CANCEL, structured_output=False,
+                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                             idempotent_hint=True, open_world_hint=True))
+    async def cancel_research(
+        ctx: Context[Any, Any],
+        job_id: Annotated[str, Field(description="The id of the job to cancel.")],
+    ) -> str:
+        with tool_errors("cancel_research"):
+            jobs = ResearchJobs.of(runtime_of(ctx))
+            return cancel_text(await jobs.cancel(job_id.strip()))

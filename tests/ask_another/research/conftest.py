@@ -1,0 +1,32 @@
+"""Fixtures for the research tests: the simulator, a config with research models, a runtime."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from research_helpers import research_env
+
+from ask_another.config import Config
+from ask_another.research import ResearchJobs
+from ask_another.runtime import Runtime, open_runtime
+from ask_another.simulator import Simulator
+
+
+@pytest.fixture
+def research_config(sim: Simulator, tmp_path: Path) -> Callable[..., Config]:
+    def make(**extra: str) -> Config:
+        return Config.from_env({**research_env(sim.url, tmp_path / "home"), **extra})
+    return make
+
+
+@pytest.fixture
+async def runtime(research_config: Callable[..., Config]) -> AsyncIterator[Runtime]:
+    async with open_runtime(research_config(), prewarm_after=0) as rt:
+        yield rt
+
+
+@pytest.fixture
+def jobs(runtime: Runtime) -> ResearchJobs:
+    return ResearchJobs.of(runtime)

@@ -1,0 +1,248 @@
+"""Research jobs through the embedding API (`ResearchJobs` on an open runtime) and the simulator.
+
+Real actors, a real SQLite file and real HTTP to the loopback simulator; no MockClock (litellm
+runs on another thread).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import trio
+from research_helpers import GEMINI_AGENT, PPLX
+
+from ask_another.errors import ModelNotAllowed
+from ask_another.research import (
+    ChoiceAnswer,
+    NotWaiting,
+    PermissionAnswer,
+    ResearchJobs,
+    UnknownJob,
+    job_name,
+)
+from ask_another.runtime import Runtime
+from ask_another.simulator import Fail, Reply, Simulator
+from ask_another.store.jobs import get_job, job_events
+
+
+async def test_perplexity_job_completes_with_report_and_citations(
+    jobs: ResearchJobs, runtime: Runtime, sim: Simulator
+):
+    record = await jobs.start("pplx", "What is the boiling point of water?")
+    assert record.status == "pending" and record.model == PPLX
+    final = await jobs.wait(record.id, 30)
+    assert final.status == "completed", final
+    assert "boiling point of water" in (final.report or "")
+    assert len(final.citations) == 2
+    stored = await get_job(await runtime.database(), record.id)
+    assert stored is not None and stored.status == "completed"
+    assert stored.report == final.report and stored.citations == final.citations
+    assert stored.ended_at is not None and stored.attempts == 1
+    # The actor is gone; the store answers.
+    assert runtime.registry.whereis(job_name(record.id)) is None
+    assert (await jobs.get(record.id)).report == final.report
+
+
+async def test_gemini_job_polls_until_completed_and_keeps_the_interaction_id(
+    jobs: ResearchJobs, runtime: Runtime, sim: Simulator
+):
+    sim.script_interaction(GEMINI_AGENT, statuses=["queued", "in_progress", "in_progress",
+                                                    "completed"], report="Deep report [1]",
+                           citations=["http://example.test/a"])
+    record = await jobs.start("gdr", "Deep question")
+    final = await jobs.wait(record.id, 30)
+    assert final.status == "completed", final
+    assert final.report == "Deep report [1]"
+    assert final.citations == ["http://example.test/a"]
+    (interaction,) = sim.interactions.values()
+    assert final.provider_handle == interaction.id
+    assert interaction.polls == 3
+    steps = [e.step for e in await job_events(await runtime.database(), record.id)]
+    assert steps[0] == "started"
+    assert "Gemini interaction queued" in steps and "Gemini interaction in_progress" in steps
+    assert steps[-1] == "completed"
+
+
+async def test_wait_times_out_and_the_job_finishes_in_the_background(
+    jobs: ResearchJobs, sim: Simulator
+):
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"] * 8 + ["completed"])
+    record = await jobs.start("gdr", "slow question")
+    began = time.monotonic()
+    early = await jobs.wait(record.id, 0.1)
+    assert time.monotonic() - began < 2
+    assert early.status == "in_progress"
+    final = await jobs.wait(record.id, 30)
+    assert final.status == "completed"
+
+
+async def test_progress_updates_arrive_while_waiting(jobs: ResearchJobs, sim: Simulator):
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"] * 4 + ["completed"])
+    updates = []
+
+    async def on_progress(update):
+        updates.append(update)
+
+    record = await jobs.start("gdr", "question")
+    final = await jobs.wait(record.id, 30, on_progress=on_progress, progress_every=0.05)
+    assert final.status == "completed"
+    assert updates and all(u.job_id == record.id for u in updates)
+    assert any(u.step and "Gemini interaction" in u.step for u in updates)
+
+
+async def test_cancel_during_gemini_polling_cancels_the_interaction_remotely(
+    jobs: ResearchJobs, runtime: Runtime, sim: Simulator
+):
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
+    record = await jobs.start("gdr", "never ends")
+    with trio.fail_after(20):
+        while (await jobs.get(record.id)).provider_handle is None:  # noqa: ASYNC110 - polls a job
+            await trio.sleep(0.02)
+    outcome = await jobs.cancel(record.id)
+    assert outcome.cancelled and outcome.record.status == "cancelled"
+    assert outcome.remote is not None and "cancelled on the provider" in outcome.remote
+    (interaction,) = sim.interactions.values()
+    assert interaction.cancel_called and interaction.status == "cancelled"
+    stored = await get_job(await runtime.database(), record.id)
+    assert stored is not None and stored.status == "cancelled"
+    again = await jobs.cancel(record.id)
+    assert not again.cancelled and again.record.status == "cancelled"
+
+
+async def test_a_result_arriving_after_cancel_never_flips_the_state(
+    jobs: ResearchJobs, runtime: Runtime, sim: Simulator
+):
+    # The completion answers 0.3 s later; the cancel lands first, the answer arrives after it.
+    sim.latency = 0.3
+    record = await jobs.start("pplx", "race me")
+    await trio.sleep(0.05)
+    outcome = await jobs.cancel(record.id)
+    assert outcome.cancelled
+    await trio.sleep(0.6)
+    stored = await get_job(await runtime.database(), record.id)
+    assert stored is not None and stored.status == "cancelled" and stored.report is None
+    assert (await jobs.get(record.id)).status == "cancelled"
+
+
+async def test_cancel_after_completion_keeps_the_result(jobs: ResearchJobs):
+    record = await jobs.start("pplx", "quick")
+    final = await jobs.wait(record.id, 30)
+    assert final.status == "completed"
+    outcome = await jobs.cancel(record.id)
+    assert not outcome.cancelled and outcome.record.status == "completed"
+    assert (await jobs.get(record.id)).report == final.report
+
+
+async def test_a_transient_failure_is_retried_and_then_succeeds(
+    jobs: ResearchJobs, sim: Simulator
+):
+    sim.script("sonar-deep-research", [Fail(503, "upstream overloaded"), Reply("second try")])
+    record = await jobs.start("pplx", "flaky")
+    final = await jobs.wait(record.id, 30)
+    assert final.status == "completed", final
+    assert final.report == "second try"
+    assert final.attempts == 2
+    assert len(sim.requests_for("sonar-deep-research")) == 2
+
+
+async def test_a_job_that_keeps_crashing_is_restarted_within_the_bound_then_fails(
+    jobs: ResearchJobs, sim: Simulator
+):
+    sim.script("sonar-deep-research", [Fail(429, "quota exhausted for today")] * 5)
+    record = await jobs.start("pplx", "always rate limited")
+    final = await jobs.wait(record.id, 30)
+    assert final.status == "failed"
+    assert "quota exhausted for today" in (final.error or "")
+    assert "3 attempts" in (final.error or "")
+    assert len(sim.requests_for("sonar-deep-research")) == 3
+
+
+async def test_a_permanent_provider_error_fails_at_once(jobs: ResearchJobs, sim: Simulator):
+    sim.script("sonar-deep-research", [Fail(400, "query too long for this model")])
+    final = await jobs.wait((await jobs.start("pplx", "bad")).id, 30)
+    assert final.status == "failed" and "query too long" in (final.error or "")
+    assert final.attempts == 1
+
+
+@pytest.mark.parametrize("status", ["failed", "budget_exceeded", "requires_action"])
+async def test_gemini_end_statuses_fail_the_job_with_the_reason(
+    jobs: ResearchJobs, sim: Simulator, status: str
+):
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress", status],
+                           error="agent crashed" if status == "failed" else None)
+    final = await jobs.wait((await jobs.start("gdr", "q")).id, 30)
+    assert final.status == "failed"
+    if status == "failed":
+        assert "agent crashed" in (final.error or "")
+    if status == "budget_exceeded":
+        assert "budget" in (final.error or "") and final.report
+
+
+async def test_gemini_deadline_fails_the_job_and_cancels_the_interaction(
+    research_config, sim: Simulator
+):
+    from ask_another.runtime import open_runtime
+
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
+    config = research_config(ASK_ANOTHER_RESEARCH_DEADLINE="0.3")
+    async with open_runtime(config, prewarm_after=0) as rt:
+        jobs = ResearchJobs.of(rt)
+        final = await jobs.wait((await jobs.start("gdr", "q")).id, 30)
+    assert final.status == "failed" and "deadline" in (final.error or "")
+    (interaction,) = sim.interactions.values()
+    assert interaction.cancel_called
+
+
+async def test_bad_requests_are_refused_clearly(jobs: ResearchJobs):
+    with pytest.raises(ModelNotAllowed):
+        await jobs.start("nope/never", "q")
+    with pytest.raises(Exception, match="empty"):
+        await jobs.start("pplx", "   ")
+    with pytest.raises(Exception, match="unknown research method"):
+        await jobs.start("pplx", "q", method="magic")
+    with pytest.raises(UnknownJob, match="check_research"):
+        await jobs.get("r-missing")
+    with pytest.raises(UnknownJob):
+        await jobs.cancel("r-missing")
+
+
+async def test_permission_and_choice_answers_are_refused_for_now(
+    jobs: ResearchJobs, runtime: Runtime, sim: Simulator
+):
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
+    record = await jobs.start("gdr", "q")
+    ref = runtime.registry.whereis(job_name(record.id))
+    assert ref is not None
+    answer = await ref.call(PermissionAnswer("call-1", "allow"))
+    assert isinstance(answer, NotWaiting) and "not waiting" in answer.message
+    assert isinstance(await ref.call(ChoiceAnswer("call-1", "a")), NotWaiting)
+    await jobs.cancel(record.id)
+
+
+async def test_two_hundred_jobs_at_once_each_get_their_own_result(
+    jobs: ResearchJobs, sim: Simulator
+):
+    records = []
+
+    async def start(n: int) -> None:
+        records.append((n, await jobs.start("pplx", f"question number {n}")))
+
+    async with trio.open_nursery() as nursery:
+        for n in range(200):
+            nursery.start_soon(start, n)
+    finals = {}
+
+    async def wait(n: int, job_id: str) -> None:
+        finals[n] = await jobs.wait(job_id, 60)
+
+    async with trio.open_nursery() as nursery:
+        for n, record in records:
+            nursery.start_soon(wait, n, record.id)
+    assert len(finals) == 200
+    for n, final in finals.items():
+        assert final.status == "completed"
+        assert f"question number {n}" in (final.report or "")
+    assert len({f.id for f in finals.values()}) == 200
+    listed = await jobs.list(limit=500)
+    assert len(listed) == 200 and all(r.status == "completed" for r in listed)
