@@ -1,0 +1,33 @@
+"""The public faces are explicit: every `__all__` is complete, sorted and importable."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+MODULES = ["ask_another.store", "ask_another.server", "ask_another.gateway",
+           "ask_another.catalog", "ask_another.runtime"]
+
+
+def isort_order(name: str) -> tuple[int, str]:
+    """ruff's RUF022 order: CONSTANTS, then Classes, then functions, each alphabetical."""
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, name
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_all_is_sorted_and_importable(name: str):
+    module = importlib.import_module(name)
+    exported = module.__all__
+    assert exported == sorted(exported, key=isort_order)
+    for attribute in exported:
+        assert hasattr(module, attribute), f"{name}.{attribute} is in __all__ but missing"
+
+
+def test_errors_end_with_the_feedback_pointer():
+    from ask_another.errors import FEEDBACK_POINTER, RateLimited, error_text
+
+    assert error_text(RateLimited("slow down", model="openai/x")).endswith(FEEDBACK_POINTER)
+    assert error_text(KeyError("secret internals")) == (
+        f"Internal error (KeyError). {FEEDBACK_POINTER}")
