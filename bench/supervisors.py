@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 import pykka
 import structlog
 import trio
+from trio._core import wait_all_tasks_blocked  # type: ignore[attr-defined]
 
 from bench.report import Row
 from supervisors import (
@@ -504,18 +505,19 @@ MEMORY_KINDS: dict[str, Callable[[trio.Nursery, int], Awaitable[list[object]]]] 
 async def _all_idle() -> None:
     """Return once every other task is blocked (every actor idle in its mailbox).
 
-    Not `trio.testing.wait_all_tasks_blocked`: importing trio.testing imports pytest (~1 s).
+    This is `trio.testing.wait_all_tasks_blocked`, taken from where trio defines it because
+    importing trio.testing imports pytest (~1 s per measuring process). Counting runnable tasks
+    is not enough: tasks in the run loop's current batch are not counted, and trio runs a batch
+    in random order, so that returned before the new tasks had run in half the processes.
     """
-    await trio.lowlevel.checkpoint()
-    while trio.lowlevel.current_statistics().tasks_runnable:
-        await trio.lowlevel.checkpoint()
+    await wait_all_tasks_blocked()
 
 
 def memory_child(kind: str, count: int, *, heap: bool = False) -> None:
     """The body of `--memory`: spawn `count` idle actors of `kind`, print the RSS delta as JSON.
 
     With `heap`, also trace Python allocations (tracemalloc): the bytes each actor holds on the
-    Python heap, which, unlike RSS, come out the same in every process. Exits the process
+    Python heap (the RSS figure then includes tracemalloc's own overhead). Exits the process
     straight after printing: tearing down 100,000 tasks takes seconds here and is not measured.
     """
 
@@ -643,9 +645,7 @@ def run(quick: bool) -> list[Row]:
                                  "measured": "crash in handle_cast -> restarted child answers"}))
 
     for count in sizes.memory:
-        # The same run repeated in fresh processes differs by up to ~17 MB of RSS here (not
-        # understood: the allocator's layout, not the heap, which tracemalloc finds steady), so
-        # take the median of a few, alternating the kinds.
+        # Fresh processes agree to a few KiB; the median of a few guards against a stray one.
         runs: dict[str, list[dict[str, float]]] = {"ours": [], "raw": []}
         for _ in range(sizes.memory_runs):
             for kind, results in runs.items():
@@ -661,8 +661,8 @@ def run(quick: bool) -> list[Row]:
             "runs": runs,
         }
         if count < 100_000:
-            # The Python heap per actor is steady across processes, unlike RSS: one more
-            # process per kind with tracemalloc on (too slow for the largest size).
+            # What the Python heap holds per actor (tracemalloc; one more process per kind, too
+            # slow for the largest size), to tell the runtime's objects from allocator overhead.
             memory["python_heap_bytes_per_actor"] = {
                 kind: measure_memory(kind, count, heap=True)["heap_bytes_per_actor"]
                 for kind in runs}
