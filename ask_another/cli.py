@@ -4,6 +4,7 @@
     ask-another models           the allowed models and what litellm knows of each
     ask-another ask MODEL PROMPT one completion, streamed to stdout
     ask-another doctor           check the configuration; exit 1 naming every malformed variable
+    ask-another demo             the whole stack against the simulator, no API keys needed
 
 Serving writes nothing to stdout but the protocol; the people commands print their answer on
 stdout and their logs and errors on stderr. Heavy modules (mcp, litellm) are imported only by the
@@ -41,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--timeout", type=float, help="seconds to wait (default: ASK_ANOTHER_TIMEOUT "
                                                    "or 60)")
     commands.add_parser("doctor", help="check the configuration; exit 1 if anything is malformed")
-    commands.add_parser("demo", help="(not yet available) the whole stack against the simulator")
+    commands.add_parser("demo", help="the whole stack against a local simulated provider "
+                        "(no API keys needed)")
     return parser
 
 
@@ -63,8 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return trio.run(_ask, config, args)
         if command == "doctor":
             return trio.run(_doctor, config)
-        print("ask-another demo is not available in this version yet.", file=sys.stderr)
-        return 2
+        from ask_another.demo import run_demo
+
+        return run_demo()
     except KeyboardInterrupt:
         return 130
     except AskAnotherError as exc:

@@ -1,0 +1,154 @@
+"""`ask-another demo`: the whole stack, on a machine with no API keys, in under a minute.
+
+It starts the simulated provider (ask_another.simulator: a SIMULATION, not a real model) on
+127.0.0.1, starts the real ask-another server as a subprocess over stdio with models pointing at
+the simulator and a throw-away home directory, connects as an MCP client, and runs the tools one
+after the other, printing what happens: list_models, completion, start_research with progress,
+a research job left in the background by a short timeout, check_research and cancel_research.
+
+This module is the demo process, not the server: it prints to stdout for the person watching.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+__all__ = ["run_demo"]
+
+GEMINI = "gemini/deep-research-pro-preview-12-2025"
+AGENT = GEMINI.split("/", 1)[1]
+WIDTH = 96
+
+
+def _say(text: str = "") -> None:
+    print(text, flush=True)  # noqa: T201 - the demo talks to the person running it
+
+
+def _section(title: str) -> None:
+    _say()
+    _say(f"── {title} " + "─" * max(0, WIDTH - len(title) - 4))
+
+
+def _show(text: str, limit: int = 1200) -> None:
+    if len(text) > limit:
+        text = text[:limit] + f"\n… ({len(text) - limit} more characters)"
+    for line in text.splitlines() or [""]:
+        _say(f"   │ {line}".rstrip())
+
+
+def _text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def _server_env(sim_url: str, home: Path) -> dict[str, str]:
+    # The user's own MODEL_* variables (and keys) are left out: the demo uses only the simulator.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    env.update({
+        "ASK_ANOTHER_HOME": str(home),
+        "ASK_ANOTHER_POLL_SECONDS": "0.4",
+        "ASK_ANOTHER_LOG_LEVEL": "WARNING",
+        "MODEL_SIM": f"openai/sim-chat;demo-key;{sim_url}/v1",
+        "MODEL_GDR": f"{GEMINI};demo-key;{sim_url}",
+        "MODEL_PPLX": f"perplexity/sonar-deep-research;demo-key;{sim_url}/v1",
+    })
+    return env
+
+
+async def _session(sim: Any, home: Path) -> None:
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ask_another"],
+                                   env=_server_env(sim.url, home))
+    began = time.monotonic()
+    with (home / "server-stderr.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+            _section("connected")
+            tools = [t.name for t in (await client.list_tools()).tools]
+            _say(f"   ask-another over stdio (protocol {client.protocol_version}), "
+                 f"{len(tools)} tools: {', '.join(tools)}")
+
+            _section("list_models")
+            _show(_text(await client.call_tool("list_models", {})))
+
+            _section("completion (model 'sim')")
+            _show(_text(await client.call_tool(
+                "completion", {"model": "sim", "prompt": "Is 1729 the smallest taxicab number?"})))
+
+            _section("start_research (a Gemini deep-research agent, with progress)")
+            sim.script_interaction(AGENT, statuses=["queued", "in_progress", "in_progress",
+                                                    "completed"])
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                _say(f"   · progress {done:4.1f}/{total or 0:g} s  {message}")
+
+            result = await client.call_tool(
+                "start_research",
+                {"model": "gdr", "query": "How do deep-research agents cite their sources?",
+                 "timeout": 60},
+                progress_callback=progress)
+            body = json.loads(_text(result))
+            _say(f"   completed in {body['elapsed_seconds']} s with "
+                 f"{len(body['citations'])} citations:")
+            _show(body["report"], 600)
+            for n, url in enumerate(body["citations"], 1):
+                _say(f"   [{n}] {url}")
+
+            _section("start_research with timeout=1: the job continues in the background")
+            sim.script_interaction(AGENT, statuses=["in_progress"] * 60 + ["completed"])
+            text = _text(await client.call_tool(
+                "start_research", {"model": "gdr", "query": "A very long investigation",
+                                   "timeout": 1}))
+            _show(text)
+            job_id = text.split("Research job ", 1)[1].split(" ", 1)[0]
+
+            _section(f"check_research job_id={job_id}")
+            _show(_text(await client.call_tool("check_research", {"job_id": job_id})))
+
+            _section("check_research (every job)")
+            _show(_text(await client.call_tool("check_research", {})))
+
+            _section(f"cancel_research job_id={job_id}")
+            _show(_text(await client.call_tool("cancel_research", {"job_id": job_id})))
+            cancelled = [i for i in sim.interactions.values()
+                         if i.input_text == "A very long investigation"]
+            if cancelled:
+                _say(f"   the simulator saw the cancel: interaction {cancelled[0].id} is "
+                     f"{cancelled[0].status}")
+
+            _section(f"check_research job_id={job_id} after the cancel")
+            _show(_text(await client.call_tool("check_research", {"job_id": job_id})))
+    _section("done")
+    _say(f"   the whole session took {time.monotonic() - began:.1f} s; every answer above came "
+         "from the SIMULATOR.")
+
+
+def run_demo() -> int:
+    """Run the demo; returns the exit status (0 when every step worked)."""
+    from ask_another.simulator import Simulator
+
+    _say("ask-another demo — everything below runs against a SIMULATED provider on 127.0.0.1.")
+    _say("No real model is called, no API key is needed, nothing leaves this machine.")
+    with tempfile.TemporaryDirectory(prefix="ask-another-demo-") as tmp, \
+            Simulator.running(latency=0.05) as sim:
+        _say(f"simulator: {sim.url} (simulation)   server home: {tmp} (temporary)")
+        try:
+            trio.run(_session, sim, Path(tmp))
+        except Exception as exc:  # the demo must explain a failure, not dump a traceback
+            _say()
+            _say(f"The demo failed: {type(exc).__name__}: {exc}")
+            log = Path(tmp) / "server-stderr.log"
+            if log.exists():
+                _say("Last lines of the server's log:")
+                _show("\n".join(log.read_text().splitlines()[-15:]))
+            return 1
+    return 0

@@ -1,0 +1,31 @@
+"""`ask-another demo` on a machine with no API keys: the README's first command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from research_helpers import PYCACHE, REPO
+
+
+def test_demo_runs_the_whole_stack_against_the_simulator_and_exits_0():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "ask_another", "demo"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    took = time.monotonic() - began
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "SIMULATED provider" in out
+    for step in ("list_models", "completion", "start_research", "check_research",
+                 "cancel_research"):
+        assert f"── {step}" in out
+    assert "[simulated sim-chat] answer to: Is 1729" in out
+    assert "· progress" in out and "completed in" in out
+    assert "continues in the background" in out
+    assert "| job_id | model | status |" in out
+    assert "the simulator saw the cancel" in out and "is cancelled" in out
+    assert took < 60
