@@ -102,7 +102,7 @@ class Runtime:
             )
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
-        log.info("completion.started", model=entry.model)
+        log.debug("completion.started", model=entry.model)
         gateway = await self.gateway()
         result = await gateway.completion(
             entry, prompt, system=system, temperature=temperature,
