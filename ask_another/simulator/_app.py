@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from . import _openai
+from . import _openai, _responses
 from ._directives import parse_directives, strip_directives
 from ._interactions import Interactions, InteractionScript
 from ._steps import Drop, Fail, Malformed, Reply, Scripts, SimRequest, Slow, Step, ToolCalls
@@ -68,6 +68,12 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
     connection and close it without a response, which plain ASGI cannot express."""
 
     async def chat_completions(request: Request) -> Response:
+        return await completion_like(request, "chat")
+
+    async def responses(request: Request) -> Response:
+        return await completion_like(request, "responses")
+
+    async def completion_like(request: Request, api: str) -> Response:
         sim_request = await _record(state, request)
         if sim_request is None:
             return _bad_json()
@@ -84,7 +90,8 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
                 step = Fail(400, "bad simulator directive: " + "; ".join(directives.errors))
         if delay > 0:
             await asyncio.sleep(delay)
-        return await _answer(state, request, sim_request, step or _default_step(state, sim_request))
+        step = step or _default_step(state, sim_request)
+        return await _answer(state, request, sim_request, step, api)
 
     async def create_interaction(request: Request) -> Response:
         sim_request = await _record(state, request)
@@ -93,42 +100,59 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
         input_text = sim_request.last_user_text
         directives = parse_directives(input_text)
         delay = state.latency + directives.delay
+        step = _interaction_step(state, sim_request)
+        if step is None and directives.errors:
+            step = Fail(400, "bad simulator directive: " + "; ".join(directives.errors))
+        if step is None and not isinstance(directives.step, ToolCalls):
+            step = directives.step
         if delay > 0:
             await asyncio.sleep(delay)
-        if directives.step is not None and not isinstance(directives.step, ToolCalls):
-            return await _answer(state, request, sim_request, directives.step)
+        step = await _settle(step)
+        if step is not None:
+            return await _answer(state, request, sim_request, step, "gemini")
         default = _DEFAULT_INTERACTION
         if directives.polls is not None or directives.end_status is not None:
-            polls = directives.polls if directives.polls is not None else 2
-            default = InteractionScript(
-                statuses=("in_progress",) * max(0, polls) + (directives.end_status or "completed",)
-                if polls >= 0
-                else ("completed",)
+            polls = max(0, directives.polls if directives.polls is not None else 2)
+            end = directives.end_status or "completed"
+            default = InteractionScript(statuses=("in_progress",) * polls + (end,))
+        try:
+            item = state.interactions.create(
+                sim_request.model or "unknown-agent",
+                strip_directives(input_text),
+                default,
+                state.base_url,
             )
-        item = state.interactions.create(
-            sim_request.model or "unknown-agent",
-            strip_directives(input_text),
-            default,
-            state.base_url,
-        )
+        except ValueError as exc:
+            return await _answer(state, request, sim_request, Fail(400, str(exc)), "gemini")
         return JSONResponse(item.body(_legacy(sim_request)))
 
     async def get_interaction(request: Request) -> Response:
-        sim_request = await _record(state, request)
+        interaction_id = request.path_params["interaction_id"]
+        sim_request = await _record(state, request, state.interactions.agent_of(interaction_id))
+        assert sim_request is not None  # a GET has no body to be malformed
+        step = _interaction_step(state, sim_request)
         if state.latency > 0:
             await asyncio.sleep(state.latency)
-        item = state.interactions.poll(request.path_params["interaction_id"])
+        step = await _settle(step)
+        if step is not None:
+            return await _answer(state, request, sim_request, step, "gemini")
+        item = state.interactions.poll(interaction_id)
         if item is None:
-            return _not_found(request.path_params["interaction_id"])
+            return _not_found(interaction_id)
         return JSONResponse(item.body(_legacy(sim_request)))
 
     async def cancel_interaction(request: Request) -> Response:
-        await _record(state, request)
+        interaction_id = request.path_params["interaction_id"]
+        sim_request = await _record(state, request, state.interactions.agent_of(interaction_id))
+        step = _interaction_step(state, sim_request) if sim_request is not None else None
         if state.latency > 0:
             await asyncio.sleep(state.latency)
-        item = state.interactions.cancel(request.path_params["interaction_id"])
+        step = await _settle(step)
+        if step is not None and sim_request is not None:
+            return await _answer(state, request, sim_request, step, "gemini")
+        item = state.interactions.cancel(interaction_id)
         if item is None:
-            return _not_found(request.path_params["interaction_id"])
+            return _not_found(interaction_id)
         return JSONResponse({"id": item.id, "status": item.status})
 
     async def source_page(request: Request) -> Response:
@@ -150,6 +174,8 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+            Route("/responses", responses, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1beta/interactions", create_interaction, methods=["POST"]),
             Route("/v1beta/interactions/{interaction_id}", get_interaction, methods=["GET"]),
@@ -170,7 +196,9 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
     return app
 
 
-async def _record(state: SimulatorState, request: Request) -> SimRequest | None:
+async def _record(
+    state: SimulatorState, request: Request, model: str | None = None
+) -> SimRequest | None:
     raw = await request.body()
     try:
         body = json.loads(raw) if raw else {}
@@ -178,7 +206,7 @@ async def _record(state: SimulatorState, request: Request) -> SimRequest | None:
         body = None
     headers = {k.lower(): v for k, v in request.headers.items()}
     json_body = body if isinstance(body, dict) else {}
-    model = json_body.get("model") or json_body.get("agent")
+    model = model or json_body.get("model") or json_body.get("agent")
     sim_request = SimRequest(
         method=request.method,
         path=request.url.path,
@@ -190,11 +218,43 @@ async def _record(state: SimulatorState, request: Request) -> SimRequest | None:
     return sim_request if isinstance(body, dict) else None
 
 
+def _interaction_step(state: SimulatorState, request: SimRequest) -> Step | None:
+    """A scripted step for an interaction request (only failures, drops and delays apply)."""
+    step = state.scripts.next_for(request)
+    return None if isinstance(step, Reply | ToolCalls) else step
+
+
+async def _settle(step: Step | None) -> Step | None:
+    """Wait out `Slow` steps; what remains is a failure to send, or None to answer normally."""
+    while isinstance(step, Slow):
+        await asyncio.sleep(step.seconds)
+        step = step.then
+    return None if isinstance(step, Reply | ToolCalls) else step
+
+
 def _bad_json() -> Response:
     return JSONResponse(
         _openai.error_body(Fail(400, "We could not parse the JSON body of your request.")),
         status_code=400,
     )
+
+
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def _google_error(fail: Fail) -> dict[str, Any]:
+    """Google's error envelope, which the Gemini API uses instead of OpenAI's."""
+    status = fail.error_type or _GOOGLE_STATUS.get(fail.status, "UNKNOWN")
+    return {"error": {"code": fail.status, "message": fail.message, "status": status}}
 
 
 def _not_found(interaction_id: str) -> Response:
@@ -211,20 +271,20 @@ def _not_found(interaction_id: str) -> Response:
 
 
 def _legacy(request: SimRequest | None) -> bool:
-    return request is not None and request.headers.get("api-revision", "") < "2026-05-20"
+    # Only a client that asks for the older revision gets the older shape (``outputs``).
+    revision = request.headers.get("api-revision") if request is not None else None
+    return revision is not None and revision < "2026-05-20"
 
 
 def _last_role(request: SimRequest) -> str | None:
-    messages = request.messages
-    return messages[-1].get("role") if messages else None
+    turns = request.turns
+    return turns[-1][0] if turns else None
 
 
 def _default_step(state: SimulatorState, request: SimRequest) -> Reply:
     model = request.model or "simulated"
     if _last_role(request) == "tool":
-        results = [
-            _content_snippet(m.get("content")) for m in request.messages if m.get("role") == "tool"
-        ]
+        results = [text[:100] for role, text in request.turns if role == "tool"]
         return Reply(
             f"[simulated {model}] answer using {len(results)} tool result(s): "
             + " | ".join(results)
@@ -238,18 +298,17 @@ def _default_step(state: SimulatorState, request: SimRequest) -> Reply:
     return Reply(text)
 
 
-def _content_snippet(content: object) -> str:
-    text = content if isinstance(content, str) else json.dumps(content)
-    return text[:100]
-
-
 async def _answer(
-    state: SimulatorState, request: Request, sim_request: SimRequest, step: Step
+    state: SimulatorState, request: Request, sim_request: SimRequest, step: Step, api: str
 ) -> Response:
     while isinstance(step, Slow):
         await asyncio.sleep(step.seconds)
         step = step.then or _default_step(state, sim_request)
     match step:
+        case Fail() if api == "gemini":
+            return JSONResponse(
+                _google_error(step), status_code=step.status, headers=_openai.error_headers(step)
+            )
         case Fail():
             return JSONResponse(
                 _openai.error_body(step),
@@ -265,6 +324,16 @@ async def _answer(
             if sim_request.stream:
                 return Response(f"data: {step.body}\n\n", media_type="text/event-stream")
             return Response(step.body, media_type="application/json")
+        case Reply() | ToolCalls() if api == "responses":
+            response_id = f"resp_sim{state.next_id()}"
+            call_base = state.next_id()
+            if sim_request.stream:
+                return StreamingResponse(
+                    _named_sse(_responses.stream_events(sim_request, step, response_id, call_base)),
+                    media_type="text/event-stream",
+                    headers={"cache-control": "no-cache"},
+                )
+            return JSONResponse(_responses.response(sim_request, step, response_id, call_base))
         case Reply() | ToolCalls():
             completion_id = f"chatcmpl-sim{state.next_id()}"
             call_base = state.next_id()
@@ -282,6 +351,12 @@ async def _sse(events: Any) -> AsyncIterator[bytes]:
     for event in events:
         yield f"data: {event}\n\n".encode()
         # Let each chunk go out on its own, as a real provider's would.
+        await asyncio.sleep(0)
+
+
+async def _named_sse(events: Any) -> AsyncIterator[bytes]:
+    for name, data in events:
+        yield f"event: {name}\ndata: {data}\n\n".encode()
         await asyncio.sleep(0)
 
 

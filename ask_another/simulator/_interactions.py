@@ -179,6 +179,11 @@ class Interactions:
             self._items[interaction_id] = item
             return replace(item)
 
+    def agent_of(self, interaction_id: str) -> str | None:
+        with self._lock:
+            item = self._items.get(interaction_id)
+            return item.agent if item is not None else None
+
     def poll(self, interaction_id: str) -> SimInteraction | None:
         """Each GET moves the interaction one status further along its script."""
         with self._lock:

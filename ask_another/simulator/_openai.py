@@ -102,7 +102,7 @@ def _citation_fields(request: SimRequest, citations: list[str] | None) -> dict[s
 def _tool_call_json(calls: ToolCalls, start: int = 0) -> list[dict[str, Any]]:
     return [
         {
-            "id": call.id or f"call_{start + i}",
+            "id": call.id or f"call_sim{start}_{i}",
             "type": "function",
             "function": {"name": call.name, "arguments": arguments_text(call.arguments)},
         }

@@ -19,7 +19,8 @@ class ToolCall:
 
     `arguments` may be a dict (sent as its JSON text) or a string sent verbatim, so a test can
     send arguments that are not valid JSON or do not match the tool's schema. `id` defaults to a
-    deterministic ``call_<n>`` id.
+    unique ``call_sim<n>_<i>`` id (not ``call_<n>``: litellm treats
+    that form as a non-unique index on the Responses API and swaps in the item id).
     """
 
     name: str
@@ -123,12 +124,42 @@ class SimRequest:
         return self.headers.get("x-goog-api-key")
 
     @property
+    def turns(self) -> list[tuple[str, str]]:
+        """The conversation as (role, text) pairs, whichever API sent it.
+
+        Chat completions ``messages`` keep their roles; Responses API ``input`` items map
+        ``function_call_output`` to ``tool`` and ``function_call`` to ``assistant``; a Gemini
+        interaction's ``input`` is one user turn.
+        """
+        if self.messages:
+            return [
+                (str(m.get("role", "")), content_text(m.get("content")))
+                for m in self.messages
+                if isinstance(m, dict)
+            ]
+        items = self.json.get("input")
+        if isinstance(items, list) and all(isinstance(i, dict) for i in items):
+            turns = []
+            for item in items:
+                kind = item.get("type", "message")
+                if kind == "function_call_output":
+                    turns.append(("tool", content_text(item.get("output"))))
+                elif kind == "function_call":
+                    turns.append(("assistant", str(item.get("arguments", ""))))
+                else:
+                    turns.append((str(item.get("role", "user")), content_text(item.get("content"))))
+            return turns
+        if items is not None:
+            return [("user", content_text(items))]
+        return []
+
+    @property
     def last_user_text(self) -> str:
         """The text of the last user message (or the Gemini interaction's input text)."""
-        for message in reversed(self.messages):
-            if message.get("role") == "user":
-                return content_text(message.get("content"))
-        return content_text(self.json.get("input"))
+        for role, text in reversed(self.turns):
+            if role == "user":
+                return text
+        return ""
 
 
 Responder: TypeAlias = Callable[[SimRequest], Step]
