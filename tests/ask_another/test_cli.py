@@ -71,7 +71,3 @@ def test_models_lists_the_allowlist(sim: Simulator, tmp_path: Path):
     assert "openai/gpt-4o (shorthand: gpt4, openai): context 128,000 tokens" in done.stdout
     assert "MODEL_BAD" in done.stdout
 
-
-def test_demo_says_plainly_it_is_not_available_yet(tmp_path: Path):
-    done = run(["demo"], {"ASK_ANOTHER_HOME": str(tmp_path)})
-    assert done.returncode == 2 and "not available" in done.stderr
