@@ -223,13 +223,15 @@ def _child_process(latency: float) -> Iterator[SimulatorURLs]:
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    stderr = child.stderr
+    assert stderr is not None
+    drain: threading.Thread | None = None
     try:
-        assert child.stderr is not None
         url = None
         seen: list[str] = []
         deadline = time.monotonic() + 30
         while url is None and time.monotonic() < deadline:
-            line = child.stderr.readline().decode(errors="replace")
+            line = stderr.readline().decode(errors="replace")
             if not line:
                 break
             seen.append(line)
@@ -240,8 +242,8 @@ def _child_process(latency: float) -> Iterator[SimulatorURLs]:
         if url is None:
             raise RuntimeError("the simulator process did not start: " + "".join(seen)[-2000:])
         # Keep reading its stderr so the child never blocks on a full pipe.
-        stderr = child.stderr
-        threading.Thread(target=lambda: stderr.read(), daemon=True).start()
+        drain = threading.Thread(target=stderr.read, name="simulator-stderr", daemon=True)
+        drain.start()
         yield SimulatorURLs(url)
     finally:
         child.terminate()
@@ -250,3 +252,6 @@ def _child_process(latency: float) -> Iterator[SimulatorURLs]:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+        if drain is not None:
+            drain.join(timeout=5)
+        stderr.close()
