@@ -77,6 +77,24 @@ MIGRATIONS: list[Migration] = [
         );
         CREATE INDEX research_events_by_job ON research_events (job_id);
     """),
+    Migration(3, "conversations and their messages (store/conversations.py)", """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            system TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE messages (
+            conversation_id TEXT NOT NULL REFERENCES conversations (id),
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (conversation_id, seq)
+        );
+    """),
 ]
 
 
