@@ -6,6 +6,7 @@ api_base per test made litellm cache, evict and drop clients without closing the
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import warnings
 from collections.abc import Iterator
@@ -36,7 +37,14 @@ def litellm() -> Iterator[ModuleType]:
 
     # Its exception banner goes to stdout otherwise.
     module.suppress_debug_info = True
+    # litellm's sync service logger calls asyncio.get_event_loop() on the calling thread, which
+    # creates a loop there and never closes it; once dropped, its GC fails whichever test is
+    # running. Give it one we own and close.
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
     yield module
+    asyncio.set_event_loop(None)
+    loop.close()
     # litellm's sync API leaves cached HTTP clients and a spare asyncio loop behind (which ones
     # depends on the mix of calls). Collect them here, where they are known to be litellm's,
     # rather than letting pytest's end-of-session GC report them as our leaks.

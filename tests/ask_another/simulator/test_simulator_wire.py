@@ -216,7 +216,8 @@ async def test_hundreds_of_concurrent_requests_wait_in_parallel(sim: Simulator) 
     for n, raw in answers.items():
         assert raw.startswith(b"HTTP/1.1 200"), raw[:100]
         assert raw.endswith(f'answer to: q{n}"}}}}'.encode()) or f'q{n}"'.encode() in raw
-    assert elapsed < 3.0, f"{count} requests with 0.5 s latency took {elapsed:.2f} s"
+    # Serially this would take 250 s; here it takes about 1 s (2 shared cores, client in-process).
+    assert elapsed < 5.0, f"{count} requests with 0.5 s latency took {elapsed:.2f} s"
 
 
 def test_shutdown_is_clean_and_frees_the_port() -> None:
