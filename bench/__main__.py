@@ -15,7 +15,7 @@ import trio
 
 from bench.report import Row, print_table, write_json
 
-SUITES = ["supervisors", "server"]
+SUITES = ["supervisors", "server", "research"]
 
 
 def main() -> int:

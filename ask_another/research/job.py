@@ -51,6 +51,7 @@ from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
     add_event,
+    add_events,
     finish_job,
     get_job,
     update_job,
@@ -132,6 +133,8 @@ class ResearchJob(Actor):
         self.max_attempts = max_attempts
         self.waiters: list[Caller] = []
         self.subscribers: list[Any] = []
+        self.unwritten: list[JobEvent] = []
+        self.writer: Any = None
         self.work = self.start_task(self._run)
 
     # ----- messages --------------------------------------------------------------------------
@@ -162,6 +165,9 @@ class ResearchJob(Actor):
         match msg:
             case _Progress(step=step, detail=detail):
                 await self._progress(step, detail)
+            case TaskDone(task=task) if task is self.writer:
+                self.writer = None
+                self._write_soon()
             case TaskDone(value=ResearchResult() as result):
                 await self._finish("completed", step="completed", report=result.report,
                                    citations=list(result.citations), detail=result.detail)
@@ -253,14 +259,25 @@ class ResearchJob(Actor):
     # ----- state changes (in the actor's loop only) ------------------------------------------
 
     async def _progress(self, step: str, detail: dict[str, Any]) -> None:
+        # Progress is shown at once and written by a writer task, in batches: the actor's loop
+        # never waits on the disk for it, so Status and Cancel stay fast under load. (State
+        # changes — status, attempts, handle, result — are still written before they are shown.)
         if self.record.finished:
             return
+        self.record.step = step
+        self.unwritten.append(JobEvent(job_id=self.record.id, at=time.time(), step=step,
+                                       detail=_jsonable(detail)))
+        self._write_soon()
+        self._notify(self._update(detail))
+
+    def _write_soon(self) -> None:
+        if self.writer is None and self.unwritten and not self.record.finished:
+            self.writer = self.start_task(self._write_events)
+
+    async def _write_events(self) -> None:
+        events, self.unwritten = self.unwritten, []
         db = await self.services.database()
-        event = JobEvent(job_id=self.record.id, at=time.time(), step=step,
-                         detail=_jsonable(detail))
-        if await add_event(db, event, step=step):
-            self.record.step = step
-            self._notify(self._update(detail))
+        await add_events(db, self.record.id, events)
 
     async def _finish(self, status: Any, **changes: Any) -> None:
         if self.record.finished:

@@ -32,7 +32,14 @@ from ask_another.research.messages import (
 from ask_another.research.providers import METHODS
 from ask_another.research.supervisor import JOBS_SUPERVISOR, job_spec
 from ask_another.store.jobs import JobEvent, JobRecord, finish_job, get_job, insert_job, list_jobs
-from supervisors import ActorExited, DynamicSupervisorRef, MailboxFull, Registry, StartError
+from supervisors import (
+    ActorExited,
+    CallTimeout,
+    DynamicSupervisorRef,
+    MailboxFull,
+    Registry,
+    StartError,
+)
 
 __all__ = ["PROGRESS_EVERY", "ResearchJobs", "UnknownJob"]
 
@@ -121,8 +128,8 @@ class ResearchJobs:
             try:
                 record: JobRecord = await ref.call(Status())
                 return record
-            except ActorExited:
-                pass  # it just finished (or crashed): the store has its state
+            except (ActorExited, CallTimeout):
+                pass  # it just finished (or crashed), or is busy: the store has its state
         found = await get_job(await self.services.database(), job_id)
         if found is None:
             raise UnknownJob(job_id)

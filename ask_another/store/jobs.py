@@ -25,6 +25,7 @@ __all__ = [
     "JobRecord",
     "JobStatus",
     "add_event",
+    "add_events",
     "finish_job",
     "get_job",
     "insert_job",
@@ -225,6 +226,27 @@ async def add_event(db: Database, event: JobEvent, **changes: Any) -> bool:
             if columns and cursor.rowcount != 1:
                 return False
             _insert_event(conn, event)
+            return True
+
+    return await db.run(go)
+
+
+async def add_events(db: Database, job_id: str, events: list[JobEvent]) -> bool:
+    """Append several timeline events and set the job's `step` to the last one's, in one commit.
+    False (nothing written) if the job has finished."""
+    if not events:
+        return True
+
+    def go(conn: sqlite3.Connection) -> bool:
+        with conn:
+            cursor = conn.execute(
+                f"UPDATE research_jobs SET step = ? WHERE id = ? AND {_NOT_FINAL}",
+                (events[-1].step, job_id),
+            )
+            if cursor.rowcount != 1:
+                return False
+            for event in events:
+                _insert_event(conn, event)
             return True
 
     return await db.run(go)

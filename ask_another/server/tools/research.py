@@ -18,6 +18,7 @@ from pydantic import Field
 
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.research import CancelOutcome, JobUpdate, ResearchJobs
+from ask_another.research.providers import is_gemini_agent
 from ask_another.server.context import runtime_of, tool_errors
 from ask_another.store.jobs import JobRecord
 
@@ -130,8 +131,11 @@ def cancel_text(outcome: CancelOutcome) -> str:
     text = f"Research job {record.id} was cancelled: its work on this server was stopped."
     if outcome.remote:
         text += f" Provider: {outcome.remote}."
-    elif record.provider_handle is None:
-        text += " Nothing had been started on the provider's side yet."
+    elif is_gemini_agent(record.model):
+        text += " No Gemini interaction had been created yet, so none runs at the provider."
+    else:
+        text += (" The request in flight to the provider was aborted; a completion cannot be "
+                 "cancelled at the provider once it has been received.")
     return text
 
 

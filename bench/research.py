@@ -1,0 +1,171 @@
+"""Benchmark of research jobs: many concurrent jobs against the simulator, in one runtime.
+
+The simulated provider runs in a child process (`Simulator.process`) with a fixed latency per
+HTTP request, so its own work does not share our process. Each job is a Gemini deep-research
+interaction on the simulator's default script (created in_progress, in_progress at the first
+poll, completed at the second): three HTTP requests and two poll sleeps (``poll``, then
+``1.5 × poll``), so the ideal wall time of a job, and of N jobs run perfectly in parallel, is
+``3 × latency + 2.5 × poll``.
+
+Measured, with N jobs started at once through `ResearchJobs` (the API the MCP tools use):
+- wall time from the first start to the last result, against that ideal;
+- peak RSS of the process while the jobs run, minus the RSS just before (litellm already
+  imported and warmed by a few jobs), per job;
+- check_research latency while they run: a checker task formats `check_research(job_id)` for a
+  random started job every 5 ms (an actor `Status` call while it runs, a store read once it
+  has finished; reported separately), and the full jobs table every 50 ms
+  (a store query); p50 and p99 of each;
+- that every job completed with its own report (the report quotes its own question).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import structlog
+import trio
+
+from bench.report import Row
+
+SUITE = "research"
+GEMINI = "gemini/deep-research-pro-preview-12-2025"
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: float
+                   ) -> dict[str, object]:
+    from ask_another.config import Config
+    from ask_another.research import ResearchJobs, job_name
+    from ask_another.runtime import open_runtime
+    from ask_another.server.tools.research import job_text, jobs_table
+
+    config = Config.from_env({
+        "ASK_ANOTHER_HOME": str(home),
+        "ASK_ANOTHER_POLL_SECONDS": str(poll),
+        "ASK_ANOTHER_LOG_LEVEL": "ERROR",
+        "MODEL_GDR": f"{GEMINI};bench-key;{url}",
+    })
+    async with open_runtime(config, prewarm_after=0) as runtime:
+        jobs = ResearchJobs.of(runtime)
+        # Warm up: litellm imported, its HTTP client and our code paths exercised once.
+        warm = [await jobs.start("gdr", f"warm-up {n}") for n in range(5)]
+        for record in warm:
+            await jobs.wait(record.id, 60)
+        baseline = _rss_mb()
+        peak = baseline
+        started: list[str] = []
+        finals: dict[int, object] = {}
+        single: list[float] = []
+        single_stored: list[float] = []
+        table: list[float] = []
+        running = True
+
+        async def sample_memory() -> None:
+            nonlocal peak
+            while running:
+                peak = max(peak, _rss_mb())
+                await trio.sleep(0.02)
+
+        async def check_single() -> None:
+            while running:
+                if started:
+                    job_id = random.choice(started)
+                    alive = runtime.registry.whereis(job_name(job_id)) is not None
+                    t0 = time.perf_counter()
+                    job_text(await jobs.get(job_id))
+                    (single if alive else single_stored).append(time.perf_counter() - t0)
+                await trio.sleep(0.005)
+
+        async def check_table() -> None:
+            while running:
+                t0 = time.perf_counter()
+                jobs_table(await jobs.list())
+                table.append(time.perf_counter() - t0)
+                await trio.sleep(0.05)
+
+        async def one(n: int) -> None:
+            record = await jobs.start("gdr", f"benchmark question {n}")
+            started.append(record.id)
+            finals[n] = await jobs.wait(record.id, 600)
+
+        async with trio.open_nursery() as watchers:
+            watchers.start_soon(sample_memory)
+            watchers.start_soon(check_single)
+            watchers.start_soon(check_table)
+            began = time.perf_counter()
+            async with trio.open_nursery() as nursery:
+                for n in range(jobs_n):
+                    nursery.start_soon(one, n)
+            wall = time.perf_counter() - began
+            running = False
+        own = sum(1 for n, f in finals.items()
+                  if getattr(f, "status", None) == "completed"
+                  and f"benchmark question {n}" in (getattr(f, "report", "") or ""))
+    return {
+        "wall": wall,
+        "ideal": 3 * latency + 2.5 * poll,
+        "memory_per_job_kb": (peak - baseline) * 1000 / jobs_n,
+        "baseline_mb": baseline,
+        "peak_mb": peak,
+        "single": single,
+        "single_stored": single_stored,
+        "table": table,
+        "own_results": own,
+    }
+
+
+def run(quick: bool) -> list[Row]:
+    from ask_another.simulator import Simulator
+
+    logging.getLogger().setLevel(logging.ERROR)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+    jobs_n, latency, poll = (50, 0.05, 0.05) if quick else (1000, 0.5, 0.5)
+    with Simulator.process(latency=latency) as urls, \
+            tempfile.TemporaryDirectory(prefix="bench-research-") as tmp:
+        result = trio.run(_measure, urls.gemini_base, Path(tmp), jobs_n, latency, poll)
+    single = [s * 1000 for s in result["single"]]  # type: ignore[attr-defined]
+    table = [s * 1000 for s in result["table"]]  # type: ignore[attr-defined]
+    stored = [s * 1000 for s in result["single_stored"]]  # type: ignore[attr-defined]
+    wall, ideal = float(result["wall"]), float(result["ideal"])  # type: ignore[arg-type]
+    per_job = float(result["memory_per_job_kb"])  # type: ignore[arg-type]
+    own = int(result["own_results"])  # type: ignore[call-overload]
+    extra = {"jobs": jobs_n, "latency_s": latency, "poll_s": poll}
+    p99 = _pct(single, 0.99)
+    return [
+        Row(SUITE, f"{jobs_n} jobs: own result", own, "jobs", better="higher",
+            target=f"= {jobs_n}", passed=own == jobs_n, extra=extra),
+        Row(SUITE, f"{jobs_n} jobs: wall time", wall, "s", "ideal (parallel)", ideal,
+            extra={**extra, "ratio_to_ideal": wall / ideal}),
+        Row(SUITE, "memory per running job", per_job, "KB", target="< 100 KB",
+            passed=per_job < 100,
+            extra={**extra, "baseline_mb": result["baseline_mb"], "peak_mb": result["peak_mb"]}),
+        Row(SUITE, "check_research(job) p50", _pct(single, 0.5), "ms",
+            extra={**extra, "samples": len(single)}),
+        Row(SUITE, "check_research(job) p99", p99, "ms", target="< 50 ms", passed=p99 < 50,
+            extra={**extra, "samples": len(single), "max_ms": max(single, default=0)}),
+        Row(SUITE, "check_research(finished job) p99", _pct(stored, 0.99), "ms",
+            extra={**extra, "samples": len(stored), "p50_ms": _pct(stored, 0.5)}),
+        Row(SUITE, "check_research() table p50", _pct(table, 0.5), "ms",
+            extra={**extra, "samples": len(table)}),
+        Row(SUITE, "check_research() table p99", _pct(table, 0.99), "ms",
+            extra={**extra, "samples": len(table), "mean_ms": statistics.fmean(table or [0])}),
+    ]
+
