@@ -41,12 +41,21 @@ Endpoints
   ``data: [DONE]``; with ``stream_options.include_usage`` a last chunk with empty ``choices``
   and the usage). litellm's ``openai/<name>`` and ``perplexity/<name>`` models with
   ``api_base=openai_base`` both arrive here; the body's ``model`` is ``<name>``.
+- ``POST /v1/responses`` (also ``/responses``): the OpenAI Responses API, JSON or SSE
+  (``response.created`` ... ``response.output_text.delta`` ... ``response.completed``). litellm
+  sends ``completion`` calls here for models whose map entry has mode ``responses``, notably
+  ``openai/o3-deep-research`` and ``openai/o4-mini-deep-research`` (which refuse ``tools``), and
+  for ``openai/responses/<name>``. Citations become ``url_citation`` annotations, which litellm
+  puts on ``message.annotations`` (``url``, ``title``, ``start_index``, ``end_index``).
 - ``POST /v1beta/interactions``, ``GET /v1beta/interactions/{id}``,
   ``POST /v1beta/interactions/{id}/cancel``: the Gemini interactions API as litellm calls it
   with ``api_base=gemini_base`` (Api-Revision 2026-05-20: results in ``steps``; a request
   sending an older Api-Revision gets the legacy ``outputs`` instead).
 - ``GET /sources/...``: a small HTML article, the target of every simulated citation, so
   reading a cited source works offline.
+
+Retries: litellm's OpenAI client retries 429, 5xx and dropped connections twice by default,
+each retry consuming a scripted step; pass ``max_retries=0`` to see one failure once.
 
 Default behaviour (nothing scripted)
 ------------------------------------
@@ -73,8 +82,10 @@ Scripting (Python API)
 each request consumes one, in order; afterwards the default resumes. ``sim.script(model, fn)``
 installs a responder ``fn(request: SimRequest) -> step`` for concurrent callers. Steps:
 
-- ``Reply(text, citations=None, usage=None)``
-- ``ToolCalls([ToolCall(name, arguments, id=None)], text="")``: finish_reason ``tool_calls``;
+- ``Reply(text, citations=None, usage=None)``: `usage` overrides ``prompt_tokens`` /
+  ``completion_tokens``.
+- ``ToolCalls([ToolCall(name, arguments, id=None)], text="")``: finish_reason ``tool_calls``
+  (default ids ``call_sim<n>_<i>``);
   streamed, the arguments arrive as fragments across several chunks. `arguments` may be a dict
   or a raw string (e.g. invalid JSON).
 - ``Fail(status, message, error_type=None, retry_after=0)``: the OpenAI error envelope
@@ -88,9 +99,15 @@ scripts the next interaction for `agent`: the create answer has the first status
 moves one on (the last stays). Any of queued, in_progress, requires_action, completed, failed,
 cancelled, incomplete, budget_exceeded. A cancel before a terminal status makes it cancelled.
 
+``sim.script(agent, [Fail(...), Drop(), Slow(...)])`` also applies to interactions: each
+request about that agent (create, poll or cancel) consumes one step first; a failed poll does
+not advance the interaction. Errors there use Google's envelope
+``{"error": {"code", "message", "status"}}``.
+
 Inspecting: ``sim.requests`` (every `SimRequest`: method, path, model, json, headers, plus
 ``api_key``, ``messages``, ``last_user_text``, ``stream``), ``sim.requests_for(model)``,
-``sim.interactions`` (id -> `SimInteraction`: status, polls, cancel_called, ...),
+``sim.interactions`` (id -> `SimInteraction` copy: status, polls, cancel_called, cancelled,
+agent, input_text, report, citations),
 ``sim.pending(model)``, ``sim.clear()``; ``sim.latency`` can be changed while running.
 
 In-band directives

@@ -174,8 +174,9 @@ def content_text(content: object) -> str:
     if isinstance(content, list):
         return "\n".join(t for t in (content_text(part) for part in content) if t)
     if isinstance(content, dict):
-        if isinstance(content.get("text"), str):
-            return content["text"]
+        text = content.get("text")
+        if isinstance(text, str):
+            return text
         if "content" in content:
             return content_text(content["content"])
         if "parts" in content:
