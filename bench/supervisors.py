@@ -16,8 +16,24 @@ Run-loop passes and task steps per operation (load-independent) are recorded in 
 The references are the floors a reader would reach for instead of our runtime:
 - call: a raw trio memory-channel ping-pong between two tasks, and pykka's `ask`;
 - cast: raw `send_nowait` into a memory channel drained by one task, and pykka's `tell`;
-- spawn and exit: a bare `nursery.start_soon` of a task that returns at once, and pykka
-  start/stop (pykka runs actors on threads, so its side is plain synchronous code).
+- spawn and exit: see below; pykka start/stop runs actors on threads, so its side is plain
+  synchronous code, one actor at a time.
+
+Spawn and exit, exactly (the figure is total wall time / N, timed until everything has ended):
+- ours, the target row: `STARTERS` tasks call `await sup.start_child(spec)` in a loop, N
+  children in all, concurrently, under one DynamicSupervisor. Each child is temporary and ends
+  on its own: its `init` casts itself a message and handling it calls `self.stop()`, so it goes
+  through init (inside `start_child`, which returns only after init), its message loop,
+  `terminate`, and its exit is delivered to the supervisor as a `Down`. The clock stops when
+  the last child has exited and the supervisor has processed every `Down`
+  (`count_children()` then reports no children; it is asserted).
+- reference: one task calls `nursery.start_soon(noop)` N times; the clock stops when the nursery
+  block exits, i.e. once every task has run and returned. These tasks wait for nothing and
+  nobody is told they ended, so this is a floor, not an equivalent.
+- extra rows, one child at a time: `await start_child` then `await terminate_child` (the
+  supervisor's shutdown ladder), and bare `spawn` then `await ref.stop()`, each against N
+  sequential `await nursery.start(fn)` (a task that reports "started" and returns), which
+  also waits for its task at every step; and the supervised sequential figure against pykka.
 """
 
 from __future__ import annotations
@@ -48,6 +64,7 @@ from supervisors import (
     Actor,
     ActorRef,
     Caller,
+    ExitReason,
     child_spec,
     spawn,
     start_dynamic_supervisor,
@@ -59,6 +76,10 @@ SUITE = "supervisors"
 T = TypeVar("T")
 Sample = Callable[[int], float]
 """Runs `n` operations and returns the seconds the hot section took."""
+
+
+STARTERS = 16
+"""Tasks starting children at once in the concurrent spawn benchmark (say, requests in flight)."""
 
 
 @dataclass(frozen=True)
@@ -309,6 +330,30 @@ class _Idle(Actor):
     pass
 
 
+@dataclass
+class _Tally:
+    """Counts down the children of the concurrent spawn benchmark as they terminate."""
+
+    left: int
+    done: trio.Event = field(default_factory=trio.Event)
+
+
+class _OneShot(Actor):
+    """A child that ends on its own: init queues it one message, handling it stops the actor."""
+
+    async def init(self, tally: _Tally) -> None:
+        self.tally = tally
+        self.ref.cast(None)
+
+    async def handle_cast(self, msg: Any) -> None:
+        self.stop()
+
+    async def terminate(self, reason: ExitReason) -> None:
+        self.tally.left -= 1
+        if self.tally.left == 0:
+            self.tally.done.set()
+
+
 class _BenchCrash(Exception):
     """Raised on purpose by `_Crashy` to measure restarts."""
 
@@ -371,6 +416,37 @@ def ours_cast(n: int) -> float:
             await done.wait()
             elapsed = time.perf_counter() - start
             await ref.stop()
+        return elapsed
+
+    return _run(main)
+
+
+def ours_spawn_concurrent(n: int) -> float:
+    """n children started by `STARTERS` tasks at once under a DynamicSupervisor, each ending on
+    its own; until every child has exited and the supervisor has processed every exit."""
+
+    async def main() -> float:
+        tally = _Tally(n)
+        spec = child_spec(_OneShot, tally, restart="temporary")
+        share, rest = divmod(n, STARTERS)
+
+        async def starter(count: int) -> None:
+            for _ in range(count):
+                await sup.start_child(spec)
+
+        async with trio.open_nursery() as nursery:
+            sup = await start_dynamic_supervisor(nursery)
+            start = time.perf_counter()
+            async with trio.open_nursery() as starters:
+                for i in range(STARTERS):
+                    starters.start_soon(starter, share + (i < rest))
+            await tally.done.wait()
+            # Each exit reached the supervisor's mailbox as a Down when its child ended, ahead
+            # of this request: the answer comes once every Down has been handled.
+            counts = await sup.count_children()
+            elapsed = time.perf_counter() - start
+            assert counts.specs == 0, counts
+            await sup.stop()
         return elapsed
 
     return _run(main)
@@ -609,27 +685,45 @@ def run(quick: bool) -> list[Row]:
     rows.append(Row(SUITE, "cast throughput", 1 / cast["ours"], "msg/s", "pykka tell",
                     1 / cast["pykka"], better="higher", extra=extra))
 
-    spawn_ = compare({"ours": ours_spawn_supervised, "bare": ours_spawn_bare, "raw": raw_spawn,
-                      "start": raw_start}, sizes.spawns, sizes.repeats)
-    spawn_ |= compare({"pykka": pykka_start_stop}, sizes.pykka_spawns, sizes.repeats)
+    spawn_ = compare({"ours": ours_spawn_concurrent, "raw": raw_spawn}, sizes.spawns,
+                     sizes.repeats)
     extra = note | {
         "spawns": sizes.spawns,
-        "pykka_spawns": sizes.pykka_spawns,
-        "ours": "sequential start_child + terminate_child (DynamicSupervisor)",
+        "starters": STARTERS,
+        "ours": f"{STARTERS} tasks await start_child concurrently under one DynamicSupervisor; "
+                "each temporary child casts itself one message in init and stops on it; timed "
+                "until every child has exited and the supervisor has handled every Down",
+        "reference": "one task calls nursery.start_soon(noop) n times; timed until the "
+                     "nursery block exits (every task has run)",
         "us_per_spawn": {k: _us(v) for k, v in spawn_.items()},
-        "scheduling_per_spawn": {k: scheduling(fn, 100) for k, fn in
-                                 [("ours", ours_spawn_supervised), ("bare", ours_spawn_bare),
-                                  ("raw", raw_spawn), ("start", raw_start)]},
+        "scheduling_per_spawn": {k: scheduling(fn, 200) for k, fn in
+                                 [("ours", ours_spawn_concurrent), ("raw", raw_spawn)]},
     }
-    row = Row(SUITE, "spawn+exit (supervised)", _us(spawn_["ours"]), "µs",
+    row = Row(SUITE, "spawn+exit (supervised, concurrent)", _us(spawn_["ours"]), "µs",
               "nursery.start_soon", _us(spawn_["raw"]), target="<= 3x", extra=extra)
     row.passed = _within(row.ratio, 3)
     rows.append(row)
-    rows.append(Row(SUITE, "spawn+exit (supervised)", _us(spawn_["ours"]), "µs",
-                    "pykka start/stop", _us(spawn_["pykka"]), extra=extra))
-    rows.append(Row(SUITE, "spawn+exit (bare spawn/stop)", _us(spawn_["bare"]), "µs",
-                    "await nursery.start", _us(spawn_["start"]),
-                    extra=note | {"spawns": sizes.spawns}))
+
+    one = compare({"ours": ours_spawn_supervised, "bare": ours_spawn_bare, "start": raw_start},
+                  sizes.spawns, sizes.repeats)
+    one |= compare({"pykka": pykka_start_stop}, sizes.pykka_spawns, sizes.repeats)
+    extra = note | {
+        "spawns": sizes.spawns,
+        "pykka_spawns": sizes.pykka_spawns,
+        "ours": "one at a time: await start_child, then await terminate_child",
+        "bare": "one at a time: await spawn, then await ref.stop()",
+        "reference": "one at a time: await nursery.start(fn), fn reports started and returns",
+        "us_per_spawn": {k: _us(v) for k, v in one.items()},
+        "scheduling_per_spawn": {k: scheduling(fn, 100) for k, fn in
+                                 [("ours", ours_spawn_supervised), ("bare", ours_spawn_bare),
+                                  ("start", raw_start)]},
+    }
+    rows.append(Row(SUITE, "spawn+exit (supervised, one at a time)", _us(one["ours"]), "µs",
+                    "await nursery.start", _us(one["start"]), extra=extra))
+    rows.append(Row(SUITE, "spawn+exit (supervised, one at a time)", _us(one["ours"]), "µs",
+                    "pykka start/stop", _us(one["pykka"]), extra=extra))
+    rows.append(Row(SUITE, "spawn+exit (bare spawn/stop, one at a time)", _us(one["bare"]), "µs",
+                    "await nursery.start", _us(one["start"]), extra=extra))
 
     latencies = ours_restart_latencies(sizes.restarts)
     unlogged = ours_restart_latencies(sizes.restarts, crash_reports=False)
