@@ -27,6 +27,7 @@ from typing import Any
 
 from ask_another.catalog import Catalog
 from ask_another.config import Config
+from ask_another.conversations import conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.gateway import CompletionResult, Gateway, GatewayActor, GetGateway
 from ask_another.logs import ensure_logging, get_logger, register_secrets
@@ -141,6 +142,7 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
         child_spec(GatewayActor, config.secrets(), prewarm_after, name="gateway",
                    registry=registry, shutdown=15.0),
         research_spec(config, registry),
+        conversations_spec(config, registry),
     ]
     started = False
     try:

@@ -1,0 +1,320 @@
+"""The conversation actor, its messages, and the `conversations` part of the supervision tree.
+
+    conversations          (Supervisor, rest_for_one)
+    ├── conversations.live     DynamicSupervisor: one temporary `Conversation` per active thread
+    └── conversations.starter  `ConversationStarter`: finds or starts a conversation's actor
+
+A `Conversation` is registered as ``("conversation", id)``. It takes one turn at a time: the turn
+(reading an article for `discuss`, the provider call, the store write) runs in a task the actor
+owns, so while it runs the actor still answers, and refuses a second `Turn` at once with
+`ConversationBusy`. The store is the truth: each turn reads the history from it and writes the
+turn's messages (the user's, any synthetic tool exchange, the answer) in one commit when the
+model has answered, so a failed or cancelled turn leaves nothing behind. An actor that has had no
+turn for `idle_seconds` stops; the next turn starts a new one from the store. Children are
+temporary: a crashed conversation is not restarted, its next turn starts it again.
+
+Every start goes through the one `ConversationStarter`, whose mailbox serializes "is it running?
+else start it", so two turns racing to wake the same conversation never both start an actor.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from ask_another.articles import READ_ARTICLE_NAME, read_article
+from ask_another.config import Config
+from ask_another.conversations._errors import ArticleUnreadable, ConversationBusy
+from ask_another.conversations._history import build_history, tool_exchange
+from ask_another.errors import AskAnotherError
+from ask_another.gateway import CompletionResult, Gateway, GetGateway
+from ask_another.logs import get_logger
+from ask_another.store import Database, GetDatabase
+from ask_another.store.conversations import (
+    ConversationRecord,
+    NewMessage,
+    StoredMessage,
+    append_messages,
+    conversation_messages,
+)
+from supervisors import (
+    NOREPLY,
+    Actor,
+    Caller,
+    ChildSpec,
+    DynamicSupervisorRef,
+    Registry,
+    Start,
+    SupervisorError,
+    TaskCancelled,
+    TaskDone,
+    TaskHandle,
+    child_spec,
+    dynamic_supervisor_spec,
+    supervisor_spec,
+)
+
+__all__ = [
+    "IDLE_SECONDS",
+    "LIVE_SUPERVISOR",
+    "STARTER",
+    "CancelTurn",
+    "Conversation",
+    "ConversationStarter",
+    "Info",
+    "Open",
+    "Services",
+    "Turn",
+    "TurnOutcome",
+    "conversation_name",
+    "conversations_spec",
+]
+
+log = get_logger("ask_another.conversations")
+
+IDLE_SECONDS: Final = 120.0
+LIVE_SUPERVISOR: Final = "conversations.live"
+STARTER: Final = "conversations.starter"
+# Shared by every conversation; a single thread's own failures are bounded by the caller.
+LIVE_RESTARTS: Final = 100_000
+
+
+def conversation_name(conversation_id: str) -> tuple[str, str]:
+    """The registry name of a conversation's actor."""
+    return ("conversation", conversation_id)
+
+
+@dataclass
+class Services:
+    """The runtime's shared handles, found by name in its registry (refreshed after a restart)."""
+
+    config: Config
+    registry: Registry
+    _gateway: Gateway | None = field(default=None, repr=False)
+    _database: Database | None = field(default=None, repr=False)
+
+    async def gateway(self) -> Gateway:
+        if self._gateway is None or self._gateway.closed:
+            self._gateway = await self._child("gateway").call(GetGateway())
+        return self._gateway
+
+    async def database(self) -> Database:
+        if self._database is None or self._database.closed:
+            self._database = await self._child("store").call(GetDatabase())
+        return self._database
+
+    def _child(self, name: str) -> Any:
+        ref = self.registry.whereis(name)
+        if ref is None:
+            raise AskAnotherError(f"the {name} is restarting; try again in a moment")
+        return ref
+
+
+# ----- messages ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """Take one turn: optionally read `article_url` first (discuss), then answer `prompt`.
+
+    `system` replaces the conversation's system prompt from this turn on (None keeps it, ""
+    removes it). The reply is a `TurnOutcome` or the `AskAnotherError` that stopped the turn.
+    """
+
+    prompt: str
+    timeout: float
+    system: str | None = None
+    temperature: float | None = None
+    on_delta: Callable[[str], Awaitable[None]] | None = None
+    article_url: str | None = None
+    token: object = field(default_factory=object, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTurn:
+    """Cast: cancel the turn started by the `Turn` with this `token` (its caller gave up)."""
+
+    token: object
+
+
+@dataclass(frozen=True, slots=True)
+class Info:
+    """Call: the conversation's record (answered at once, even while a turn runs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    conversation_id: str
+    model: str
+    result: CompletionResult
+    stored: list[StoredMessage]
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    """Call the starter: the live actor of `record`'s conversation, started if need be."""
+
+    record: ConversationRecord
+
+
+# ----- the actor -----------------------------------------------------------------------------
+
+
+class Conversation(Actor):
+    """One conversation thread. Started by `ConversationStarter`, never directly."""
+
+    record: ConversationRecord
+    services: Services
+
+    async def init(self, record: ConversationRecord, services: Services,
+                   idle_seconds: float = IDLE_SECONDS) -> None:
+        # No I/O: init runs in the supervisor's task. History is read per turn.
+        self.record = record
+        self.services = services
+        self.idle_seconds = idle_seconds
+        self.turn: TaskHandle | None = None
+        self.turn_token: object = None
+        self.waiter: Caller | None = None
+        self.idle = self.start_task(self._idle)
+
+    async def _idle(self) -> None:
+        await trio.sleep(self.idle_seconds)
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        match msg:
+            case Info():
+                return self.record
+            case Turn():
+                if self.turn is not None:
+                    return ConversationBusy(self.record.id)
+                self.idle.cancel()
+                self.turn = self.start_task(self._run, msg)
+                self.turn_token = msg.token
+                self.waiter = caller
+                return NOREPLY
+        return await super().handle_call(msg, caller)
+
+    async def handle_cast(self, msg: Any) -> None:
+        match msg:
+            case CancelTurn(token) if self.turn is not None and token is self.turn_token:
+                log.info("conversation.turn_cancelled", conversation_id=self.record.id)
+                self.turn.cancel()
+            case CancelTurn():
+                pass  # that turn has already finished
+            case _:
+                await super().handle_cast(msg)
+
+    async def handle_info(self, msg: Any) -> None:
+        match msg:
+            case TaskDone(handle, value) if handle is self.turn:
+                self._finish_turn(value)
+            case TaskCancelled(handle) if handle is self.turn:
+                self._finish_turn(AskAnotherError("the turn was cancelled"))
+            case TaskDone(handle, _) if handle is self.idle and self.turn is None:
+                log.debug("conversation.idle_stop", conversation_id=self.record.id)
+                self.stop()
+            case _:
+                pass  # the idle timer cancelled by a turn
+
+    def _finish_turn(self, value: Any) -> None:
+        if self.waiter is not None:
+            self.waiter.reply(value)
+        self.turn = self.turn_token = self.waiter = None
+        self.idle = self.start_task(self._idle)
+
+    async def _run(self, turn: Turn) -> TurnOutcome | AskAnotherError:
+        # Anticipated failures are the reply, not a crash: the conversation stays usable.
+        try:
+            return await self._take(turn)
+        except AskAnotherError as exc:
+            return exc
+
+    async def _take(self, turn: Turn) -> TurnOutcome:
+        services = self.services
+        new: list[NewMessage] = []
+        if turn.article_url is not None:
+            article = await read_article(turn.article_url, allow_hosts=services.config.allow_hosts)
+            if not article.get("success"):
+                raise ArticleUnreadable(str(article.get("error") or "unreadable"))
+            new.append(tool_exchange([(READ_ARTICLE_NAME, {"url": article["url"]}, article)]))
+        new.append(NewMessage(role="user", content=turn.prompt))
+        entry = services.config.resolve(self.record.model)
+        db = await services.database()
+        stored = await conversation_messages(db, self.record.id)
+        system = self.record.system if turn.system is None else turn.system
+        messages = [{"role": "system", "content": system}] if system else []
+        messages += build_history([*stored, *new])
+        gateway = await services.gateway()
+        result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
+                                          timeout=turn.timeout, on_delta=turn.on_delta)
+        record = msgspec.structs.replace(self.record, system=system or None)
+        written = await append_messages(
+            db, record, [*new, NewMessage(role="assistant", content=result.text)], now=time.time())
+        self.record = record
+        log.info("conversation.turn", conversation_id=record.id, model=entry.model,
+                 history=len(stored), stored=len(written), article=turn.article_url is not None)
+        return TurnOutcome(conversation_id=record.id, model=result.model, result=result,
+                           stored=written)
+
+
+class ConversationStarter(Actor):
+    """Finds a conversation's live actor or starts one, one request at a time."""
+
+    async def init(self, services: Services, idle_seconds: float = IDLE_SECONDS) -> None:
+        self.services = services
+        self.idle_seconds = idle_seconds
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        match msg:
+            case Open(record):
+                registry = self.services.registry
+                ref = registry.whereis(conversation_name(record.id))
+                if ref is not None and ref.alive:
+                    return ref
+                live = registry.whereis(LIVE_SUPERVISOR)
+                # Failures are the reply (the caller raises them): the starter must not crash.
+                if not isinstance(live, DynamicSupervisorRef):
+                    return AskAnotherError("the conversation supervisor is restarting; try "
+                                           "again in a moment")
+                try:
+                    return await live.start_child(conversation_spec(record, self.services,
+                                                                    self.idle_seconds))
+                except SupervisorError as exc:
+                    log.error("conversation.start_failed", conversation_id=record.id,
+                              error=str(exc))
+                    return AskAnotherError(f"the conversation could not be started ({exc})")
+        return await super().handle_call(msg, caller)
+
+
+def conversation_spec(record: ConversationRecord, services: Services,
+                      idle_seconds: float = IDLE_SECONDS) -> ChildSpec:
+    return ChildSpec(
+        id=record.id,
+        start=Start(Conversation, (record, services, idle_seconds),
+                    name=conversation_name(record.id), registry=services.registry),
+        restart="temporary",
+        shutdown=5.0,
+    )
+
+
+def conversations_spec(config: Config, registry: Registry,
+                       idle_seconds: float = IDLE_SECONDS) -> ChildSpec:
+    """The `conversations` subtree for the runtime's root supervisor."""
+    services = Services(config, registry)
+    return supervisor_spec(
+        "conversations",
+        [
+            dynamic_supervisor_spec(LIVE_SUPERVISOR, max_restarts=LIVE_RESTARTS,
+                                    name=LIVE_SUPERVISOR, registry=registry),
+            child_spec(ConversationStarter, services, idle_seconds, name=STARTER,
+                       registry=registry),
+        ],
+        "rest_for_one",
+        name="conversations",
+        registry=registry,
+    )

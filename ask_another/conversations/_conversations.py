@@ -1,0 +1,220 @@
+"""`Conversations`: the face of conversations for the MCP tools and for embedding.
+
+It holds no conversation state: it resolves the model, finds the conversation (its live actor, or
+its row in the store), checks the model binding, has the starter wake the actor, and sends the
+turn. Every turn answers with the conversation id, so the caller can continue the thread.
+
+    conversations = Conversations.of(runtime)
+    first = await conversations.turn("gpt4", "Is this proof right? ...")
+    again = await conversations.turn("gpt4", "And step 3?", first.conversation_id)
+    talk = await conversations.discuss("https://example.org/post", "gpt4")
+
+A conversation is bound to its model: a turn naming another model is refused
+(`ConversationModelMismatch`) rather than silently switching models mid-thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import trio
+
+from ask_another.config import Config
+from ask_another.conversations._actor import (
+    STARTER,
+    CancelTurn,
+    Info,
+    Open,
+    Services,
+    Turn,
+    TurnOutcome,
+    conversation_name,
+)
+from ask_another.conversations._errors import ConversationModelMismatch, NoSuchConversation
+from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.store.conversations import (
+    ConversationRecord,
+    StoredMessage,
+    conversation_messages,
+    get_conversation,
+)
+from supervisors import ActorExited, ActorRef, Crash, MailboxFull, Normal, Registry, SupervisorError
+
+__all__ = ["DISCUSS_PROMPT", "MAX_TIMEOUT", "Conversations"]
+
+DISCUSS_PROMPT: Final = "Please summarize and discuss this article."
+MAX_TIMEOUT: Final = 3600.0
+# An actor may stop for idleness between being found and receiving the turn: find it again.
+_WAKE_ATTEMPTS: Final = 5
+
+Delta = Callable[[str], Awaitable[None]]
+
+
+def _new_id() -> str:
+    return f"c-{secrets.token_hex(5)}"
+
+
+class Conversations:
+    """Take turns in conversations (see the module docstring)."""
+
+    def __init__(self, config: Config, registry: Registry) -> None:
+        self.services = Services(config, registry)
+
+    @classmethod
+    def of(cls, runtime: Any) -> Conversations:
+        """The conversations of a running `Runtime` (anything with `config` and `registry`)."""
+        return cls(runtime.config, runtime.registry)
+
+    @property
+    def config(self) -> Config:
+        return self.services.config
+
+    async def turn(
+        self,
+        model: str,
+        prompt: str,
+        conversation_id: str | None = None,
+        *,
+        system: str | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - a per-call setting, enforced by the gateway
+        on_delta: Delta | None = None,
+    ) -> TurnOutcome:
+        """Send `prompt` in a conversation (a new one when `conversation_id` is None or blank).
+
+        The history (including earlier tool exchanges) is replayed to the model; the prompt and
+        the answer are stored together once the model has answered. `system` replaces the
+        conversation's system prompt from this turn on. Raises `NoSuchConversation`,
+        `ConversationBusy` (a turn is running), `ConversationModelMismatch`, `ModelNotAllowed` /
+        `AmbiguousModel`, `InvalidArgument`, and the `ProviderError`s. Cancelling the caller
+        cancels the turn (nothing is stored).
+        """
+        if not prompt.strip():
+            raise InvalidArgument("the prompt is empty")
+        return await self._take(model, conversation_id, Turn(
+            prompt=prompt, system=system, temperature=temperature,
+            timeout=self._timeout(timeout, temperature), on_delta=on_delta))
+
+    async def discuss(
+        self,
+        url: str,
+        model: str,
+        conversation_id: str | None = None,
+        prompt: str = DISCUSS_PROMPT,
+        *,
+        system: str | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - a per-call setting, enforced by the gateway
+        on_delta: Delta | None = None,
+    ) -> TurnOutcome:
+        """Read the article at `url` and discuss it with `model`.
+
+        The article is fetched live (read_article, with the configured allowed hosts) and stored
+        as a synthetic read_article exchange (an assistant tool call and its result), followed by
+        `prompt` as the user's message; then the turn runs. All three messages and the answer
+        are stored together. Raises `ArticleUnreadable` (nothing stored) when the fetch fails,
+        and what `turn` raises.
+        """
+        if not url.strip():
+            raise InvalidArgument("No URL provided: give the address of the article to discuss")
+        if not prompt.strip():
+            prompt = DISCUSS_PROMPT
+        return await self._take(model, conversation_id, Turn(
+            prompt=prompt, system=system, temperature=temperature,
+            timeout=self._timeout(timeout, temperature), on_delta=on_delta,
+            article_url=url.strip()))
+
+    async def get(self, conversation_id: str) -> ConversationRecord:
+        """The stored conversation (raises `NoSuchConversation`)."""
+        record = await get_conversation(await self.services.database(), conversation_id)
+        if record is None:
+            raise NoSuchConversation(conversation_id)
+        return record
+
+    async def messages(self, conversation_id: str) -> list[StoredMessage]:
+        """The stored messages of a conversation, in order (raises `NoSuchConversation`)."""
+        await self.get(conversation_id)
+        return await conversation_messages(await self.services.database(), conversation_id)
+
+    # ----- internals -------------------------------------------------------------------------
+
+    def _timeout(self, timeout: float | None, temperature: float | None) -> float:
+        if temperature is not None and not 0.0 <= temperature <= 2.0:
+            raise InvalidArgument(f"temperature must be between 0.0 and 2.0, got {temperature:g}")
+        if timeout is None:
+            return self.config.timeout
+        if not 0 < timeout <= MAX_TIMEOUT:
+            raise InvalidArgument(
+                f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
+            )
+        return timeout
+
+    async def _take(self, model: str, conversation_id: str | None, turn: Turn) -> TurnOutcome:
+        entry = self.config.resolve(model)
+        wanted = (conversation_id or "").strip()
+        for _ in range(_WAKE_ATTEMPTS):
+            if wanted:
+                record = await self._existing(wanted)
+                if record.model != entry.model:
+                    raise ConversationModelMismatch(wanted, record.model, entry.model)
+            else:
+                now = time.time()
+                record = ConversationRecord(id=_new_id(), model=entry.model, system=None,
+                                            created_at=now, updated_at=now)
+            ref = await self._open(record)
+            try:
+                reply = await self._send(ref, turn)
+            except ActorExited as exc:
+                if isinstance(exc.reason, Normal):
+                    continue  # it stopped for idleness before our turn reached it
+                if isinstance(exc.reason, Crash):
+                    raise AskAnotherError(
+                        f"the conversation {record.id} failed unexpectedly "
+                        f"({type(exc.reason.exception).__name__}); its stored history is intact, "
+                        "so try again") from None
+                raise AskAnotherError("the server is shutting down") from None
+            if isinstance(reply, BaseException):
+                raise reply
+            assert isinstance(reply, TurnOutcome)
+            return reply
+        raise AskAnotherError("the conversation kept stopping before it could answer; try again")
+
+    async def _existing(self, conversation_id: str) -> ConversationRecord:
+        ref = self.services.registry.whereis(conversation_name(conversation_id))
+        if ref is not None:
+            # Live (perhaps in its first turn, not stored yet): it knows its own record.
+            with contextlib.suppress(ActorExited):
+                record: ConversationRecord = await ref.call(Info())
+                return record
+        return await self.get(conversation_id)
+
+    async def _open(self, record: ConversationRecord) -> ActorRef:
+        starter = self.services.registry.whereis(STARTER)
+        if starter is None:
+            raise AskAnotherError("the conversation supervisor is restarting; try again shortly")
+        delay = 0.001
+        while True:
+            try:
+                reply = await starter.call(Open(record))
+                break
+            except MailboxFull:
+                # Hundreds of new conversations at once: let the starter catch up.
+                await trio.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        if isinstance(reply, BaseException):
+            raise reply
+        assert isinstance(reply, ActorRef)
+        return reply
+
+    async def _send(self, ref: ActorRef, turn: Turn) -> Any:
+        try:
+            return await ref.call(turn, timeout=None)
+        except trio.Cancelled:
+            # The caller gave up (a client cancelled the tool call): stop the provider call too.
+            with contextlib.suppress(SupervisorError):
+                ref.cast(CancelTurn(turn.token))
+            raise

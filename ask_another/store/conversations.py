@@ -1,0 +1,145 @@
+"""The conversation tables: one row per conversation (its model and system prompt) and its messages.
+
+A conversation is bound to one model (`conversations.model`, the resolved model id). Its messages
+are numbered from 1 by `seq` within the conversation. An assistant message that made tool calls
+keeps them in `tool_calls`, a JSON list of ``{"id", "function", "arguments", "result"}`` objects:
+the call the model made (or a synthetic one, such as `discuss`'s read_article exchange) together
+with what the tool returned, so a later turn can replay the whole exchange
+(conversations/history.py). Times are Unix timestamps (seconds, float).
+
+A turn's messages are written in one commit (`append_messages`), creating the conversation row in
+the same commit for a conversation's first turn, so a failed turn leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Literal
+
+import msgspec
+
+from ask_another.store.db import Database
+
+__all__ = [
+    "ConversationRecord",
+    "NewMessage",
+    "Role",
+    "StoredMessage",
+    "StoredToolCall",
+    "append_messages",
+    "conversation_messages",
+    "get_conversation",
+]
+
+Role = Literal["system", "user", "assistant"]
+
+
+class StoredToolCall(msgspec.Struct, kw_only=True):
+    """One tool call of an assistant message, with its result.
+
+    `arguments` is the JSON text the model sent (kept verbatim, even if it is not valid JSON) or a
+    JSON object; `result` is what the tool returned (any JSON value; a string is sent as it is).
+    """
+
+    id: str
+    function: str
+    arguments: str | dict[str, Any]
+    result: Any = None
+
+
+class NewMessage(msgspec.Struct, kw_only=True):
+    """A message to append (`seq` and `created_at` are given by the store)."""
+
+    role: Role
+    content: str = ""
+    tool_calls: list[StoredToolCall] | None = None
+
+
+class StoredMessage(msgspec.Struct, kw_only=True):
+    conversation_id: str
+    seq: int
+    role: Role
+    content: str
+    tool_calls: list[StoredToolCall] | None
+    created_at: float
+
+
+class ConversationRecord(msgspec.Struct, kw_only=True):
+    id: str
+    model: str
+    system: str | None
+    created_at: float
+    updated_at: float
+
+
+def _conversation(row: sqlite3.Row) -> ConversationRecord:
+    return ConversationRecord(id=row["id"], model=row["model"], system=row["system"],
+                              created_at=row["created_at"], updated_at=row["updated_at"])
+
+
+def _tool_calls(text: str | None) -> list[StoredToolCall] | None:
+    if not text:
+        return None
+    return msgspec.convert(json.loads(text), list[StoredToolCall])
+
+
+async def get_conversation(db: Database, conversation_id: str) -> ConversationRecord | None:
+    row = await db.fetchone(
+        "SELECT id, model, system, created_at, updated_at FROM conversations WHERE id = ?",
+        (conversation_id,),
+    )
+    return _conversation(row) if row is not None else None
+
+
+async def conversation_messages(db: Database, conversation_id: str) -> list[StoredMessage]:
+    """Every message of a conversation, in order (empty for an unknown id)."""
+    rows = await db.fetchall(
+        "SELECT conversation_id, seq, role, content, tool_calls, created_at FROM messages "
+        "WHERE conversation_id = ? ORDER BY seq",
+        (conversation_id,),
+    )
+    return [StoredMessage(conversation_id=r["conversation_id"], seq=r["seq"], role=r["role"],
+                          content=r["content"], tool_calls=_tool_calls(r["tool_calls"]),
+                          created_at=r["created_at"]) for r in rows]
+
+
+async def append_messages(
+    db: Database,
+    conversation: ConversationRecord,
+    messages: list[NewMessage],
+    *,
+    now: float,
+) -> list[StoredMessage]:
+    """Append `messages` after the conversation's last one, in one commit; returns them as stored.
+
+    Creates the conversation row when it does not exist yet (a first turn), and otherwise sets its
+    `updated_at` to `now` and its `system` to `conversation.system`.
+    """
+    encoded = [None if m.tool_calls is None else msgspec.json.encode(m.tool_calls).decode()
+               for m in messages]
+
+    def go(conn: sqlite3.Connection) -> list[StoredMessage]:
+        with conn:
+            conn.execute(
+                "INSERT INTO conversations (id, model, system, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "system = excluded.system, updated_at = excluded.updated_at",
+                (conversation.id, conversation.model, conversation.system,
+                 conversation.created_at, now),
+            )
+            last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages "
+                                "WHERE conversation_id = ?", (conversation.id,)).fetchone()[0]
+            stored = []
+            for n, (message, tool_calls) in enumerate(zip(messages, encoded, strict=True), 1):
+                conn.execute(
+                    "INSERT INTO messages (conversation_id, seq, role, content, tool_calls, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (conversation.id, last + n, message.role, message.content, tool_calls, now),
+                )
+                stored.append(StoredMessage(
+                    conversation_id=conversation.id, seq=last + n, role=message.role,
+                    content=message.content, tool_calls=message.tool_calls, created_at=now))
+            return stored
+
+    return await db.run(go)
