@@ -46,7 +46,8 @@ async def test_stdio_session_in_each_protocol_era(sim: Simulator, tmp_path: Path
             # initialize / tools/list are answered before litellm has even been imported.
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools == {"list_models", "search_families", "search_models", "completion",
-                             "feedback", "start_research", "check_research", "cancel_research"}
+                             "feedback", "start_research", "check_research", "cancel_research",
+                             "sequential_research_plan", "sequential_research_compile"}
             assert "gateway.ready" not in stderr_path.read_text()
             assert "MODEL_BROKEN" in (client.instructions or "")
 

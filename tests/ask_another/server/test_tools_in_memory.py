@@ -35,7 +35,8 @@ async def test_tools_list_has_the_four_tools_with_descriptions_and_annotations(
     async with Client(build_server(make_config()), mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == {"list_models", "search_families", "search_models", "completion",
-                              "feedback", "start_research", "check_research", "cancel_research"}
+                              "feedback", "start_research", "check_research", "cancel_research",
+                              "sequential_research_plan", "sequential_research_compile"}
         assert "verify a model ID before" in tools["search_models"].description
         assert "Do not set temperature" in tools["completion"].description
         assert "safe to call at any time" in tools["feedback"].description
