@@ -1,0 +1,622 @@
+"""The local deep-research pipeline: research method "sequential", for any allowed model.
+
+A research job with method "sequential" (see research/providers.py) runs `run_pipeline(ctx)`:
+
+1. **Plan.** `build_plan` with the job's query as the topic (whitespace collapsed, cut to
+   `MAX_TOPIC` characters at a word boundary; the full question goes into every query's prompt),
+   at depth `DEPTH`.
+2. **Execute, phase by phase.** The phases are the plan's `execution_order`. Every query of a
+   phase runs at once, each as a `QueryWorker` actor under a dynamic supervisor that belongs to
+   this job (opened by the pipeline, so it lives and dies with the job's work task). A worker runs
+   a router turn (`interaction.router.run_turn`) with the job's model through the gateway and the
+   read tools (`research_tools`: read_article), and must answer with a JSON object that fills the
+   query's result schema, with its sources. The answer is validated against the schema's required
+   fields; an invalid answer gets one repair round (the validation errors are sent back and the
+   model answers again). Queries of later phases see the findings of the queries they depend on.
+3. **Compile** the raw results (sources renumbered to unique `S<n>` ids across queries) with
+   `compile_report` (methodology included) into the markdown report; the job's result is that
+   report, with its warnings and statistics appended, and the cited URLs as citations.
+
+Failures: a query that fails (provider error, an answer that still does not fit after the repair)
+becomes a failed raw result, so a warning in the report, not a failed job. A transient provider
+error (rate limit, 5xx, dropped connection) or an unexpected exception crashes the worker; the
+supervisor restarts it (transient child) and the new run backs off and tries again, up to
+`QUERY_ATTEMPTS` runs per query (the count lives outside the actor, so it survives the
+restart); the run after the last one reports the query failed. The job fails only when every
+query failed.
+
+Cancellation: cancelling the job cancels its work task; leaving the supervisor's block stops every
+worker, which cancels its turn and so aborts the HTTP request in flight (the gateway cancels the
+asyncio task). Nothing of a cancelled pipeline keeps running.
+
+Progress: `ctx.report` is called for the plan, each phase, and every state change of a query
+(queued, running, a tool call, repairing, attempt n, done, failed), with the phase and every
+query's state as details.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import msgspec
+import trio
+
+from ask_another.articles import (
+    READ_ARTICLE_DESCRIPTION,
+    READ_ARTICLE_NAME,
+    READ_ARTICLE_PARAMETERS,
+    read_article,
+)
+from ask_another.config import Config, ModelEntry
+from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
+from ask_another.gateway import Gateway
+from ask_another.interaction import (
+    Choice,
+    ChoiceFailed,
+    Decision,
+    Deny,
+    PermissionRequest,
+    Policy,
+    Tool,
+    ToolCall,
+    ToolRegistry,
+    ToolUpdate,
+)
+from ask_another.interaction.router import Message, TurnResult, run_turn
+from ask_another.logs import get_logger
+from ask_another.research.providers import JobContext, ResearchFailed, ResearchResult
+from ask_another.sequential.compile import compile_report
+from ask_another.sequential.contracts import (
+    Citation,
+    CompileRequest,
+    Plan,
+    PlanRequest,
+    Query,
+    RawResult,
+    Report,
+    ResultSchema,
+)
+from ask_another.sequential.plan import build_plan
+from supervisors import (
+    Actor,
+    ChildSpec,
+    Crash,
+    ExitReason,
+    Start,
+    TaskCancelled,
+    TaskDone,
+    open_dynamic_supervisor,
+)
+
+__all__ = [
+    "DEPTH",
+    "MAX_TOPIC",
+    "QUERY_ATTEMPTS",
+    "AnswerInvalid",
+    "check_answer",
+    "research_tools",
+    "run_pipeline",
+]
+
+log = get_logger("ask_another.sequential")
+
+DEPTH: Final = "standard"
+"""The plan depth the pipeline uses: 5 queries plus one per focus area, in 3 phases."""
+MAX_TOPIC: Final = 200
+QUERY_ATTEMPTS: Final = 2
+"""Runs of one query before it is reported failed (a crash of the first run is retried once)."""
+MAX_BACKOFF: Final = 10.0
+MAX_ROUNDS: Final = 6
+"""Model calls in one turn (tool rounds included) before it must answer."""
+CONTEXT_CHARS: Final = 4000
+"""Characters of earlier findings given to a query that depends on them."""
+TRANSIENT: Final = (RateLimited, ProviderUnavailable)
+SOURCE_TYPES: Final = ("web", "document", "api", "database", "manual")
+_SHAPES: Final = {"string": str, "array": list, "object": dict, "number": (int, float),
+                  "boolean": bool}
+
+
+# ----- the read tools ---------------------------------------------------------------------------
+
+
+def research_tools(config: Config) -> ToolRegistry:
+    """The tools a query's turn may use: read_article (class "read", allowed by the default
+    policy). A web search tool is not built in yet (see docs/sequential.md)."""
+
+    async def read(call: ToolCall) -> object:
+        return await read_article(str(call.arguments.get("url", "")),
+                                  allow_hosts=config.allow_hosts)
+
+    return ToolRegistry([
+        Tool(name=READ_ARTICLE_NAME, description=READ_ARTICLE_DESCRIPTION,
+             schema=READ_ARTICLE_PARAMETERS, class_="read", run=read, title="read_article"),
+    ])
+
+
+# ----- answers: parse, validate, repair -----------------------------------------------------
+
+
+class AnswerInvalid(AskAnotherError):
+    """A query's answer does not fill its result schema; the message lists every problem."""
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def check_answer(text: str, schema: ResultSchema) -> tuple[dict[str, Any], list[Citation]]:
+    """The `data` and `sources` of a model's answer, or `AnswerInvalid` saying what is wrong.
+
+    The answer must hold one JSON object `{"data": {...}, "sources": [...]}` (a code fence or
+    text around it is tolerated; an object without "data" is taken as the data itself). `data`
+    needs every required field of `schema` with its type (a string must not be blank); each
+    source needs a `title`; a missing id becomes `S<n>`, an unknown `source_type` becomes "web".
+    """
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        raise AnswerInvalid("the answer holds no JSON object")
+    try:
+        value = json.loads(body[start:end + 1])
+    except json.JSONDecodeError as exc:
+        raise AnswerInvalid(f"the answer is not valid JSON ({exc.msg}, line {exc.lineno} "
+                            f"column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise AnswerInvalid("the answer must be a JSON object")
+    if "data" in value:
+        data = value["data"]
+    else:  # the fields given at the top level: taken as the data
+        data = {k: v for k, v in value.items() if k != "sources"}
+    problems: list[str] = []
+    if not isinstance(data, dict):
+        raise AnswerInvalid('"data" must be an object holding the result fields')
+    for spec in schema.required_fields:
+        if not spec.required:
+            continue
+        name, shape = spec.field_name, _SHAPES.get(spec.field_type, object)
+        if name not in data:
+            problems.append(f"data.{name} is missing ({spec.field_type}: {spec.description})")
+        elif not isinstance(data[name], shape) or (
+                spec.field_type == "number" and isinstance(data[name], bool)):
+            article = "an" if spec.field_type[0] in "aeiou" else "a"
+            problems.append(f"data.{name} must be {article} {spec.field_type}, not "
+                            f"{_json_type(data[name])}")
+        elif spec.field_type == "string" and not data[name].strip():
+            problems.append(f"data.{name} is blank")
+    sources = _check_sources(value.get("sources", []), problems)
+    if problems:
+        raise AnswerInvalid("; ".join(problems))
+    return data, sources
+
+
+def _check_sources(raw: object, problems: list[str]) -> list[Citation]:
+    if not isinstance(raw, list):
+        problems.append('"sources" must be an array of objects')
+        return []
+    sources: list[Citation] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            problems.append(f"sources[{i}] must be an object with at least a title")
+            continue
+        title = item.get("title")
+        if not isinstance(title, str) or not title.strip():
+            problems.append(f"sources[{i}].title is missing")
+            continue
+        source_id = str(item.get("id") or f"S{i + 1}").strip()
+        if source_id in seen:
+            problems.append(f"sources[{i}].id {source_id!r} is used twice")
+            continue
+        seen.add(source_id)
+        kind = item.get("source_type")
+        sources.append(Citation(
+            id=source_id, title=title.strip(),
+            source_type=kind if kind in SOURCE_TYPES else "web",
+            url=_text_or_none(item.get("url")), accessed_date=_text_or_none(
+                item.get("accessed_date")), excerpt=_text_or_none(item.get("excerpt"))))
+    return sources
+
+
+def _text_or_none(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _json_type(value: object) -> str:
+    for name, shape in (("a boolean", bool), ("a string", str), ("an array", list),
+                        ("an object", dict), ("a number", (int, float))):
+        if isinstance(value, shape):
+            return name
+    return "null"
+
+
+SYSTEM = """You are one researcher in a research pipeline. Research the query you are given and \
+report what you found. {tools}When you are done, answer with ONLY a JSON object, no other text:
+{{"data": {{...the fields below...}}, "sources": [{{"id": "S1", "source_type": "web", \
+"title": "...", "url": "https://...", "excerpt": "a relevant quote"}}]}}
+"data" must have these fields:
+{fields}
+Example of "data": {example}
+Cite your sources inside the text as [S1], [S2]; list every source you cite in "sources" \
+(source_type is one of web, document, api, database, manual). Do not invent sources."""
+
+REPAIR = """Your answer did not fill the result schema: {problems}. Answer again with ONLY the \
+JSON object {{"data": {{...}}, "sources": [...]}}, with every required field."""
+
+
+def query_messages(question: str, query: Query, schema: ResultSchema, tools: ToolRegistry,
+                   earlier: Mapping[str, RawResult]) -> list[Message]:
+    """The system and user messages of one query's turn."""
+    fields = "\n".join(f"- {f.field_name} ({f.field_type}): {f.description}"
+                       for f in schema.required_fields)
+    tool_line = (f"You may call these tools to read sources: {', '.join(tools.names())}. "
+                 if len(tools) else "")
+    system = SYSTEM.format(tools=tool_line, fields=fields,
+                           example=json.dumps(schema.example, ensure_ascii=False))
+    lines = [f"Research question: {question}", "",
+             f"Query {query.query_id} ({query.query_type}): {query.query_text}",
+             "Extraction goals:", *[f"- {goal}" for goal in query.extraction_goals]]
+    findings = {dep: earlier[dep].data for dep in query.depends_on
+                if dep in earlier and earlier[dep].success}
+    if findings:
+        text = json.dumps(findings, ensure_ascii=False)
+        if len(text) > CONTEXT_CHARS:
+            text = text[:CONTEXT_CHARS] + " …(cut)"
+        lines += ["", f"Findings of earlier queries (for context): {text}"]
+    failed = [dep for dep in query.depends_on if dep in earlier and not earlier[dep].success]
+    if failed:
+        lines += ["", f"Earlier queries {', '.join(failed)} failed; research without them."]
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
+
+
+# ----- one query: a supervised worker -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueryUpdate:
+    """A worker's state changed (sent to the pipeline's channel)."""
+
+    query_id: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDone:
+    """A worker's final outcome: exactly one per query."""
+
+    result: RawResult
+
+
+@dataclass(slots=True)
+class QueryRun:
+    """One query's state across its worker's restarts (owned by the pipeline)."""
+
+    query: Query
+    schema: ResultSchema
+    messages: list[Message]
+    attempts: int = 0
+    last_error: str | None = None
+    done: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """What every worker of one job uses."""
+
+    entry: ModelEntry
+    gateway: Gateway
+    config: Config
+    tools: ToolRegistry
+    policy: Policy
+    outbox: trio.MemorySendChannel[QueryUpdate | QueryDone]
+
+
+class _Watcher:
+    """The Interaction of a query's turn: turns tool lifecycle updates into progress.
+
+    Nobody is there to answer, so whatever the policy would ask a person about is denied."""
+
+    def __init__(self, report: Callable[[str], None]) -> None:
+        self.report = report
+
+    async def tool_updated(self, update: ToolUpdate) -> None:
+        self.report(f"{update.title} {update.status.replace('_', ' ')}")
+
+    async def request_permission(self, request: PermissionRequest) -> Decision:
+        return Deny("rejected")
+
+    async def register_call(self, tool_call_id: str, handle: object) -> None:
+        return None
+
+    async def ask_choice(self, choice: Choice) -> str | ChoiceFailed:
+        return ChoiceFailed("no_answer")
+
+    async def text_delta(self, text: str) -> None:
+        return None
+
+
+class QueryWorker(Actor):
+    """Runs one query (its turn, validation and repair) in a task it owns, sends one
+    `QueryDone` and exits. A crash is restarted by the job's query supervisor (transient)."""
+
+    async def init(self, run: QueryRun, shared: Shared) -> None:
+        self.run = run
+        self.shared = shared
+        self.start_task(self._work)
+
+    def _update(self, state: str) -> None:
+        try:
+            self.shared.outbox.send_nowait(QueryUpdate(self.run.query.query_id, state))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the pipeline is gone (cancelled): nobody is listening
+
+    async def _work(self) -> RawResult | None:
+        run = self.run
+        if run.done:
+            return None
+        if run.attempts >= QUERY_ATTEMPTS:
+            return _failed(run.query.query_id, f"gave up after {run.attempts} attempts; the "
+                           f"last one failed with: {run.last_error or 'an unknown error'}")
+        run.attempts += 1
+        if run.attempts > 1:
+            self._update(f"attempt {run.attempts}")
+            await trio.sleep(min(MAX_BACKOFF,
+                                 self.shared.config.poll_seconds * 2 ** (run.attempts - 2)))
+        self._update("running")
+        try:
+            return await self._execute()
+        except TRANSIENT:
+            raise  # crash: the supervisor restarts this query within QUERY_ATTEMPTS
+        except AskAnotherError as exc:
+            return _failed(run.query.query_id, str(exc))
+
+    async def _execute(self) -> RawResult:
+        run = self.run
+        watcher = _Watcher(self._update)
+        turn = await self._turn(run.messages, watcher)
+        notes = []
+        try:
+            data, sources = check_answer(turn.text, run.schema)
+        except AnswerInvalid as first:
+            self._update("repairing the answer")
+            log.info("sequential.repair", query_id=run.query.query_id, problems=str(first))
+            repair = [*run.messages, *turn.messages,
+                      {"role": "user", "content": REPAIR.format(problems=first)}]
+            second = await self._turn(repair, watcher)
+            turn.calls.extend(second.calls)
+            try:
+                data, sources = check_answer(second.text, run.schema)
+            except AnswerInvalid as again:
+                return _failed(run.query.query_id, "the answer did not fill the result schema, "
+                               f"even after one repair: {again}")
+            notes.append("answer repaired once")
+        sources = _with_read_sources(sources, turn)
+        reads = sum(1 for c in turn.calls if c.tool == READ_ARTICLE_NAME
+                    and c.status == "completed")
+        if reads:
+            notes.append(f"{reads} article(s) read")
+        if run.attempts > 1:
+            notes.append(f"attempt {run.attempts}")
+        return RawResult(query_id=run.query.query_id, success=True, data=data, sources=sources,
+                         execution_notes="; ".join(notes) or None)
+
+    async def _turn(self, messages: list[Message], watcher: _Watcher) -> TurnResult:
+        shared = self.shared
+
+        async def model_call(history: list[Message], definitions: list[dict[str, object]],
+                             _on_delta: Callable[[str], Awaitable[None]] | None) -> Any:
+            return await shared.gateway.completion(
+                shared.entry, messages=history, tools=definitions or None,  # type: ignore[arg-type]
+                timeout=shared.config.timeout)
+
+        return await run_turn(model_call, messages, shared.tools, policy=shared.policy,
+                              interaction=watcher, max_rounds=MAX_ROUNDS)
+
+    async def handle_info(self, msg: Any) -> None:
+        match msg:
+            case TaskDone(value=RawResult() as result):
+                self.run.done = True
+                self._update("done" if result.success else "failed")
+                try:
+                    self.shared.outbox.send_nowait(QueryDone(result))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+                self.stop()
+            case TaskDone() | TaskCancelled():
+                self.stop()
+            case _:
+                await super().handle_info(msg)
+
+    async def terminate(self, reason: ExitReason) -> None:
+        if isinstance(reason, Crash) and not self.run.done:
+            # Kept for the next run, which retries or (bound reached) reports the query failed.
+            self.run.last_error = _describe(reason.exception)
+            log.warning("sequential.query_crashed", query_id=self.run.query.query_id,
+                        attempt=self.run.attempts, error=self.run.last_error)
+
+
+def _failed(query_id: str, error: str) -> RawResult:
+    return RawResult(query_id=query_id, success=False, error=error)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, AskAnotherError):
+        return str(exc)
+    return f"internal error ({type(exc).__name__}: {str(exc)[:200]})"
+
+
+def _with_read_sources(sources: list[Citation], turn: TurnResult) -> list[Citation]:
+    """`sources` plus every article the turn read successfully that the answer did not list."""
+    listed = {s.url for s in sources if s.url}
+    ids = {s.id for s in sources}
+    today = datetime.now(UTC).date().isoformat()
+    extra: list[Citation] = []
+    for call in turn.calls:
+        if call.tool != READ_ARTICLE_NAME or call.status != "completed":
+            continue
+        result = call.result if isinstance(call.result, dict) else {}
+        url = str(result.get("url") or "")
+        if not url or not result.get("success") or url in listed:
+            continue
+        listed.add(url)
+        source_id = f"read-{len(extra) + 1}"
+        while source_id in ids:
+            source_id += "x"
+        extra.append(Citation(id=source_id, source_type="web", title=url, url=url,
+                              accessed_date=today))
+    return [*sources, *extra]
+
+
+# ----- source renumbering ----------------------------------------------------------------------
+
+_REFERENCE = re.compile(r"(?P<group>[\[(][^\[\]()]{1,200}[\])])|(?P<bare>\bS\d+\b)")
+
+
+def renumber(results: Sequence[RawResult]) -> list[RawResult]:
+    """The results with every source id made unique across results (`S1`, `S2`, ... in order)
+    and the references to them in the data text rewritten to match, in one pass per string."""
+    counter = 0
+    renamed: list[RawResult] = []
+    for result in results:
+        mapping: dict[str, str] = {}
+        for source in result.sources:
+            counter += 1
+            mapping[source.id] = f"S{counter}"
+        sources = [msgspec.structs.replace(s, id=mapping[s.id]) for s in result.sources]
+        data = _rewrite(result.data, mapping) if result.data is not None else None
+        renamed.append(msgspec.structs.replace(result, sources=sources, data=data))
+    return renamed
+
+
+def _rewrite(value: Any, mapping: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return _REFERENCE.sub(lambda m: _replace(m, mapping), value) if mapping else value
+    if isinstance(value, list):
+        return [_rewrite(item, mapping) for item in value]
+    if isinstance(value, dict):
+        return {key: _rewrite(item, mapping) for key, item in value.items()}
+    return value
+
+
+def _replace(match: re.Match[str], mapping: Mapping[str, str]) -> str:
+    text = match.group(0)
+    if match.group("bare") is not None:
+        return mapping.get(text, text)
+    inner = text[1:-1]
+    parts = re.split(r"([,;]\s*)", inner)
+    ids = parts[::2]
+    if not all(part.strip() in mapping for part in ids):
+        return text  # not a citation group (or one naming another query's sources)
+    parts[::2] = [mapping[part.strip()] for part in ids]
+    return text[0] + "".join(parts) + text[-1]
+
+
+# ----- the pipeline -----------------------------------------------------------------------------
+
+
+def topic_of(question: str) -> str:
+    """The plan topic for a research question: whitespace collapsed, at most `MAX_TOPIC`
+    characters, cut at a word boundary."""
+    topic = " ".join(question.split())
+    if len(topic) <= MAX_TOPIC:
+        return topic
+    cut = topic[:MAX_TOPIC].rsplit(" ", 1)[0] or topic[:MAX_TOPIC]
+    return cut.rstrip(" ,;:") + "…"
+
+
+@dataclass(slots=True)
+class _Progress:
+    ctx: JobContext
+    phases: int
+    phase: int = 0
+    states: dict[str, str] = field(default_factory=dict)
+
+    def show(self, query_id: str | None = None, state: str | None = None) -> None:
+        if query_id is not None and state is not None:
+            self.states[query_id] = state
+        summary = ", ".join(f"{q} {s}" for q, s in self.states.items())
+        self.ctx.report(f"phase {self.phase}/{self.phases}: {summary}", phase=self.phase,
+                        phases=self.phases, queries=dict(self.states))
+
+
+async def run_pipeline(ctx: JobContext) -> ResearchResult:
+    """Plan, execute phase by phase, compile (see the module docstring)."""
+    plan = build_plan(PlanRequest(topic=topic_of(ctx.query), depth=DEPTH))
+    schemas = {s.query_id: s for s in plan.result_schemas}
+    queries = {q.query_id: q for q in plan.queries}
+    ctx.report(f"planned {len(plan.queries)} queries in {len(plan.execution_order)} phases",
+               plan_id=plan.plan_id, execution_order=plan.execution_order)
+    tools = research_tools(ctx.config)
+    send, receive = trio.open_memory_channel[QueryUpdate | QueryDone](math.inf)
+    shared = Shared(entry=ctx.entry, gateway=ctx.gateway, config=ctx.config, tools=tools,
+                    policy=Policy(), outbox=send)
+    results: dict[str, RawResult] = {}
+    progress = _Progress(ctx, len(plan.execution_order))
+    # Each query can crash at most QUERY_ATTEMPTS times (each crash is one restart), so this
+    # bound is never reached by the queries' own failures; it only catches a runaway loop.
+    restarts = QUERY_ATTEMPTS * len(plan.queries) + 1
+    with send, receive:
+        async with open_dynamic_supervisor(max_restarts=restarts, max_seconds=3600) as queries_sup:
+            for progress.phase, phase in enumerate(plan.execution_order, 1):
+                for query_id in phase:
+                    progress.states[query_id] = "queued"
+                progress.show()
+                for query_id in phase:
+                    query = queries[query_id]
+                    run = QueryRun(query=query, schema=schemas[query_id],
+                                   messages=query_messages(ctx.query, query, schemas[query_id],
+                                                           tools, results))
+                    await queries_sup.start_child(ChildSpec(
+                        id=query_id, start=Start(QueryWorker, (run, shared)),
+                        restart="transient", shutdown=1.0))
+                pending = set(phase)
+                while pending:
+                    match await receive.receive():
+                        case QueryUpdate(query_id=query_id, state=state):
+                            if query_id in pending:
+                                progress.show(query_id, state)
+                        case QueryDone(result=result):
+                            results[result.query_id] = result
+                            pending.discard(result.query_id)
+                            progress.show(result.query_id, _outcome(result))
+    return _compile(plan, results)
+
+
+def _outcome(result: RawResult) -> str:
+    if result.success:
+        return f"done ({len(result.sources)} sources)"
+    return "failed"
+
+
+def _compile(plan: Plan, results: Mapping[str, RawResult]) -> ResearchResult:
+    ordered = renumber([results[q.query_id] for q in plan.queries if q.query_id in results])
+    report = compile_report(CompileRequest(plan=plan, raw_results=ordered,
+                                           include_methodology=True))
+    text = report_text(report)
+    if report.statistics.queries_succeeded == 0:
+        errors = "; ".join(f"{r.query_id}: {r.error}" for r in ordered if not r.success)
+        raise ResearchFailed(f"every query of the research plan failed ({errors})", report=text)
+    citations = tuple(dict.fromkeys(s.url for s in report.sources if s.url))
+    return ResearchResult(report=text, citations=citations, detail={
+        "method": "sequential", "plan_id": plan.plan_id, "report_id": report.report_id,
+        "statistics": msgspec.to_builtins(report.statistics), "warnings": report.warnings,
+        "execution_order": plan.execution_order,
+    })
+
+
+def report_text(report: Report) -> str:
+    """The job's report: the compiled markdown, then its warnings and statistics."""
+    s = report.statistics
+    parts = [report.markdown_report.rstrip()]
+    if report.warnings:
+        parts.append("### Warnings\n\n" + "\n".join(f"- {w}" for w in report.warnings))
+    parts.append(f"*Research statistics: {s.queries_executed} queries executed, "
+                 f"{s.queries_succeeded} succeeded, {s.queries_failed} failed; "
+                 f"{s.total_sources} sources; {s.word_count} words.*")
+    return "\n\n".join(parts) + "\n"
+
