@@ -11,7 +11,7 @@ and waited for before it reports its exit.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, final
 
 import outcome
@@ -347,9 +347,13 @@ class ActorRef:
         return self._reason
 
     def __repr__(self) -> str:
-        name = "" if self._name is None else f" {self._name!r}"
         state = "" if self._reason is None else f" exited: {self._reason}"
-        return f"<{type(self).__name__} {self._cls}#{self._id}{name}{state}>"
+        return f"<{self._label()}{state}>"
+
+    def _label(self) -> str:
+        """The repr without the exit state (errors carrying the reason add it themselves)."""
+        name = "" if self._name is None else f" {self._name!r}"
+        return f"{type(self).__name__} {self._cls}#{self._id}{name}"
 
     # -- runtime internals ---------------------------------------------------------------------
 
@@ -401,7 +405,9 @@ class ActorRef:
             if not tasks and self._tasks_idle is not None:
                 self._tasks_idle.set()
 
-    async def _run(self, actor: Actor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ExitReason:
+    async def _run(
+        self, actor: Actor, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> ExitReason:
         """init, then the message loop, then terminate; returns the exit reason."""
         try:
             await actor.init(*args, **kwargs)
@@ -470,6 +476,8 @@ class ActorRef:
         """Refuse new messages; queued calls fail now, as they will never be handled."""
         if self._closing is None:
             self._closing = reason
+        elif self._mailbox.closed:
+            return  # closed before: a closed mailbox accepts nothing, so nothing is queued
         for kind, payload in self._mailbox.close():
             if kind == _CALL:
                 payload._fail(_exited_error(reason, repr(self)))
@@ -489,7 +497,6 @@ class ActorRef:
         """Record the exit and tell everyone who must know. Synchronous: safe while cancelled."""
         if self._reason is not None:
             return
-        label = repr(self)
         self._close(reason)
         self._reason = reason
         self._actor = None
@@ -506,10 +513,10 @@ class ActorRef:
         current = self._current
         if current is not None:
             self._current = None
-            current._fail(_exited_error(reason, label))
+            current._fail(_exited_error(reason, f"<{self._label()}>"))
         if self._deferred:
             for caller in self._deferred:
-                caller._fail(_exited_error(reason, label))
+                caller._fail(_exited_error(reason, f"<{self._label()}>"))
             self._deferred = None
         if self._names:
             for registry, name in self._names:
@@ -686,7 +693,9 @@ async def _task_main(
         ref._deliver(TaskCancelled(handle))
 
 
-async def _actor_main(ref: ActorRef, start: tuple[tuple[Any, ...], dict[str, Any]] | None) -> None:
+async def _actor_main(
+    ref: ActorRef, start: tuple[tuple[Any, ...], Mapping[str, Any]] | None
+) -> None:
     """The actor's own task: init (unless the spawner already ran it), loop, terminate, exit."""
     actor = ref._actor
     if actor is None:  # killed before this task got to run
@@ -713,7 +722,8 @@ async def _actor_main(ref: ActorRef, start: tuple[tuple[Any, ...], dict[str, Any
                     reason = await ref._terminate(actor, reason)
                 if ref._scope.cancelled_caught:
                     reason = ref._kill_reason or Killed()
-        await ref._reap_tasks()
+        if ref._tasks:
+            await ref._reap_tasks()
     except BaseException:
         # Cancelled from outside (or KeyboardInterrupt): record the exit, then let it propagate.
         ref._finish(ref._kill_reason or Killed())
@@ -722,7 +732,7 @@ async def _actor_main(ref: ActorRef, start: tuple[tuple[Any, ...], dict[str, Any
 
 
 async def _init_inline(
-    ref: ActorRef, actor: Actor, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ref: ActorRef, actor: Actor, args: tuple[Any, ...], kwargs: Mapping[str, Any]
 ) -> None:
     """Run init in the spawner's task: no task switch to start an actor, and a failing init
     raises straight to the spawner. The actor's own task starts only once init succeeded."""
@@ -774,10 +784,27 @@ async def spawn(
     """
     if not (isinstance(actor_class, type) and issubclass(actor_class, Actor)):
         raise InvalidSpec(f"spawn() needs an Actor subclass, got {actor_class!r}")
-    if type(mailbox_size) is not int or mailbox_size < 1:
-        raise InvalidSpec(f"mailbox_size must be a positive int, got {mailbox_size!r}")
+    check_mailbox_size(mailbox_size)
     if registry is not None and name is None:
         raise InvalidSpec("a registry needs a name to register the actor under")
+    return await _spawn(nursery, actor_class, args, kwargs, name, registry, mailbox_size)
+
+
+def check_mailbox_size(mailbox_size: object) -> None:
+    if type(mailbox_size) is not int or mailbox_size < 1:
+        raise InvalidSpec(f"mailbox_size must be a positive int, got {mailbox_size!r}")
+
+
+async def _spawn(
+    nursery: trio.Nursery,
+    actor_class: type[Actor],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    name: Hashable | None,
+    registry: Registry | None,
+    mailbox_size: int,
+) -> ActorRef:
+    """`spawn` with arguments already checked (a `Start` checks its own once, when made)."""
     actor = actor_class()
     ref = actor_class._ref_class._new(actor, name, mailbox_size, nursery)
     actor.ref = ref

@@ -15,7 +15,7 @@ import trio
 
 from ._actor import ActorRef, Caller, spawn
 from ._errors import InvalidSpec, MaxChildren, StartError, UnknownChild
-from ._log import logger
+from ._log import debug_enabled, logger
 from ._reasons import Down, ExitReason
 from ._registry import Registry
 from ._spec import ChildSpec, Start
@@ -54,52 +54,53 @@ class DynamicSupervisor(_SupervisorBase):
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
         # A bad request is answered with the error as a value: it must not crash the supervisor.
+        # start_child is matched first and inline: it is the request a busy system sends most.
         try:
-            return await self._request(msg, caller)
+            match msg:
+                case ("start_child", ChildSpec() as spec):
+                    return await self._start_child(spec)
+                case ("terminate_child", ActorRef() as ref):
+                    found = self._children.pop(ref, None)
+                    if found is None:
+                        raise UnknownChild(repr(self.ref), ref)
+                    await self._shutdown(found)
+                    return None
+                case ("which_children",):
+                    return [child.info() for child in self._children.values()]
+                case ("count_children",):
+                    return _count(list(self._children.values()))
         except (UnknownChild, StartError, MaxChildren) as exc:
             return _CallError(exc)
-
-    async def _request(self, msg: Any, caller: Caller) -> Any:
-        match msg:
-            case ("start_child", ChildSpec() as spec):
-                if self._max_children is not None and len(self._children) >= self._max_children:
-                    raise MaxChildren(repr(self.ref), self._max_children)
-                child = _Child(spec)
-                ref = await self._start(child)
-                self._children[ref] = child
-                logger().debug(
-                    "supervisor.child_started",
-                    supervisor=repr(self.ref),
-                    child=repr(spec.id),
-                    ref=repr(ref),
-                )
-                return ref
-            case ("terminate_child", ActorRef() as ref):
-                found = self._children.pop(ref, None)
-                if found is None:
-                    raise UnknownChild(repr(self.ref), ref)
-                await self._shutdown(found)
-                return None
-            case ("which_children",):
-                return [child.info() for child in self._children.values()]
-            case ("count_children",):
-                return _count(list(self._children.values()))
         return await super().handle_call(msg, caller)
 
-    async def handle_info(self, msg: Any) -> None:
-        match msg:
-            case Down(ref, reason):
-                child = self._children.pop(ref, None)
-                if child is not None:
-                    await self._child_exited(child, reason)
-            case _:
-                await super().handle_info(msg)
+    async def _start_child(self, spec: ChildSpec) -> ActorRef:
+        if self._max_children is not None and len(self._children) >= self._max_children:
+            raise MaxChildren(repr(self.ref), self._max_children)
+        child = _Child(spec)
+        ref = await self._start(child)
+        self._children[ref] = child
+        # A dynamic supervisor may start thousands of children: build the event only if kept.
+        if debug_enabled():
+            logger().debug(
+                "supervisor.child_started",
+                supervisor=repr(self.ref),
+                child=repr(spec.id),
+                ref=repr(ref),
+            )
+        return ref
 
-    async def _child_exited(self, child: _Child, reason: ExitReason) -> None:
-        child.ref = None
-        child.status = "stopped"
-        if not _should_restart(child.spec, reason):
-            return
+    async def handle_info(self, msg: Any) -> None:
+        if isinstance(msg, Down):
+            child = self._children.pop(msg.ref, None)
+            if child is not None:
+                child.ref = None
+                child.status = "stopped"
+                if _should_restart(child.spec, msg.reason):
+                    await self._restart_child(child, msg.reason)
+        else:
+            await super().handle_info(msg)
+
+    async def _restart_child(self, child: _Child, reason: ExitReason) -> None:
         logger().info(
             "supervisor.child_exited",
             supervisor=repr(self.ref),
@@ -149,7 +150,10 @@ class DynamicSupervisorRef(ActorRef):
         `MaxChildren` when full, `StartError` (naming the child id) if init fails."""
         if not isinstance(spec, ChildSpec):
             raise InvalidSpec(f"start_child needs a ChildSpec, got {spec!r}")
-        result: ActorRef = await _request(self, ("start_child", spec), timeout)
+        result = await self.call(("start_child", spec), timeout=timeout)
+        if type(result) is _CallError:
+            raise result.error
+        assert isinstance(result, ActorRef)
         return result
 
     async def terminate_child(self, ref: ActorRef, timeout: float | None = None) -> None:  # noqa: ASYNC109

@@ -38,3 +38,10 @@ def logger() -> Any:
             wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
         ).bind()
     return _fallback
+
+
+def debug_enabled() -> bool:
+    """Whether a debug event would be kept: lets a hot path skip building the event's fields
+    (reprs) when it would be dropped. Loggers that cannot say are assumed to keep it."""
+    check = getattr(logger(), "is_enabled_for", None)
+    return True if check is None else bool(check(logging.DEBUG))

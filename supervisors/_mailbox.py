@@ -3,7 +3,9 @@
 Writers never block: `put` queues or raises `MailboxFull` at once. Runtime messages (Down, Exit,
 TaskDone, stop requests) bypass the bound so the runtime itself can never lose a signal. The single
 reader parks with trio's low-level primitives and a writer hands it the item directly, which is
-cheaper than a memory channel.
+cheaper than a memory channel. The deque is made on the first queued item: an actor whose
+messages always find it waiting (or that never gets any) never allocates one, which matters
+for short-lived actors and for memory with many idle ones.
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ class Mailbox:
     __slots__ = ("_capacity", "_closed", "_queue", "_reader", "_streak")
 
     def __init__(self, capacity: int) -> None:
-        self._queue: deque[Any] = deque()
+        self._queue: deque[Any] | None = None
         self._capacity = capacity
         self._reader: trio.lowlevel.Task | None = None
         self._closed = False
         self._streak = 0
 
     def __len__(self) -> int:
-        return len(self._queue)
+        queue = self._queue
+        return 0 if queue is None else len(queue)
 
     @property
     def capacity(self) -> int:
@@ -46,9 +49,15 @@ class Mailbox:
             self._reader = None
             trio.lowlevel.reschedule(reader, outcome.Value(item))
             return True
-        if len(self._queue) >= self._capacity or self._closed:
+        queue = self._queue
+        if queue is None:
+            if self._closed:
+                return False
+            self._queue = deque((item,))
+            return True
+        if len(queue) >= self._capacity or self._closed:
             return False
-        self._queue.append(item)
+        queue.append(item)
         return True
 
     def put_system(self, item: Any, *, urgent: bool = False) -> None:
@@ -60,6 +69,8 @@ class Mailbox:
         if reader is not None:
             self._reader = None
             trio.lowlevel.reschedule(reader, outcome.Value(item))
+        elif self._queue is None:
+            self._queue = deque((item,))
         elif urgent:
             self._queue.appendleft(item)
         else:
@@ -93,6 +104,9 @@ class Mailbox:
     def close(self) -> list[Any]:
         """Refuse further items and return what was still queued."""
         self._closed = True
-        items: list[Any] = list(self._queue)
-        self._queue.clear()
+        queue = self._queue
+        if not queue:
+            return []
+        items: list[Any] = list(queue)
+        queue.clear()
         return items

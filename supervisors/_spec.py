@@ -7,7 +7,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, final
 
-from ._actor import DEFAULT_MAILBOX_SIZE, Actor, ActorRef, spawn
+from ._actor import DEFAULT_MAILBOX_SIZE, Actor, ActorRef, _spawn, check_mailbox_size
 from ._errors import InvalidSpec
 
 if TYPE_CHECKING:
@@ -42,17 +42,19 @@ class Start:
             raise InvalidSpec(f"Start.actor must be an Actor subclass, got {self.actor!r}")
         if self.registry is not None and self.name is None:
             raise InvalidSpec("Start has a registry but no name to register the child under")
+        check_mailbox_size(self.mailbox_size)
 
     async def spawn(self, nursery: trio.Nursery) -> ActorRef:
         """Start one incarnation in `nursery` (raises `StartError` if its init fails)."""
-        return await spawn(
+        # Checked once in __post_init__, so a restart does not check again.
+        return await _spawn(
             nursery,
             self.actor,
-            *self.args,
-            name=self.name,
-            registry=self.registry,
-            mailbox_size=self.mailbox_size,
-            **self.kwargs,
+            self.args,
+            self.kwargs,
+            self.name,
+            self.registry,
+            self.mailbox_size,
         )
 
 
