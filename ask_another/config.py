@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Final
 
 from ask_another.errors import AmbiguousModel, ModelNotAllowed
+from ask_another.interaction.policy import Policy, PolicyError
 
 MODEL_PREFIX: Final = "MODEL_"
 DEFAULT_TIMEOUT: Final = 60.0
 DEFAULT_POLL_SECONDS: Final = 5.0
 DEFAULT_RESEARCH_DEADLINE: Final = 3600.0  # a Gemini deep-research interaction, polled
 DEFAULT_RESEARCH_TIMEOUT: Final = 1800.0  # one completion of another deep-research model
+DEFAULT_PERMISSION_TIMEOUT: Final = 600.0  # how long a tool call waits for a person's answer
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
 
@@ -96,6 +98,8 @@ class Config:
     research_timeout: float = DEFAULT_RESEARCH_TIMEOUT
     allow_hosts: frozenset[str] = frozenset()
     log_level: str = "INFO"
+    permissions: Policy = field(default_factory=Policy)
+    permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -111,6 +115,9 @@ class Config:
                                            DEFAULT_RESEARCH_TIMEOUT, problems)
         allow_hosts = _parse_hosts(env, problems)
         log_level = _parse_log_level(env, problems)
+        permissions = _parse_permissions(env, problems)
+        permission_timeout = _parse_positive(env, "ASK_ANOTHER_PERMISSION_TIMEOUT",
+                                             DEFAULT_PERMISSION_TIMEOUT, problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -121,6 +128,8 @@ class Config:
             research_timeout=research_timeout,
             allow_hosts=allow_hosts,
             log_level=log_level,
+            permissions=permissions,
+            permission_timeout=permission_timeout,
         )
 
     @property
@@ -288,3 +297,13 @@ def _parse_log_level(env: Mapping[str, str], problems: list[ConfigProblem]) -> s
         ))
         return "INFO"
     return raw
+
+
+def _parse_permissions(env: Mapping[str, str], problems: list[ConfigProblem]) -> Policy:
+    try:
+        return Policy.parse(env.get("ASK_ANOTHER_PERMISSIONS"))
+    except PolicyError as exc:
+        problems.append(ConfigProblem(
+            "ASK_ANOTHER_PERMISSIONS", f"{exc}; using the default {Policy()}"
+        ))
+        return Policy()

@@ -21,7 +21,7 @@ import begins in that thread after `prewarm_after` seconds (so a client's `initi
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,12 @@ from ask_another.config import Config
 from ask_another.conversations import conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.gateway import CompletionResult, Gateway, GatewayActor, GetGateway
+from ask_another.interaction import Interaction, Policy, Tool, ToolRegistry, valid
+from ask_another.interaction.builtin import builtin_tools
+from ask_another.interaction.model import gateway_model
+from ask_another.interaction.router import DEFAULT_MAX_ROUNDS, Message, TurnResult, run_turn
 from ask_another.logs import ensure_logging, get_logger, register_secrets
+from ask_another.research.jobs import ResearchJobs
 from ask_another.research.supervisor import research_spec
 from ask_another.store import Database, FeedbackRecord, GetDatabase, StoreActor, add_feedback
 from supervisors import Registry, StartError, SupervisorRef, child_spec, open_supervisor
@@ -113,6 +118,63 @@ class Runtime:
         log.info("completion.finished", model=entry.model, prompt_tokens=result.usage.prompt_tokens,
                  completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
         return result
+
+    @property
+    def jobs(self) -> ResearchJobs:
+        """Research jobs: `start(model, query, method=, interaction=, tools=)`, `get`, `list`,
+        `wait`, `cancel`, `answer_permission`, `answer_choice` (see research/jobs.py)."""
+        return ResearchJobs.of(self)
+
+    def tools(self, extra: Iterable[Tool] | ToolRegistry = ()) -> ToolRegistry:
+        """The built-in tools (`read_article` with the configured allow_hosts, `ask_user`) and
+        `extra`, a host's own tools of either class (a name already taken raises
+        `ToolRegistryError`)."""
+        return builtin_tools(self.config.allow_hosts, extra)
+
+    async def run_turn(
+        self,
+        model: str,
+        prompt: str | None = None,
+        *,
+        messages: list[Message] | None = None,
+        system: str | None = None,
+        tools: Iterable[Tool] | ToolRegistry = (),
+        interaction: Interaction | None = None,
+        policy: Policy | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - per model call, enforced by the gateway
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+    ) -> TurnResult:
+        """One router turn with an allowed model: the built-in tools plus `tools`, under
+        `policy` (default: the configured `ASK_ANOTHER_PERMISSIONS`) and `interaction`.
+
+        Give `prompt` (with an optional `system`) or full OpenAI-style `messages`. Without an
+        interaction the turn runs silently: what the policy would ask a person is denied.
+        Raises `InvalidArgument` for a bad request, `ModelNotAllowed`, and `ProviderError`s from
+        the model calls; tool failures are the model's information, never raised. Cancelling
+        the caller cancels the model call or the running tool.
+        """
+        entry = self.config.resolve(model)
+        if (prompt is None) == (messages is None):
+            raise InvalidArgument("give either prompt or messages")
+        if interaction is not None and not valid(interaction):
+            raise InvalidArgument("interaction does not implement the Interaction protocol (five "
+                                  "async callbacks, see ask_another.Interaction)")
+        if messages is None:
+            assert prompt is not None
+            if not prompt.strip():
+                raise InvalidArgument("the prompt is empty")
+            messages = [{"role": "system", "content": system}] if system else []
+            messages.append({"role": "user", "content": prompt})
+        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
+            raise InvalidArgument(
+                f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
+            )
+        call = gateway_model(await self.gateway(), entry, temperature=temperature,
+                             timeout=timeout if timeout is not None else self.config.timeout)
+        return await run_turn(call, messages, self.tools(tools),
+                              policy=policy if policy is not None else self.config.permissions,
+                              interaction=interaction, max_rounds=max_rounds)
 
     async def add_feedback(self, issue: str, tool_name: str | None = None) -> FeedbackRecord:
         """Store one piece of feedback with a timestamp."""

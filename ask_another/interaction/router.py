@@ -41,6 +41,7 @@ from ask_another.interaction.types import (
 log = structlog.get_logger("ask_another.router")
 
 Message = dict[str, Any]
+DEFAULT_MAX_ROUNDS = 8
 
 
 class RequestedCall(Protocol):
@@ -131,7 +132,7 @@ async def run_turn(
     *,
     policy: Policy,
     interaction: Interaction | None = None,
-    max_rounds: int = 8,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
 ) -> TurnResult:
     """Run one turn from `messages` (not modified) and return what it added.
 

@@ -33,8 +33,14 @@ import trio
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
 from ask_another.gateway import Gateway, GetGateway
+from ask_another.interaction.protocol import CallHandle, Interaction
+from ask_another.interaction.tools import Tool
+from ask_another.interaction.types import Allow, Deny
 from ask_another.logs import get_logger
 from ask_another.research.messages import (
+    Answered,
+    AskChoice,
+    AskPermission,
     AwaitResult,
     Cancel,
     CancelOutcome,
@@ -42,10 +48,14 @@ from ask_another.research.messages import (
     JobUpdate,
     NotWaiting,
     PermissionAnswer,
+    RegisterCall,
     Status,
     Subscribe,
+    TextPreview,
+    ToolUpdated,
 )
 from ask_another.research.providers import METHODS, JobContext, ResearchFailed, ResearchResult
+from ask_another.research.questions import Expired, Questions, decision_of
 from ask_another.store import Database, GetDatabase
 from ask_another.store.jobs import (
     JobEvent,
@@ -58,7 +68,8 @@ from ask_another.store.jobs import (
 )
 from supervisors import NOREPLY, Actor, Caller, Crash, ExitReason, Registry, TaskCancelled, TaskDone
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "ResearchJob", "Services", "job_name"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "JobOptions", "ResearchJob", "Services",
+           "job_name"]
 
 log = get_logger("ask_another.research")
 
@@ -103,6 +114,15 @@ class Services:
 
 
 @dataclass(frozen=True, slots=True)
+class JobOptions:
+    """What an embedding host gives one agent job: its own Interaction (which then answers the
+    permission requests and choices) and its own tools, next to the built-in ones."""
+
+    interaction: Interaction | None = None
+    tools: tuple[Tool, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class _Progress:
     step: str
     detail: dict[str, Any]
@@ -126,7 +146,8 @@ class ResearchJob(Actor):
     max_attempts: int
 
     async def init(self, record: JobRecord, services: Services,
-                   max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
+                   max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                   options: JobOptions | None = None) -> None:
         # No I/O here: init runs in the supervisor's task, so it must be quick and cannot fail.
         self.record = msgspec.structs.replace(record)
         self.services = services
@@ -135,6 +156,11 @@ class ResearchJob(Actor):
         self.subscribers: list[Any] = []
         self.unwritten: list[JobEvent] = []
         self.writer: Any = None
+        self.options = options or JobOptions()
+        # Agent jobs: what the turn waits for, the running tool calls and their last state.
+        self.questions = Questions()
+        self.calls: dict[str, CallHandle] = {}
+        self.tool_states: dict[str, dict[str, Any]] = {}
         self.work = self.start_task(self._run)
 
     # ----- messages --------------------------------------------------------------------------
@@ -150,24 +176,45 @@ class ResearchJob(Actor):
                 return NOREPLY
             case Cancel(tool_call_id=None):
                 return await self._cancel()
-            case Cancel(tool_call_id=call_id):
-                return NotWaiting(f"job {self.record.id} has no pending tool call {call_id!r}")
+            case Cancel(tool_call_id=str(call_id)):
+                return self._cancel_call(call_id)
             case Subscribe(channel=channel):
                 self.subscribers.append(channel)
-                self._notify_one(channel, self._update())
+                self._notify_one(channel, self._update(self._waiting_detail()))
                 return None
-            case PermissionAnswer() | ChoiceAnswer():
-                return NotWaiting(f"job {self.record.id} is not waiting for a permission or a "
-                                  "choice")
+            case PermissionAnswer(tool_call_id=call_id, decision=text):
+                return self._answer_permission(call_id, text)
+            case ChoiceAnswer(tool_call_id=call_id, option_id=option_id):
+                return self._answer_choice(call_id, option_id)
+            case AskPermission(request=question) | AskChoice(choice=question):
+                self._ask(question, caller)
+                return NOREPLY
+            case ToolUpdated(update=update):
+                self._tool_updated(update)
+                return None
+            case RegisterCall(tool_call_id=call_id, handle=handle):
+                self.calls[call_id] = handle
+                return None
         return await super().handle_call(msg, caller)
 
     async def handle_info(self, msg: Any) -> None:
         match msg:
             case _Progress(step=step, detail=detail):
                 await self._progress(step, detail)
+            case TextPreview(chars=chars, tail=tail):
+                if not self.record.finished:
+                    self.record.step = f"writing the answer ({chars} characters so far)"
+                    self._notify(self._update({"chars": chars, "tail": tail}))
             case TaskDone(task=task) if task is self.writer:
                 self.writer = None
                 self._write_soon()
+            case TaskDone(value=Expired(tool_call_id=call_id)):
+                if self.questions.expire(call_id):
+                    log.info("research.question_expired", job_id=self.record.id,
+                             tool_call_id=call_id)
+                    self._questions_changed()
+            case TaskDone(task=task) if task is not self.work:
+                pass
             case TaskDone(value=ResearchResult() as result):
                 await self._finish("completed", step="completed", report=result.report,
                                    citations=list(result.citations), detail=result.detail)
@@ -233,6 +280,7 @@ class ResearchJob(Actor):
             job_id=stored.id, entry=entry, query=stored.query, config=self.services.config,
             gateway=await self.services.gateway(), attempt=attempt, started_at=started,
             handle=stored.provider_handle, report=self._report, save_handle=self._save_handle,
+            interaction=self._interaction(), tools=self.options.tools,
         )
         try:
             return await method.run(ctx)
@@ -242,6 +290,14 @@ class ResearchJob(Actor):
             raise  # crash: the supervisor restarts the job, which retries within its bound
         except AskAnotherError as exc:
             return _Failure(str(exc))
+
+    def _interaction(self) -> Interaction:
+        from ask_another.research.agent import HostInteraction, JobInteraction
+
+        own = JobInteraction(self.ref)
+        if self.options.interaction is None:
+            return own
+        return HostInteraction(self.options.interaction, own)
 
     def _report(self, step: str, detail: dict[str, Any] | None = None, **progress: Any) -> None:
         """`JobContext.report`: queue a timeline event for the actor (never blocks)."""
@@ -321,8 +377,96 @@ class ResearchJob(Actor):
         return CancelOutcome(cancelled=True, record=msgspec.structs.replace(self.record),
                              remote=remote)
 
+    # ----- agent jobs: questions, tool calls ------------------------------------------------
+
+    def _ask(self, question: Any, caller: Caller) -> None:
+        timeout = self.services.config.permission_timeout
+        entry = self.questions.add(question, caller, timeout)
+        entry.timer = self.start_task(_expire_after, question.tool_call_id, timeout)
+        log.info("research.question_open", job_id=self.record.id, kind=entry.kind,
+                 tool_call_id=question.tool_call_id)
+        self._questions_changed()
+
+    def _answer_permission(self, call_id: str, text: str) -> Answered | NotWaiting:
+        decision = decision_of(text)
+        if decision is None:
+            return NotWaiting(f"decision must be 'allow' or 'deny', got {text!r}; nothing "
+                              "changed")
+        refusal = self.questions.refusal(self.record.id, call_id, "permission")
+        if refusal is not None:
+            return NotWaiting(refusal)
+        how = "allowed" if decision == Allow() else "denied"
+        self.questions.settle(call_id, decision, f"{how} by the user")
+        self._questions_changed()
+        return Answered(f"Tool call {call_id!r} of job {self.record.id} was {how}.")
+
+    def _answer_choice(self, call_id: str, option_id: str) -> Answered | NotWaiting:
+        refusal = self.questions.refusal(self.record.id, call_id, "choice")
+        if refusal is not None:
+            return NotWaiting(refusal)
+        choice = self.questions.open[call_id].question
+        ids = [o.id for o in getattr(choice, "options", [])]
+        if option_id not in ids:
+            return NotWaiting(f"{option_id!r} is not an option of tool call {call_id!r}; pick one "
+                              f"of {', '.join(repr(i) for i in ids)}. Nothing changed")
+        self.questions.settle(call_id, option_id, f"answered with {option_id!r}")
+        self._questions_changed()
+        return Answered(f"Tool call {call_id!r} of job {self.record.id}: option {option_id!r} "
+                        "was chosen.")
+
+    def _cancel_call(self, call_id: str) -> Answered | NotWaiting:
+        if call_id in self.questions.open:
+            self.questions.settle(call_id, Deny("rejected"), "cancelled by the user")
+            self._questions_changed()
+            return Answered(f"Tool call {call_id!r} of job {self.record.id} was waiting for an "
+                            "answer; it was cancelled and will not run. The job goes on.")
+        state = self.tool_states.get(call_id, {}).get("status")
+        handle = self.calls.get(call_id)
+        if handle is not None and state == "in_progress":
+            handle.cancel("cancelled by the user")
+            return Answered(f"Tool call {call_id!r} of job {self.record.id} was cancelled; it "
+                            "fails with 'cancelled by the user' and the job goes on.")
+        if state is not None:
+            return NotWaiting(f"tool call {call_id!r} of job {self.record.id} is not running "
+                              f"(it is {state}); nothing was cancelled")
+        known = ", ".join(repr(k) for k in self.tool_states) or "none yet"
+        return NotWaiting(f"job {self.record.id} has no tool call {call_id!r} (its tool calls: "
+                          f"{known}); nothing was cancelled")
+
+    def _tool_updated(self, update: Any) -> None:
+        state = {"tool_call_id": update.tool_call_id, "title": update.title,
+                 "status": update.status}
+        if update.current_step:
+            state["current_step"] = update.current_step
+        self.tool_states[update.tool_call_id] = state
+        if update.status in ("completed", "failed"):
+            self.calls.pop(update.tool_call_id, None)
+        self.record.detail = {**self.record.detail, "tool_calls": list(self.tool_states.values())}
+        step = f"tool {update.title} ({update.tool_call_id}): {update.status.replace('_', ' ')}"
+        if update.current_step:
+            step += f": {update.current_step}"
+        self._report(step, {"tool_call": state})
+
+    def _waiting_detail(self) -> dict[str, Any]:
+        waiting = self.questions.describe()
+        return {"waiting_for": waiting} if waiting else {}
+
+    def _questions_changed(self) -> None:
+        detail = {k: v for k, v in self.record.detail.items() if k != "waiting_for"}
+        waiting = self.questions.describe()
+        if waiting:
+            detail["waiting_for"] = waiting
+        self.record.detail = detail
+        if waiting:
+            first = waiting[0]
+            what = (f"permission to run {first['tool']}" if first["kind"] == "permission"
+                    else "an answer to a question")
+            self.record.step = f"waiting for {what} (tool call {first['tool_call_id']})"
+        self._notify(self._update({"waiting_for": waiting}))
+
     async def _settle(self) -> None:
         """The job is over (here or in the store): answer waiters, close channels, exit."""
+        self.questions.close_all()
         if not self.record.finished:
             db = await self.services.database()
             stored = await get_job(db, self.record.id)
@@ -358,6 +502,11 @@ class ResearchJob(Actor):
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             if channel in self.subscribers:
                 self.subscribers.remove(channel)
+
+
+async def _expire_after(tool_call_id: str, seconds: float) -> Expired:
+    await trio.sleep(seconds)
+    return Expired(tool_call_id)
 
 
 def _describe(exc: BaseException) -> str:

@@ -14,18 +14,25 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 import trio
 
 from ask_another.errors import AskAnotherError, InvalidArgument
-from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, Services, job_name
+from ask_another.interaction.protocol import Interaction, valid
+from ask_another.interaction.tools import Tool
+from ask_another.research.agent import is_deep_research
+from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, JobOptions, Services, job_name
 from ask_another.research.messages import (
+    Answered,
     AwaitResult,
     Cancel,
     CancelOutcome,
+    ChoiceAnswer,
     JobUpdate,
+    NotWaiting,
+    PermissionAnswer,
     Status,
     Subscribe,
 )
@@ -47,6 +54,7 @@ PROGRESS_EVERY: Final = 5.0
 """Seconds between progress reports while waiting, when nothing else happened (MCP asks <= 10)."""
 
 MAX_QUERY: Final = 100_000
+_BUILTIN_NAMES: Final = frozenset({"read_article", "ask_user"})
 
 
 class UnknownJob(AskAnotherError):
@@ -77,15 +85,34 @@ class ResearchJobs:
     def registry(self) -> Registry:
         return self.services.registry
 
-    async def start(self, model: str, query: str, method: str = "provider") -> JobRecord:
+    async def start(self, model: str, query: str, method: str = "auto", *,
+                    interaction: Interaction | None = None,
+                    tools: Iterable[Tool] = ()) -> JobRecord:
         """Store a new job and start its actor; returns the job as stored (pending).
 
+        `method`: a name in `METHODS` ("provider", "agent", ...) or "auto": "provider" for
+        deep-research models, "agent" for every other model. For an agent job, `interaction`
+        (an embedding host's) answers its permission requests and choices instead of
+        `answer_permission` / `answer_choice`, and `tools` are offered next to the built-in ones.
         Raises `ModelNotAllowed` / `AmbiguousModel` or `InvalidArgument` for a bad request.
         """
         entry = self.services.config.resolve(model)
+        if method == "auto":
+            method = "provider" if is_deep_research(entry.model) else "agent"
         if method not in METHODS:
-            raise InvalidArgument(f"unknown research method {method!r}; use one of "
+            raise InvalidArgument(f"unknown research method {method!r}; use auto or one of "
                                   f"{', '.join(sorted(METHODS))}")
+        tools = tuple(tools)
+        if (interaction is not None or tools) and method != "agent":
+            raise InvalidArgument(f"an interaction and tools apply to method 'agent' only, not "
+                                  f"{method!r}")
+        if interaction is not None and not valid(interaction):
+            raise InvalidArgument("interaction does not implement the Interaction protocol")
+        names = [t.name for t in tools]
+        clash = sorted({n for n in names if names.count(n) > 1 or n in _BUILTIN_NAMES})
+        if clash:
+            raise InvalidArgument(f"tool names must be unique and not shadow a built-in tool: "
+                                  f"{', '.join(clash)}")
         query = query.strip()
         if not query:
             raise InvalidArgument("the research query is empty")
@@ -97,7 +124,7 @@ class ResearchJobs:
         db = await self.services.database()
         await insert_job(db, record)
         try:
-            await self._start_child(record)
+            await self._start_child(record, JobOptions(interaction, tools))
         except (StartError, AskAnotherError) as exc:
             now = time.time()
             reason = f"the job could not be started: {exc}"
@@ -106,11 +133,11 @@ class ResearchJobs:
             raise AskAnotherError(reason) from None
         return record
 
-    async def _start_child(self, record: JobRecord) -> None:
+    async def _start_child(self, record: JobRecord, options: JobOptions | None = None) -> None:
         supervisor = self.registry.whereis(JOBS_SUPERVISOR)
         if not isinstance(supervisor, DynamicSupervisorRef):
             raise AskAnotherError("the research job supervisor is restarting; try again shortly")
-        spec = job_spec(record, self.services, self.max_attempts)
+        spec = job_spec(record, self.services, self.max_attempts, options)
         delay = 0.001
         while True:
             try:
@@ -161,6 +188,46 @@ class ResearchJobs:
             except ActorExited:
                 await trio.sleep(0.01)
         raise AskAnotherError(f"job {job_id} could not be cancelled: it keeps restarting")
+
+    async def cancel_call(self, job_id: str, tool_call_id: str) -> str:
+        """Cancel one tool call of a running agent job (the job goes on); returns what happened.
+
+        A running call fails with "cancelled by the user"; a call waiting for permission is
+        denied. Raises `AskAnotherError` when there is no such call to cancel.
+        """
+        return await self._answer(job_id, Cancel(tool_call_id), "cancel a tool call of")
+
+    async def answer_permission(self, job_id: str, tool_call_id: str, decision: str) -> str:
+        """Answer a permission request of an agent job with "allow" or "deny".
+
+        Returns what the job did; raises `AskAnotherError` (changing nothing) for a late,
+        repeated or unknown answer.
+        """
+        return await self._answer(job_id, PermissionAnswer(tool_call_id, decision),
+                                  "answer a permission request of")
+
+    async def answer_choice(self, job_id: str, tool_call_id: str, option_id: str) -> str:
+        """Answer an ask_user question of an agent job with the chosen option's id (see
+        `answer_permission` for the failures)."""
+        return await self._answer(job_id, ChoiceAnswer(tool_call_id, option_id),
+                                  "answer a question of")
+
+    async def _answer(self, job_id: str, message: Any, what: str) -> str:
+        ref = self.registry.whereis(job_name(job_id))
+        reply: Any = None
+        if ref is not None:
+            try:
+                reply = await ref.call(message)
+            except ActorExited:
+                ref = None
+        if ref is None:
+            record = await self._stored(job_id)
+            raise AskAnotherError(f"Cannot {what} job {job_id}: it is {record.status} and "
+                                  "waits for nothing. This changes nothing")
+        if isinstance(reply, NotWaiting):
+            raise AskAnotherError(reply.message)
+        assert isinstance(reply, Answered)
+        return reply.message
 
     async def _stored(self, job_id: str) -> JobRecord:
         found = await get_job(await self.services.database(), job_id)

@@ -5,14 +5,20 @@ Calls (`ref.call(msg)`):
 - `Status()` → the job's `JobRecord` as the actor holds it (written to the store already).
 - `AwaitResult()` → the final `JobRecord`, once the job is completed, failed or cancelled
   (a deferred reply: the call waits; give it a timeout).
-- `Cancel(tool_call_id=None)` → a `CancelOutcome`: what was stopped. `tool_call_id` (for the
-  permission issue) cancels one pending tool call of an agent job instead of the job; for now
-  there are none, so it is refused.
+- `Cancel(tool_call_id=None)` → a `CancelOutcome`: what was stopped. With `tool_call_id`, one
+  tool call of an agent job is cancelled instead (a running call fails with "cancelled by the
+  user", a call waiting for permission is denied) and the answer is `Answered` or `NotWaiting`;
+  the job goes on.
 - `Subscribe(channel)` → None; from then on every timeline event and state change is sent to
   `channel` as a `JobUpdate` (``send_nowait``: a full channel drops updates, a closed one is
   forgotten). The channel is closed when the job ends.
 - `PermissionAnswer(tool_call_id, decision)` / `ChoiceAnswer(tool_call_id, option_id)` →
-  a `NotWaiting` until agent jobs exist (the next issue fills them in).
+  `Answered` when the job was waiting for exactly that, else `NotWaiting` saying why (already
+  answered, expired, unknown id, not an option); a refused answer changes nothing.
+
+Sent by an agent job's own work task (its Interaction, see agent.py), not by other code:
+`AskPermission`, `AskChoice` (deferred replies: a `Decision` / an option id or `ChoiceFailed`),
+`ToolUpdated`, `RegisterCall` (→ None) and `TextPreview` (``send``, best effort).
 """
 
 from __future__ import annotations
@@ -21,9 +27,14 @@ from typing import Any
 
 import msgspec
 
+from ask_another.interaction.protocol import CallHandle
+from ask_another.interaction.types import Choice, PermissionRequest, ToolUpdate
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
+    "Answered",
+    "AskChoice",
+    "AskPermission",
     "AwaitResult",
     "Cancel",
     "CancelOutcome",
@@ -31,8 +42,11 @@ __all__ = [
     "JobUpdate",
     "NotWaiting",
     "PermissionAnswer",
+    "RegisterCall",
     "Status",
     "Subscribe",
+    "TextPreview",
+    "ToolUpdated",
 ]
 
 
@@ -74,6 +88,44 @@ class NotWaiting(msgspec.Struct, frozen=True, tag=True):
     """The answer to a permission or choice answer the job was not waiting for."""
 
     message: str
+
+
+class Answered(msgspec.Struct, frozen=True, tag=True):
+    """An answer (or a tool-call cancel) the job took; `message` says what it did."""
+
+    message: str
+
+
+class AskPermission(msgspec.Struct, frozen=True, tag=True):
+    """The job's turn waits for a person to allow or deny this call."""
+
+    request: PermissionRequest
+
+
+class AskChoice(msgspec.Struct, frozen=True, tag=True):
+    """The job's turn waits for a person to pick one option (the ask_user tool)."""
+
+    choice: Choice
+
+
+class ToolUpdated(msgspec.Struct, frozen=True, tag=True):
+    """A tool call of the job's turn changed state: it goes on the job's timeline."""
+
+    update: ToolUpdate
+
+
+class RegisterCall(msgspec.Struct, frozen=True, tag=True):
+    """An allowed tool call runs under `handle`; `Cancel(tool_call_id)` uses it."""
+
+    tool_call_id: str
+    handle: CallHandle
+
+
+class TextPreview(msgspec.Struct, frozen=True, tag=True):
+    """The answer being written: `chars` so far and the last few of them (coalesced)."""
+
+    chars: int
+    tail: str
 
 
 class CancelOutcome(msgspec.Struct, frozen=True, kw_only=True):

@@ -27,7 +27,7 @@ and is retried through its supervisor within the job's attempt bound (see job.py
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Final
@@ -37,6 +37,8 @@ import trio
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderError
 from ask_another.gateway import Gateway
+from ask_another.interaction.protocol import Interaction
+from ask_another.interaction.tools import Tool
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -100,6 +102,10 @@ class JobContext:
     handle: str | None
     report: Callable[..., None]
     save_handle: Callable[[str], Awaitable[None]]
+    interaction: Interaction | None = None
+    """Agent jobs: the Interaction of the turn (the job itself, or an embedding host's)."""
+    tools: Iterable[Tool] = ()
+    """Agent jobs: a host's own tools, next to the built-in ones."""
 
 
 MethodFn = Callable[[JobContext], Awaitable[ResearchResult]]
@@ -266,8 +272,19 @@ def _provider_resumable(record: JobRecord) -> bool:
     return is_gemini_agent(record.model) and record.provider_handle is not None
 
 
+# ----- method "agent" ------------------------------------------------------------------------
+
+
+async def _agent_method(ctx: JobContext) -> ResearchResult:
+    from ask_another.research.agent import run_agent  # agent.py imports this module
+
+    return await run_agent(ctx)
+
+
 METHODS: dict[str, Method] = {
     "provider": Method(run=provider_method, cancel_remote=_provider_cancel,
                        resumable=_provider_resumable),
+    # Not resumable: a turn interrupted by a restart may already have run tools.
+    "agent": Method(run=_agent_method),
 }
-"""Every research method by name. Later issues add "agent" and "sequential"."""
+"""Every research method by name. A later issue adds "sequential"."""

@@ -28,7 +28,13 @@ from typing import Final
 
 from ask_another.config import Config
 from ask_another.logs import get_logger
-from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, ResearchJob, Services, job_name
+from ask_another.research.job import (
+    DEFAULT_MAX_ATTEMPTS,
+    JobOptions,
+    ResearchJob,
+    Services,
+    job_name,
+)
 from ask_another.research.providers import METHODS
 from ask_another.store.jobs import JobEvent, JobRecord, finish_job, unfinished_jobs
 from supervisors import (
@@ -62,11 +68,13 @@ JOB_MAILBOX: Final = 256
 
 
 def job_spec(record: JobRecord, services: Services,
-             max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> ChildSpec:
+             max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+             options: JobOptions | None = None) -> ChildSpec:
     """The child spec of one job: transient (restarted only after a crash), registered by id."""
     return ChildSpec(
         id=record.id,
-        start=Start(ResearchJob, (record, services, max_attempts), name=job_name(record.id),
+        start=Start(ResearchJob, (record, services, max_attempts, options),
+                    name=job_name(record.id),
                     registry=services.registry, mailbox_size=JOB_MAILBOX),
         restart="transient",
         shutdown=5.0,

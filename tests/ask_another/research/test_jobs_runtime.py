@@ -207,7 +207,7 @@ async def test_bad_requests_are_refused_clearly(jobs: ResearchJobs):
         await jobs.cancel("r-missing")
 
 
-async def test_permission_and_choice_answers_are_refused_for_now(
+async def test_answers_to_a_job_that_waits_for_nothing_are_refused(
     jobs: ResearchJobs, runtime: Runtime, sim: Simulator
 ):
     sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
@@ -215,7 +215,7 @@ async def test_permission_and_choice_answers_are_refused_for_now(
     ref = runtime.registry.whereis(job_name(record.id))
     assert ref is not None
     answer = await ref.call(PermissionAnswer("call-1", "allow"))
-    assert isinstance(answer, NotWaiting) and "not waiting" in answer.message
+    assert isinstance(answer, NotWaiting) and "waits for nothing" in answer.message
     assert isinstance(await ref.call(ChoiceAnswer("call-1", "a")), NotWaiting)
     await jobs.cancel(record.id)
 

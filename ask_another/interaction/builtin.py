@@ -1,0 +1,110 @@
+"""The built-in tools of a router turn: `read_article` (class read) and `ask_user`.
+
+`read_article` is the articles package's reader, unchanged, with the configured
+`ASK_ANOTHER_ALLOW_HOSTS`. `ask_user` puts a multiple-choice question to the person through the
+turn's Interaction (`ask_choice`); without an Interaction nobody can answer, and the model is told
+so. Both are ordinary `Tool`s: an agent host registers its own next to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any, Final
+
+from ask_another.articles import (
+    READ_ARTICLE_DESCRIPTION,
+    READ_ARTICLE_NAME,
+    READ_ARTICLE_PARAMETERS,
+    read_article,
+)
+from ask_another.errors import AskAnotherError
+from ask_another.interaction.tools import Tool, ToolCall, ToolRegistry
+from ask_another.interaction.types import Choice, ChoiceFailed, ChoiceOption
+
+__all__ = [
+    "ASK_USER_NAME",
+    "ASK_USER_PARAMETERS",
+    "ChoiceUnanswered",
+    "ask_user_tool",
+    "builtin_tools",
+    "read_article_tool",
+]
+
+ASK_USER_NAME: Final = "ask_user"
+ASK_USER_DESCRIPTION: Final = (
+    "Ask the person you are working for a multiple-choice question and wait for their pick. "
+    "Use it when a decision is theirs to make. Returns the id of the chosen option."
+)
+ASK_USER_PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "prompt": {"type": "string", "minLength": 1, "description": "The question to ask."},
+        "options": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 20,
+            "description": "The answers the person can pick from.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1},
+                    "label": {"type": "string", "minLength": 1},
+                },
+                "required": ["id", "label"],
+            },
+        },
+    },
+    "required": ["prompt", "options"],
+}
+
+_UNANSWERED: Final = {
+    "expired": "the person did not answer in time (expired)",
+    "no_answer": "nobody can answer questions in this turn (no_answer)",
+}
+
+
+class ChoiceUnanswered(AskAnotherError):
+    """`ask_user` got no pick; the tool call fails with this message."""
+
+
+def read_article_tool(allow_hosts: Collection[str] = ()) -> Tool:
+    """`read_article` as a router tool (class read)."""
+    hosts = frozenset(allow_hosts)
+
+    async def run(call: ToolCall) -> object:
+        return await read_article(str(call.arguments.get("url", "")), allow_hosts=hosts)
+
+    return Tool(name=READ_ARTICLE_NAME, description=READ_ARTICLE_DESCRIPTION,
+                schema=READ_ARTICLE_PARAMETERS, class_="read", run=run, title="Read an article")
+
+
+async def _ask_user(call: ToolCall) -> object:
+    raw_options: Any = call.arguments["options"]
+    options = [ChoiceOption(str(o["id"]), str(o["label"])) for o in raw_options]
+    ids = [o.id for o in options]
+    if len(set(ids)) != len(ids):
+        raise ChoiceUnanswered("ask_user: every option needs its own id")
+    if call.interaction is None:
+        raise ChoiceUnanswered(_UNANSWERED["no_answer"])
+    choice = Choice(tool_call_id=call.id, prompt=str(call.arguments["prompt"]), options=options)
+    answer = await call.interaction.ask_choice(choice)
+    if isinstance(answer, ChoiceFailed):
+        raise ChoiceUnanswered(_UNANSWERED.get(answer.reason, answer.reason))
+    picked = next((o for o in options if o.id == answer), None)
+    if picked is None:
+        raise ChoiceUnanswered(f"the answer {answer!r} is not one of the options {ids}")
+    return {"success": True, "option_id": picked.id, "label": picked.label}
+
+
+def ask_user_tool() -> Tool:
+    """`ask_user` as a router tool (class read: asking is harmless, the person decides)."""
+    return Tool(name=ASK_USER_NAME, description=ASK_USER_DESCRIPTION, schema=ASK_USER_PARAMETERS,
+                class_="read", run=_ask_user, title="Ask the user")
+
+
+def builtin_tools(allow_hosts: Collection[str] = (), extra: Iterable[Tool] = ()) -> ToolRegistry:
+    """A registry with `read_article` and `ask_user`, then `extra` (a host's own tools)."""
+    registry = ToolRegistry([read_article_tool(allow_hosts), ask_user_tool()])
+    for tool in extra:
+        registry.register(tool)
+    return registry

@@ -1,0 +1,164 @@
+"""Research method "agent": one router turn in which the model may use the built-in tools.
+
+The turn runs in the job's work task under the lifecycle of docs/interaction.md, with the
+configured permission policy. Its Interaction is the job itself (`JobInteraction`): tool updates
+become the job's timeline, permission requests and choices wait in the job actor for an answer
+message (`answer_permission` / `answer_choice`, or an MCP elicitation on an attached
+start_research call), and text fragments are coalesced into previews sent without waiting, so a
+slow reader never slows the model.
+
+An embedding host may pass its own Interaction to a job: it then answers the questions, and the
+job still keeps its timeline (`HostInteraction`).
+
+An agent job is not retried after a provider error: tools may already have run, and running an
+effect tool twice is worse than failing once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+import trio
+
+from ask_another.errors import AskAnotherError
+from ask_another.interaction.builtin import builtin_tools
+from ask_another.interaction.model import gateway_model
+from ask_another.interaction.protocol import CallHandle, Interaction
+from ask_another.interaction.router import run_turn
+from ask_another.interaction.types import (
+    Choice,
+    ChoiceFailed,
+    Decision,
+    PermissionRequest,
+    ToolUpdate,
+)
+from ask_another.logs import get_logger
+from ask_another.research.messages import (
+    AskChoice,
+    AskPermission,
+    RegisterCall,
+    TextPreview,
+    ToolUpdated,
+)
+from ask_another.research.providers import JobContext, ResearchFailed, ResearchResult
+from supervisors import ActorRef, SupervisorError
+
+__all__ = ["PREVIEW_EVERY", "SYSTEM_PROMPT", "HostInteraction", "JobInteraction",
+           "is_deep_research", "run_agent"]
+
+log = get_logger("ask_another.research")
+
+PREVIEW_EVERY: Final = 0.25
+"""Seconds between two text previews of an agent job's answer (the fragments in between are
+coalesced)."""
+TAIL: Final = 200
+
+SYSTEM_PROMPT: Final = (
+    "You are a careful research assistant. Answer the user's question with a well-organised "
+    "report. You may call read_article to read a web page in full, and ask_user when a decision "
+    "belongs to the person you work for. Cite the URLs you relied on."
+)
+
+
+def is_deep_research(model: str) -> bool:
+    """Whether `model` is a deep-research model (method auto picks `provider` for these)."""
+    return "deep-research" in model.lower()
+
+
+class JobInteraction:
+    """The Interaction of an agent job's turn: every callback is a message to the job actor."""
+
+    def __init__(self, ref: ActorRef, preview_every: float = PREVIEW_EVERY) -> None:
+        self._ref = ref
+        self._every = preview_every
+        self._text: list[str] = []
+        self._chars = 0
+        self._sent = 0
+        self._last = -math.inf
+
+    async def tool_updated(self, update: ToolUpdate) -> None:
+        self._preview()
+        await self._ref.call(ToolUpdated(update))
+
+    async def request_permission(self, request: PermissionRequest) -> Decision:
+        decision: Decision = await self._ref.call(AskPermission(request), timeout=None)
+        return decision
+
+    async def register_call(self, tool_call_id: str, handle: CallHandle) -> None:
+        await self._ref.call(RegisterCall(tool_call_id, handle))
+
+    async def ask_choice(self, choice: Choice) -> str | ChoiceFailed:
+        answer: str | ChoiceFailed = await self._ref.call(AskChoice(choice), timeout=None)
+        return answer
+
+    async def text_delta(self, text: str) -> None:
+        self._text.append(text)
+        self._chars += len(text)
+        if trio.current_time() - self._last >= self._every:
+            self._preview()
+
+    def _preview(self) -> None:
+        """Send what was written since the last preview, without waiting (best effort)."""
+        if self._chars == self._sent:
+            return
+        joined = "".join(self._text)
+        self._text = [joined[-TAIL:]]
+        self._sent = self._chars
+        self._last = trio.current_time()
+        try:
+            self._ref.send(TextPreview(self._chars, joined[-TAIL:]))
+        except SupervisorError:
+            pass  # a full mailbox: the next preview says more
+
+    def finish(self) -> None:
+        self._preview()
+
+
+class HostInteraction:
+    """An embedding host's Interaction for a job: the host answers, the job keeps its timeline."""
+
+    def __init__(self, host: Interaction, job: JobInteraction) -> None:
+        self._host = host
+        self._job = job
+
+    async def tool_updated(self, update: ToolUpdate) -> None:
+        await self._job.tool_updated(update)
+        await self._host.tool_updated(update)
+
+    async def request_permission(self, request: PermissionRequest) -> Decision:
+        return await self._host.request_permission(request)
+
+    async def register_call(self, tool_call_id: str, handle: CallHandle) -> None:
+        await self._job.register_call(tool_call_id, handle)
+        await self._host.register_call(tool_call_id, handle)
+
+    async def ask_choice(self, choice: Choice) -> str | ChoiceFailed:
+        return await self._host.ask_choice(choice)
+
+    async def text_delta(self, text: str) -> None:
+        await self._job.text_delta(text)
+        await self._host.text_delta(text)
+
+
+async def run_agent(ctx: JobContext) -> ResearchResult:
+    """One router turn for the job's query; the report is the model's final answer."""
+    tools = builtin_tools(ctx.config.allow_hosts, ctx.tools or ())
+    model = gateway_model(ctx.gateway, ctx.entry, timeout=ctx.config.research_timeout)
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": ctx.query}]
+    ctx.report(f"asking {ctx.entry.model} (agent turn with tools: {', '.join(tools.names())})")
+    try:
+        result = await run_turn(model, messages, tools, policy=ctx.config.permissions,
+                                interaction=ctx.interaction)
+    except AskAnotherError as exc:
+        # Not retried (see the module docstring): the job fails with the provider's message.
+        raise ResearchFailed(str(exc)) from None
+    finally:
+        if isinstance(ctx.interaction, JobInteraction):
+            ctx.interaction.finish()
+    calls = [{"tool_call_id": c.id, "tool": c.tool, "status": c.status} for c in result.calls]
+    log.info("research.agent_done", job_id=ctx.job_id, rounds=result.rounds, tool_calls=len(calls))
+    return ResearchResult(report=result.text,
+                          detail={"rounds": result.rounds, "tool_calls": calls,
+                                  "model": ctx.entry.model})
