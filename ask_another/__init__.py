@@ -1,1 +1,66 @@
-"""ask-another: ask other models for a second opinion or a deep research report."""
+"""ask-another: ask other models for a second opinion or a deep research report.
+
+The embedding API (the MCP server is built on the same calls)::
+
+    async with ask_another.open_runtime(ask_another.Config.from_env()) as runtime:
+        turn = await runtime.run_turn("gpt4", "Summarise https://...", interaction=my_ui,
+                                      tools=[my_tool])
+        job = await runtime.jobs.start("gpt4", "Research ...", interaction=my_ui)
+        final = await runtime.jobs.wait(job.id, timeout=600)
+
+See docs/interaction.md for the tool-call lifecycle and the `Interaction` protocol.
+"""
+
+from ask_another.config import Config as Config
+from ask_another.errors import AskAnotherError as AskAnotherError
+from ask_another.interaction import ALLOW as ALLOW
+from ask_another.interaction import Allow as Allow
+from ask_another.interaction import CallHandle as CallHandle
+from ask_another.interaction import Choice as Choice
+from ask_another.interaction import ChoiceFailed as ChoiceFailed
+from ask_another.interaction import ChoiceOption as ChoiceOption
+from ask_another.interaction import Decision as Decision
+from ask_another.interaction import Deny as Deny
+from ask_another.interaction import Interaction as Interaction
+from ask_another.interaction import PermissionRequest as PermissionRequest
+from ask_another.interaction import Policy as Policy
+from ask_another.interaction import Tool as Tool
+from ask_another.interaction import ToolCall as ToolCall
+from ask_another.interaction import ToolRegistry as ToolRegistry
+from ask_another.interaction import ToolUpdate as ToolUpdate
+from ask_another.interaction import valid as valid
+from ask_another.interaction.router import CallRecord as CallRecord
+from ask_another.interaction.router import TurnResult as TurnResult
+from ask_another.research import JobUpdate as JobUpdate
+from ask_another.research import ResearchJobs as ResearchJobs
+from ask_another.runtime import Runtime as Runtime
+from ask_another.runtime import open_runtime as open_runtime
+from ask_another.store.jobs import JobRecord as JobRecord
+
+__all__ = [
+    "ALLOW",
+    "Allow",
+    "AskAnotherError",
+    "CallHandle",
+    "CallRecord",
+    "Choice",
+    "ChoiceFailed",
+    "ChoiceOption",
+    "Config",
+    "Decision",
+    "Deny",
+    "Interaction",
+    "JobRecord",
+    "JobUpdate",
+    "PermissionRequest",
+    "Policy",
+    "ResearchJobs",
+    "Runtime",
+    "Tool",
+    "ToolCall",
+    "ToolRegistry",
+    "ToolUpdate",
+    "TurnResult",
+    "open_runtime",
+    "valid",
+]
