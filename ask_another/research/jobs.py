@@ -90,15 +90,16 @@ class ResearchJobs:
                     tools: Iterable[Tool] = ()) -> JobRecord:
         """Store a new job and start its actor; returns the job as stored (pending).
 
-        `method`: a name in `METHODS` ("provider", "agent", ...) or "auto": "provider" for
-        deep-research models, "agent" for every other model. For an agent job, `interaction`
-        (an embedding host's) answers its permission requests and choices instead of
-        `answer_permission` / `answer_choice`, and `tools` are offered next to the built-in ones.
+        `method`: a name in `METHODS` ("provider", "agent", "sequential") or "auto": "provider"
+        for deep-research models, "sequential" (the local pipeline) for every other model. For
+        an agent job, `interaction` (an embedding host's) answers its permission requests and
+        choices instead of `answer_permission` / `answer_choice`, and `tools` are offered next
+        to the built-in ones.
         Raises `ModelNotAllowed` / `AmbiguousModel` or `InvalidArgument` for a bad request.
         """
         entry = self.services.config.resolve(model)
         if method == "auto":
-            method = "provider" if is_deep_research(entry.model) else "agent"
+            method = "provider" if is_deep_research(entry.model) else "sequential"
         if method not in METHODS:
             raise InvalidArgument(f"unknown research method {method!r}; use auto or one of "
                                   f"{', '.join(sorted(METHODS))}")

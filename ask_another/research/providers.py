@@ -3,8 +3,9 @@
 A method is an async function that receives a `JobContext` and returns a `ResearchResult`. The
 job actor runs it in a task it owns, so the job keeps answering status and cancel meanwhile.
 `METHODS` maps a method name to its `Method` (the function, plus the optional hooks to cancel the
-provider's side and to tell whether a job interrupted by a restart can be resumed). Later issues
-add "agent" (a router turn) and "sequential" (a pipeline) here.
+provider's side and to tell whether a job interrupted by a restart can be resumed): "provider",
+"agent" (one router turn, research/agent.py) and "sequential" (the local pipeline,
+sequential/pipeline.py).
 
 Method "provider":
 
@@ -281,10 +282,21 @@ async def _agent_method(ctx: JobContext) -> ResearchResult:
     return await run_agent(ctx)
 
 
+# ----- method "sequential" -------------------------------------------------------------------
+
+
+async def _sequential_method(ctx: JobContext) -> ResearchResult:
+    from ask_another.sequential.pipeline import run_pipeline  # the pipeline imports this module
+
+    return await run_pipeline(ctx)
+
+
 METHODS: dict[str, Method] = {
     "provider": Method(run=provider_method, cancel_remote=_provider_cancel,
                        resumable=_provider_resumable),
     # Not resumable: a turn interrupted by a restart may already have run tools.
     "agent": Method(run=_agent_method),
+    # Not resumable either: its queries' turns may already have run tools (docs/sequential.md).
+    "sequential": Method(run=_sequential_method),
 }
-"""Every research method by name. A later issue adds "sequential"."""
+"""Every research method by name."""

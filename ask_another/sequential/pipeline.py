@@ -47,12 +47,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ask_another.articles import (
-    READ_ARTICLE_DESCRIPTION,
-    READ_ARTICLE_NAME,
-    READ_ARTICLE_PARAMETERS,
-    read_article,
-)
+from ask_another.articles import READ_ARTICLE_NAME
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
 from ask_another.gateway import Gateway
@@ -63,11 +58,10 @@ from ask_another.interaction import (
     Deny,
     PermissionRequest,
     Policy,
-    Tool,
-    ToolCall,
     ToolRegistry,
     ToolUpdate,
 )
+from ask_another.interaction.builtin import read_article_tool
 from ask_another.interaction.router import Message, TurnResult, run_turn
 from ask_another.logs import get_logger
 from ask_another.research.providers import JobContext, ResearchFailed, ResearchResult
@@ -126,17 +120,10 @@ _SHAPES: Final = {"string": str, "array": list, "object": dict, "number": (int, 
 
 
 def research_tools(config: Config) -> ToolRegistry:
-    """The tools a query's turn may use: read_article (class "read", allowed by the default
-    policy). A web search tool is not built in yet (see docs/sequential.md)."""
-
-    async def read(call: ToolCall) -> object:
-        return await read_article(str(call.arguments.get("url", "")),
-                                  allow_hosts=config.allow_hosts)
-
-    return ToolRegistry([
-        Tool(name=READ_ARTICLE_NAME, description=READ_ARTICLE_DESCRIPTION,
-             schema=READ_ARTICLE_PARAMETERS, class_="read", run=read, title="read_article"),
-    ])
+    """The tools a query's turn may use: the built-in read_article (class "read", allowed by the
+    default policy) with ``ASK_ANOTHER_ALLOW_HOSTS``. Not ask_user: nobody is there to answer
+    while a job runs. A web search tool is not built in yet (see docs/sequential.md)."""
+    return ToolRegistry([read_article_tool(config.allow_hosts)])
 
 
 # ----- answers: parse, validate, repair -----------------------------------------------------
@@ -421,7 +408,6 @@ class QueryWorker(Actor):
         match msg:
             case TaskDone(value=RawResult() as result):
                 self.run.done = True
-                self._update("done" if result.success else "failed")
                 try:
                     self.shared.outbox.send_nowait(QueryDone(result))
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -554,7 +540,7 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
     tools = research_tools(ctx.config)
     send, receive = trio.open_memory_channel[QueryUpdate | QueryDone](math.inf)
     shared = Shared(entry=ctx.entry, gateway=ctx.gateway, config=ctx.config, tools=tools,
-                    policy=Policy(), outbox=send)
+                    policy=ctx.config.permissions, outbox=send)
     results: dict[str, RawResult] = {}
     progress = _Progress(ctx, len(plan.execution_order))
     # Each query can crash at most QUERY_ATTEMPTS times (each crash is one restart), so this
