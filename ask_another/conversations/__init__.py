@@ -11,7 +11,6 @@ from ._actor import Conversation as Conversation
 from ._actor import TurnOutcome as TurnOutcome
 from ._actor import conversation_name as conversation_name
 from ._actor import conversations_spec as conversations_spec
-from ._article_tool import read_article_tool as read_article_tool
 from ._conversations import DISCUSS_PROMPT as DISCUSS_PROMPT
 from ._conversations import Conversations as Conversations
 from ._errors import ArticleUnreadable as ArticleUnreadable
@@ -38,6 +37,5 @@ __all__ = [
     "conversation_name",
     "conversations_spec",
     "new_call_id",
-    "read_article_tool",
     "tool_exchange",
 ]

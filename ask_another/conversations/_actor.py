@@ -180,6 +180,10 @@ class Conversation(Actor):
         self.turn: TaskHandle | None = None
         self.turn_token: object = None
         self.waiter: Caller | None = None
+        # A turn whose caller cancelled it is on its way out: the next turn waits for it to
+        # finish (rather than being refused as busy) and then starts.
+        self.cancelling = False
+        self.next_turn: tuple[Turn, Caller] | None = None
         self.idle = self.start_task(self._idle)
 
     async def _idle(self) -> None:
@@ -190,12 +194,12 @@ class Conversation(Actor):
             case Info():
                 return self.record
             case Turn():
-                if self.turn is not None:
+                if self.turn is None:
+                    self._start_turn(msg, caller)
+                elif self.cancelling and self.next_turn is None:
+                    self.next_turn = (msg, caller)
+                else:
                     return ConversationBusy(self.record.id)
-                self.idle.cancel()
-                self.turn = self.start_task(self._run, msg)
-                self.turn_token = msg.token
-                self.waiter = caller
                 return NOREPLY
         return await super().handle_call(msg, caller)
 
@@ -203,6 +207,7 @@ class Conversation(Actor):
         match msg:
             case CancelTurn(token) if self.turn is not None and token is self.turn_token:
                 log.info("conversation.turn_cancelled", conversation_id=self.record.id)
+                self.cancelling = True
                 self.turn.cancel()
             case CancelTurn():
                 pass  # that turn has already finished
@@ -221,11 +226,23 @@ class Conversation(Actor):
             case _:
                 pass  # the idle timer cancelled by a turn
 
+    def _start_turn(self, turn: Turn, caller: Caller) -> None:
+        self.idle.cancel()
+        self.turn = self.start_task(self._run, turn)
+        self.turn_token = turn.token
+        self.waiter = caller
+
     def _finish_turn(self, value: Any) -> None:
         if self.waiter is not None:
             self.waiter.reply(value)
         self.turn = self.turn_token = self.waiter = None
-        self.idle = self.start_task(self._idle)
+        self.cancelling = False
+        if self.next_turn is not None:
+            turn, caller = self.next_turn
+            self.next_turn = None
+            self._start_turn(turn, caller)
+        else:
+            self.idle = self.start_task(self._idle)
 
     async def _run(self, turn: Turn) -> TurnOutcome | AskAnotherError:
         # Anticipated failures are the reply, not a crash: the conversation stays usable.
@@ -250,14 +267,18 @@ class Conversation(Actor):
         messages = [{"role": "system", "content": system}] if system else []
         messages += build_history([*stored, *new])
         gateway = await services.gateway()
+        log.debug("completion.started", model=entry.model, conversation_id=self.record.id)
         result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
                                           timeout=turn.timeout, on_delta=turn.on_delta)
         record = msgspec.structs.replace(self.record, system=system or None)
         written = await append_messages(
             db, record, [*new, NewMessage(role="assistant", content=result.text)], now=time.time())
         self.record = record
-        log.info("conversation.turn", conversation_id=record.id, model=entry.model,
-                 history=len(stored), stored=len(written), article=turn.article_url is not None)
+        # The same event as a one-off completion: usage and cost per call, in one place to grep.
+        log.info("completion.finished", model=entry.model, conversation_id=record.id,
+                 history=len(stored), article=turn.article_url is not None,
+                 prompt_tokens=result.usage.prompt_tokens,
+                 completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
         return TurnOutcome(conversation_id=record.id, model=result.model, result=result,
                            stored=written)
 

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from ask_another.config import Config
 from ask_another.logs import ensure_logging
 from ask_another.runtime import Runtime, open_runtime
-from ask_another.server.tools import completion, feedback, models, research, sequential
+from ask_another.server.tools import articles, completion, feedback, models, research, sequential
 
 __all__ = ["build_server", "instructions", "serve_stdio"]
 
@@ -88,7 +88,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPSer
         "ask-another",
         title="ask-another",
         description="Ask other models for a second opinion, through litellm.",
-        instructions=instructions(config, (*research.HOWTO, *sequential.HOWTO)),
+        instructions=instructions(config, (*research.HOWTO, *sequential.HOWTO, *articles.HOWTO)),
         version=_version(),
         lifespan=lifespan,
         log_level=config.log_level,  # type: ignore[arg-type]
@@ -96,6 +96,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPSer
     models.register(server)
     completion.register(server)
     research.register(server)
+    articles.register(server)
     sequential.register(server)
     feedback.register(server)
     return server

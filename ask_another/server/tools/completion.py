@@ -1,4 +1,8 @@
-"""The `completion` tool: one prompt to one allowed model.
+"""The `completion` tool: one prompt to one allowed model, in a conversation.
+
+Every answer ends with ``conversation_id: <id>``; passing it back continues that conversation
+with the same model (its history, tool exchanges included, is replayed; see
+docs/conversations.md). Without it, a new conversation starts.
 
 When the caller asked for progress (a progress token), the answer is streamed from the provider
 and each piece of text is sent as a progress notification's message as it arrives; the tool result
@@ -7,19 +11,22 @@ is the whole answer either way.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from ask_another.conversations import Conversations, TurnOutcome
 from ask_another.gateway import CompletionResult
 from ask_another.server.context import runtime_of, tool_errors
 
 COMPLETION = """Call a model for a quick completion. Use this for standard prompts that return \
 in seconds. Use a favourite shorthand (e.g. 'openai') or an exact model ID verified via \
 search_models. Do not set temperature unless you have a specific reason — some models reject \
-non-default values."""
+non-default values. Every answer ends with a conversation_id: pass it back (with the same \
+model) to ask a follow-up in the same conversation."""
 
 
 def result_text(result: CompletionResult) -> str:
@@ -35,6 +42,25 @@ def result_text(result: CompletionResult) -> str:
     return "\n\n".join(parts)
 
 
+def conversation_text(outcome: TurnOutcome) -> str:
+    """A turn's answer (`result_text`), then the conversation id to continue with."""
+    return f"{result_text(outcome.result)}\nconversation_id: {outcome.conversation_id}"
+
+
+def progress_reporter(ctx: Context[Any, Any]) -> Callable[[str], Awaitable[None]] | None:
+    """Streams answer text to the caller as progress messages, if it asked for progress."""
+    if not _wants_progress(ctx):
+        return None
+    received = 0
+
+    async def report(text: str) -> None:
+        nonlocal received
+        received += len(text)
+        await ctx.report_progress(received, None, text)
+
+    return report
+
+
 def register(server: MCPServer[Any]) -> None:
     @server.tool(
         name="completion",
@@ -47,27 +73,25 @@ def register(server: MCPServer[Any]) -> None:
         model: Annotated[str, Field(description="A shorthand from list_models (e.g. 'openai') "
                                     "or an exact model ID such as 'openai/gpt-4o'.")],
         prompt: Annotated[str, Field(description="The question or prompt to send.")],
-        system: Annotated[str | None, Field(description="Optional system prompt.")] = None,
+        system: Annotated[str | None, Field(description="Optional system prompt (kept for the "
+                                            "rest of the conversation).")] = None,
         temperature: Annotated[float | None, Field(
             description="0.0 to 2.0. Leave unset unless you need it: it is sent only when "
                         "given.")] = None,
         timeout: Annotated[float | None, Field(  # noqa: ASYNC109 - the tool's public argument
             description="Seconds to wait for the answer (default 60, configurable with "
                         "ASK_ANOTHER_TIMEOUT).")] = None,
+        conversation_id: Annotated[str | None, Field(
+            description="Continue the conversation with this id (printed at the end of an "
+                        "earlier answer), with the same model; leave empty to start a new "
+                        "one.")] = None,
     ) -> str:
         with tool_errors("completion"):
-            received = 0
-
-            async def report(text: str) -> None:
-                nonlocal received
-                received += len(text)
-                await ctx.report_progress(received, None, text)
-
-            result = await runtime_of(ctx).complete(
-                model, prompt, system=system, temperature=temperature, timeout=timeout,
-                on_delta=report if _wants_progress(ctx) else None,
+            outcome = await Conversations.of(runtime_of(ctx)).turn(
+                model, prompt, conversation_id, system=system, temperature=temperature,
+                timeout=timeout, on_delta=progress_reporter(ctx),
             )
-            return result_text(result)
+            return conversation_text(outcome)
 
 
 def _wants_progress(ctx: Context[Any, Any]) -> bool:

@@ -36,7 +36,8 @@ async def test_tools_list_has_the_four_tools_with_descriptions_and_annotations(
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == {"list_models", "search_families", "search_models", "completion",
                               "feedback", "start_research", "check_research", "cancel_research",
-                              "sequential_research_plan", "sequential_research_compile"}
+                              "sequential_research_plan", "sequential_research_compile",
+                              "read_article", "discuss"}
         assert "verify a model ID before" in tools["search_models"].description
         assert "Do not set temperature" in tools["completion"].description
         assert "safe to call at any time" in tools["feedback"].description
@@ -44,7 +45,8 @@ async def test_tools_list_has_the_four_tools_with_descriptions_and_annotations(
         assert fb is not None and fb.read_only_hint is True and fb.idempotent_hint is True
         schema = tools["completion"].input_schema
         assert schema["required"] == ["model", "prompt"]
-        assert set(schema["properties"]) == {"model", "prompt", "system", "temperature", "timeout"}
+        assert set(schema["properties"]) == {"model", "prompt", "system", "temperature", "timeout",
+                                             "conversation_id"}
 
 
 @pytest.mark.parametrize("mode", ERAS)
