@@ -34,12 +34,15 @@ HOWTO: Final = (
     "cancel_research to stop a running task.",
 )
 
-START = """Start a deep research job with a deep-research model (e.g. a gemini/deep-research-* \
-agent, perplexity/sonar-deep-research, o3-deep-research) and wait up to `timeout` seconds for \
-the report. If it finishes in time you get JSON with the report, citations, model and elapsed \
-time. If not, or if this call is interrupted, the job keeps running in the background: call \
-check_research with the job id to get the result later, or cancel_research to stop it. \
-Progress is reported while waiting. Research can take many minutes."""
+START = """Start a deep research job and wait up to `timeout` seconds for the report. With a \
+deep-research model (a gemini/deep-research-* agent, perplexity/sonar-deep-research, \
+o3-deep-research) the provider does the research; with any other allowed model (method auto) \
+ask-another runs its own pipeline: a research plan whose queries the model answers in phases, \
+reading articles, compiled into a cited report. If it finishes in time you get JSON with the \
+report, citations, model and elapsed time. If not, or if this call is interrupted, the job \
+keeps running in the background: call check_research with the job id to get the result later, \
+or cancel_research to stop it. Progress is reported while waiting. Research can take many \
+minutes."""
 
 CHECK = """Check research jobs. Without job_id: a table of every job, newest first. With a \
 job_id: the full report and citations of a finished job, or the status, elapsed time and \
@@ -157,13 +160,17 @@ def register(server: MCPServer[Any]) -> None:
         timeout: Annotated[float, Field(  # noqa: ASYNC109 - the tool's public argument
             description="Seconds to wait for the report before leaving the job running in "
                         "the background (default 300, at most 3600).")] = 300,
+        method: Annotated[str, Field(
+            description="auto (default: provider for deep-research models, sequential for "
+                        "every other model), provider, agent or sequential.",
+            json_schema_extra={"enum": ["auto", "provider", "agent", "sequential"]})] = "auto",
     ) -> str:
         with tool_errors("start_research"):
             if not 0 <= timeout <= MAX_WAIT:
                 raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
                                       f"got {timeout:g}")
             jobs = ResearchJobs.of(runtime_of(ctx))
-            record = await jobs.start(model, query)
+            record = await jobs.start(model, query, method.strip() or "auto")
             began = time.monotonic()
 
             async def progress(update: JobUpdate) -> None:

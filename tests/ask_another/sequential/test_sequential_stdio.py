@@ -94,8 +94,12 @@ async def test_sequential_session_over_stdio(sim: Simulator, tmp_path: Path):
             assert any("phase 2/3" in m and "q4" in m for m in progress), progress
 
             # 3. Cancelling a running pipeline job stops its queries.
+            error, text = await call(client, "start_research", model="sim", query="q",
+                                     method="magic")
+            assert error and "unknown research method 'magic'" in text and "sequential" in text
             error, text = await call(client, "start_research", model="sim",
-                                     query="slow phase two of photonic computing", timeout=0)
+                                     query="slow phase two of photonic computing", timeout=0,
+                                     method="sequential")
             assert not error, text
             found = re.search(r"r-[0-9a-f]{10}", text)
             assert found is not None, text
