@@ -6,11 +6,19 @@ kept lean on purpose: a call is one queued item plus one park/reschedule of the 
 no extra task), monitors and links are plain sets consulted once when an actor exits, and the
 tasks an actor owns run in the nursery it was spawned in, tracked by the actor and cancelled
 and waited for before it reports its exit.
+
+Killing an actor normally cancels a cancel scope around its task. Entering one costs as much as
+starting the task itself, so an actor whose hooks contain no ``await`` at all (checked once per
+hook function, in its bytecode) runs without one: such an actor can only ever be parked in its
+own mailbox, and a kill there is delivered by waking it with an internal exception instead.
 """
 
 from __future__ import annotations
 
+import dis
+import inspect
 import itertools
+import types
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, final
 
@@ -19,7 +27,7 @@ import trio
 
 from ._errors import ActorExited, CallTimeout, CallToSelf, InvalidSpec, MailboxFull, StartError
 from ._log import logger
-from ._mailbox import Mailbox
+from ._mailbox import YIELD_EVERY, Mailbox
 from ._reasons import Crash, Down, Exit, ExitReason, Killed, Normal, TaskCancelled, TaskDone
 from ._timeouts import add_timeout
 
@@ -40,6 +48,39 @@ _REPLIED: Final = 1
 _ABANDONED: Final = 2
 
 _ids = itertools.count(1)
+_STREAK_LIMIT: Final = YIELD_EVERY - 1
+_checkpoint_if_cancelled: Final = trio.lowlevel.checkpoint_if_cancelled
+
+
+class _Interrupted(BaseException):
+    """A kill delivered through the mailbox to an actor running without a cancel scope."""
+
+
+_HOOKS: Final = frozenset(("handle_call", "handle_cast", "handle_info", "terminate"))
+_never_suspend: dict[tuple[object, ...], bool] = {}
+
+
+def _cannot_suspend(fn: object) -> bool:
+    """True for a plain ``async def`` whose body has no await, async for or async with: its
+    coroutine runs to the end without ever yielding to trio."""
+    return (
+        type(fn) is types.FunctionType
+        and bool(fn.__code__.co_flags & inspect.CO_COROUTINE)
+        # Every way a coroutine frame suspends is a YIELD_VALUE in its own bytecode.
+        and not any(op.opname == "YIELD_VALUE" for op in dis.get_instructions(fn))
+    )
+
+
+def _needs_no_scope(actor: Actor) -> bool:
+    """Whether the actor's task can only ever be parked in its mailbox (see module docstring)."""
+    cls = type(actor)
+    # Keyed by the hook functions themselves, so a class patched after its first spawn is
+    # checked again.
+    hooks = (cls.handle_call, cls.handle_cast, cls.handle_info, cls.terminate)
+    known = _never_suspend.get(hooks)
+    if known is None:
+        known = _never_suspend[hooks] = all(_cannot_suspend(hook) for hook in hooks)
+    return known and not cls._owns_nursery and _HOOKS.isdisjoint(actor.__dict__)
 
 
 @final
@@ -187,7 +228,7 @@ class ActorRef:
     _name: Hashable | None
     _mailbox: Mailbox
     _nursery: trio.Nursery
-    _scope: trio.CancelScope
+    _scope: trio.CancelScope | None
     _terminate_on_kill: bool
     _closing: ExitReason | None
     _current: Caller | None
@@ -219,7 +260,7 @@ class ActorRef:
         self._name = name
         self._mailbox = Mailbox(mailbox_size)
         self._nursery = nursery
-        self._scope = trio.CancelScope()
+        self._scope = None
         self._reason = None
         self._closing = None
         self._stop_reason = None
@@ -372,7 +413,12 @@ class ActorRef:
         if self._reason is None and self._kill_reason is None:
             self._kill_reason = reason
             self._terminate_on_kill = run_terminate
-            self._scope.cancel()
+            if self._scope is not None:
+                self._scope.cancel()
+            else:
+                # No cancel scope (yet): the actor's task has not started, or runs without
+                # one and so can only be parked in its mailbox. Either way this lands.
+                self._mailbox.interrupt(_Interrupted())
 
     def _signal(self, sender: ActorRef, reason: ExitReason) -> None:
         """An exit signal from a linked actor (OTP semantics)."""
@@ -424,13 +470,22 @@ class ActorRef:
         return await self._loop(actor)
 
     async def _loop(self, actor: Actor) -> ExitReason:
-        get = self._mailbox.get
+        mailbox = self._mailbox
+        get = mailbox.get
         handle_call = actor.handle_call
         handle_cast = actor.handle_cast
         handle_info = actor.handle_info
         reason: ExitReason
         while True:
-            kind, payload = await get()
+            # Mailbox.get's common case inlined (a ready item, no yield due, no kill pending):
+            # one coroutine less per message.
+            queue = mailbox._queue
+            if queue and mailbox._streak < _STREAK_LIMIT and mailbox._interrupt is None:
+                mailbox._streak += 1
+                await _checkpoint_if_cancelled()
+                kind, payload = queue.popleft()
+            else:
+                kind, payload = await get()
             try:
                 if kind == _CALL:
                     self._current = payload
@@ -703,24 +758,33 @@ async def _actor_main(
     ref._task = trio.lowlevel.current_task()
     reason: ExitReason | None = None
     try:
-        with ref._scope:
-            if start is None:
+        if ref._kill_reason is not None:
+            pass  # killed before this task got to run: exit at once, with that reason
+        elif start is None and _needs_no_scope(actor):
+            try:
                 reason = await ref._loop(actor)
-            elif actor._owns_nursery:
-                async with trio.open_nursery() as nursery:
-                    ref._nursery = nursery
+            except _Interrupted:
+                pass  # killed while waiting for a message
+        else:
+            ref._scope = scope = trio.CancelScope()
+            with scope:
+                if start is None:
+                    reason = await ref._loop(actor)
+                elif actor._owns_nursery:
+                    async with trio.open_nursery() as nursery:
+                        ref._nursery = nursery
+                        reason = await ref._run(actor, *start)
+                        nursery.cancel_scope.cancel()
+                else:
                     reason = await ref._run(actor, *start)
-                    nursery.cancel_scope.cancel()
-            else:
-                reason = await ref._run(actor, *start)
         if reason is None:
             reason = ref._kill_reason or Killed()
             if ref._terminate_on_kill and ref._starter is None:
                 # A task the actor owns crashed: the actor crashed, so terminate still runs.
-                ref._scope = trio.CancelScope()
-                with ref._scope:
+                ref._scope = scope = trio.CancelScope()
+                with scope:
                     reason = await ref._terminate(actor, reason)
-                if ref._scope.cancelled_caught:
+                if scope.cancelled_caught:
                     reason = ref._kill_reason or Killed()
         if ref._tasks:
             await ref._reap_tasks()
@@ -729,40 +793,6 @@ async def _actor_main(
         ref._finish(ref._kill_reason or Killed())
         raise
     ref._finish(reason)
-
-
-async def _init_inline(
-    ref: ActorRef, actor: Actor, args: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> None:
-    """Run init in the spawner's task: no task switch to start an actor, and a failing init
-    raises straight to the spawner. The actor's own task starts only once init succeeded."""
-    reason: ExitReason | None = None
-    ref._task = trio.lowlevel.current_task()  # so init calling its own ref is caught
-    # No cancel scope of its own around init (entering one costs as much as the rest of a
-    # spawn): a kill during an inline init takes effect when init returns.
-    try:
-        await actor.init(*args, **kwargs)
-    except Exception as exc:
-        _log_crash(ref, exc, "init")
-        reason = Crash(exc)
-    except BaseException:
-        ref._task = None
-        ref._finish(ref._kill_reason or Killed())
-        raise
-    finally:
-        ref._task = None
-    if reason is None and ref._kill_reason is not None:
-        reason = ref._kill_reason
-    if reason is None and ref._stop_reason is not None:
-        # init asked to stop: like OTP's {stop, Reason}, the start fails with that reason.
-        reason = ref._stop_reason
-    if reason is not None:
-        await ref._reap_tasks()
-        ref._finish(reason)
-        err = StartError(ref.name, reason)
-        if isinstance(reason, Crash):
-            raise err from reason.exception
-        raise err
 
 
 async def spawn(
@@ -811,7 +841,33 @@ async def _spawn(
     if registry is not None:
         registry.register(name, ref)
     if not actor_class._owns_nursery:
-        await _init_inline(ref, actor, args, kwargs)
+        # init runs in the spawner's task: no task switch to start an actor, and a failing init
+        # raises straight to the spawner. The actor's own task starts only once init succeeded.
+        reason: ExitReason | None = None
+        ref._task = trio.lowlevel.current_task()  # so init calling its own ref is caught
+        # No cancel scope of its own around init (entering one costs as much as the rest of a
+        # spawn): a kill during an inline init takes effect when init returns.
+        try:
+            await actor.init(*args, **kwargs)
+        except Exception as exc:
+            _log_crash(ref, exc, "init")
+            reason = Crash(exc)
+        except BaseException:
+            ref._task = None
+            ref._finish(ref._kill_reason or Killed())
+            raise
+        ref._task = None
+        if reason is None:
+            # Killed during init, or init asked to stop (OTP's {stop, Reason}): the start fails.
+            reason = ref._kill_reason or ref._stop_reason
+        if reason is not None:
+            if ref._tasks:
+                await ref._reap_tasks()
+            ref._finish(reason)
+            err = StartError(ref.name, reason)
+            if isinstance(reason, Crash):
+                raise err from reason.exception
+            raise err
         try:
             nursery.start_soon(_actor_main, ref, None)
         except BaseException:

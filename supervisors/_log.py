@@ -43,5 +43,7 @@ def logger() -> Any:
 def debug_enabled() -> bool:
     """Whether a debug event would be kept: lets a hot path skip building the event's fields
     (reprs) when it would be dropped. Loggers that cannot say are assumed to keep it."""
+    if not structlog.is_configured():
+        return False  # our fallback logger drops debug events
     check = getattr(logger(), "is_enabled_for", None)
     return True if check is None else bool(check(logging.DEBUG))

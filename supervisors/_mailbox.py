@@ -21,7 +21,7 @@ YIELD_EVERY = 32
 
 
 class Mailbox:
-    __slots__ = ("_capacity", "_closed", "_queue", "_reader", "_streak")
+    __slots__ = ("_capacity", "_closed", "_interrupt", "_queue", "_reader", "_streak")
 
     def __init__(self, capacity: int) -> None:
         self._queue: deque[Any] | None = None
@@ -29,6 +29,7 @@ class Mailbox:
         self._reader: trio.lowlevel.Task | None = None
         self._closed = False
         self._streak = 0
+        self._interrupt: BaseException | None = None
 
     def __len__(self) -> int:
         queue = self._queue
@@ -81,7 +82,8 @@ class Mailbox:
 
         A ready item is taken after a cheap cancellation check, and every `YIELD_EVERY`
         consecutive ready items the reader yields to the scheduler, so a busy actor never
-        starves the others, without paying a full scheduling round per message.
+        starves the others, without paying a full scheduling round per message. After
+        `interrupt(error)`, raises `error` instead of returning an item.
         """
         queue = self._queue
         if queue:
@@ -91,11 +93,24 @@ class Mailbox:
                 await trio.lowlevel.checkpoint()
             else:
                 await trio.lowlevel.checkpoint_if_cancelled()
+            if self._interrupt is not None:
+                raise self._interrupt
             # Nothing else reads this mailbox, so the item is still there after a yield.
             return queue.popleft()
+        if self._interrupt is not None:
+            raise self._interrupt
         self._streak = 0
         self._reader = trio.lowlevel.current_task()
         return await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def interrupt(self, error: BaseException) -> None:
+        """Make the reader's `get` raise `error`: at once if it is parked, else at its next
+        `get` (items stay queued). How an actor that runs without a cancel scope is killed."""
+        self._interrupt = error
+        reader = self._reader
+        if reader is not None:
+            self._reader = None
+            trio.lowlevel.reschedule(reader, outcome.Error(error))
 
     def _abort(self, _: Any) -> trio.lowlevel.Abort:
         self._reader = None

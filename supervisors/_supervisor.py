@@ -18,7 +18,7 @@ from typing import Any, Literal, final
 
 import trio
 
-from ._actor import Actor, ActorRef, Caller
+from ._actor import Actor, ActorRef, Caller, _spawn
 from ._errors import ActorExited, InvalidSpec, StartError, SupervisorError, UnknownChild
 from ._log import logger
 from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
@@ -108,8 +108,18 @@ class _SupervisorBase(Actor):
 
     async def _start(self, child: _Child) -> ActorRef:
         spec = child.spec
+        start = spec.start
         try:
-            ref = await spec.start.spawn(self.ref._nursery)
+            # Start.spawn without its extra frame: a DynamicSupervisor may start thousands.
+            ref = await _spawn(
+                self.ref._nursery,
+                start.actor,
+                start.args,
+                start.kwargs,
+                start.name,
+                start.registry,
+                start.mailbox_size,
+            )
         except StartError as exc:
             err = StartError(spec.id, exc.reason, f"in {self.ref!r}")
             err.__cause__ = exc.__cause__ or exc
