@@ -10,21 +10,28 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import ElicitationResult, Resolve
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ask_another.errors import AskAnotherError, InvalidArgument
-from ask_another.research import CancelOutcome, JobUpdate, ResearchJobs
+from ask_another.research import CancelOutcome, ResearchJobs
 from ask_another.research.providers import is_gemini_agent
 from ask_another.server.context import runtime_of, tool_errors
+from ask_another.server.tools.attached import (
+    Attachment,
+    attachment,
+    finish,
+    last_step,
+    waiting_text,
+)
 from ask_another.store.jobs import JobRecord
 
 __all__ = ["HOWTO", "cancel_text", "job_text", "jobs_table", "register", "result_json"]
 
-MAX_WAIT: Final = 3600.0
 DEFAULT_MAX_CHARS: Final = 20_000
 QUERY_CUT: Final = 50
 
@@ -32,6 +39,9 @@ HOWTO: Final = (
     "For deep research tasks, use start_research. If it is interrupted or times out, the task "
     "continues in the background — use check_research to retrieve results later, or "
     "cancel_research to stop a running task.",
+    "A research job may ask permission to run a tool or ask the user a question: you are asked "
+    "through elicitation while start_research waits; otherwise check_research shows what it "
+    "waits for — answer with answer_permission or answer_choice.",
 )
 
 START = """Start a deep research job and wait up to `timeout` seconds for the report. With a \
@@ -41,7 +51,11 @@ ask-another runs its own pipeline: a research plan whose queries the model answe
 reading articles, compiled into a cited report. If it finishes in time you get JSON with the \
 report, citations, model and elapsed time. If not, or if this call is interrupted, the job \
 keeps running in the background: call check_research with the job id to get the result later, \
-or cancel_research to stop it. Progress is reported while waiting. Research can take many \
+or cancel_research to stop it. Progress is reported while waiting. Method agent: the model works \
+in one tool loop and may read articles (read_article) or ask the user (ask_user). Tools that \
+change something need the user's permission: while this call waits, the job's permission \
+requests and questions are put to the user through elicitation; otherwise answer them with \
+answer_permission / answer_choice (check_research shows them). Research can take many \
 minutes."""
 
 CHECK = """Check research jobs. Without job_id: a table of every job, newest first. With a \
@@ -49,7 +63,18 @@ job_id: the full report and citations of a finished job, or the status, elapsed 
 current step of a running one. Long reports are paged: pass offset (and max_chars) to read on."""
 
 CANCEL = """Cancel a running research job: its work stops, it is marked cancelled, and a Gemini \
-interaction is also cancelled at the provider. Finished jobs are left as they are."""
+interaction is also cancelled at the provider. Finished jobs are left as they are. With \
+tool_call_id, only that tool call of the job is cancelled (a running call fails with \
+"cancelled by the user", one waiting for permission is denied) and the job goes on."""
+
+ANSWER_PERMISSION = """Answer a research job's permission request: allow or deny one tool call \
+it waits on (check_research shows the tool, arguments, class, tool_call_id and when the request \
+expires; no answer by then means deny). A late or repeated answer is refused and changes \
+nothing."""
+
+ANSWER_CHOICE = """Answer a research job's question to the user (the ask_user tool) with the id \
+of the chosen option; check_research shows the question, its options and its tool_call_id. A \
+late or repeated answer is refused and changes nothing."""
 
 
 def _when(timestamp: float | None) -> str:
@@ -107,6 +132,15 @@ def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CH
              f"Elapsed: {elapsed:.0f} s; attempts: {record.attempts}."]
     if record.step:
         lines.append(f"Current step: {record.step}")
+    waiting = record.detail.get("waiting_for") if not record.finished else None
+    if waiting:
+        lines.append(f"Waiting for {waiting_text(record.id, waiting)}.")
+    calls = record.detail.get("tool_calls")
+    if calls:
+        lines.append("Tool calls: " + "; ".join(
+            f"{c['tool_call_id']} {c.get('title') or c.get('tool')}: "
+            f"{c['status'].replace('_', ' ')}"
+            + (f" ({c['current_step']})" if c.get("current_step") else "") for c in calls))
     if record.status == "failed":
         lines.append(f"Error: {record.error or 'unknown'}")
         if record.report:
@@ -154,8 +188,11 @@ def register(server: MCPServer[Any]) -> None:
                  annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
     async def start_research(
         ctx: Context[Any, Any],
-        model: Annotated[str, Field(description="A deep-research model: a shorthand from "
-                                    "list_models or an exact model ID.")],
+        attached: Annotated[Attachment, Resolve(attachment)],
+        outcome: Annotated[ElicitationResult[Any], Resolve(last_step)],
+        model: Annotated[str, Field(description="A shorthand from list_models or an exact "
+                                    "model ID (a deep-research model, or any model for the "
+                                    "agent and sequential methods).")],
         query: Annotated[str, Field(description="The research question, with any context.")],
         timeout: Annotated[float, Field(  # noqa: ASYNC109 - the tool's public argument
             description="Seconds to wait for the report before leaving the job running in "
@@ -165,23 +202,10 @@ def register(server: MCPServer[Any]) -> None:
                         "every other model), provider, agent or sequential.",
             json_schema_extra={"enum": ["auto", "provider", "agent", "sequential"]})] = "auto",
     ) -> str:
+        # The resolvers started the job, waited on it and elicited its questions (attached.py).
         with tool_errors("start_research"):
-            if not 0 <= timeout <= MAX_WAIT:
-                raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
-                                      f"got {timeout:g}")
-            jobs = ResearchJobs.of(runtime_of(ctx))
-            record = await jobs.start(model, query, method.strip() or "auto")
-            began = time.monotonic()
-
-            async def progress(update: JobUpdate) -> None:
-                waited = time.monotonic() - began
-                await ctx.report_progress(
-                    min(waited, timeout), timeout,
-                    f"job {update.job_id} {update.status.replace('_', ' ')}, "
-                    f"{update.elapsed:.0f} s: {update.step or 'starting'}",
-                )
-
-            final = await jobs.wait(record.id, timeout, on_progress=progress)
+            began = attached.began
+            final = await finish(ctx, attached, outcome)
             if final.status == "completed":
                 return result_json(final)
             if final.status == "failed":
@@ -189,6 +213,33 @@ def register(server: MCPServer[Any]) -> None:
             if final.status == "cancelled":
                 return f"Research job {final.id} was cancelled before it finished."
             return background_text(final, time.monotonic() - began)
+
+    @server.tool(name="answer_permission", description=ANSWER_PERMISSION, structured_output=False,
+                 annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
+    async def answer_permission(
+        ctx: Context[Any, Any],
+        job_id: Annotated[str, Field(description="The research job's id.")],
+        tool_call_id: Annotated[str, Field(description="The tool call that waits, as "
+                                           "check_research shows it.")],
+        decision: Annotated[Literal["allow", "deny"], Field(
+            description="allow: let the tool call run; deny: it does not run.")],
+    ) -> str:
+        with tool_errors("answer_permission"):
+            return await runtime_of(ctx).jobs.answer_permission(
+                job_id.strip(), tool_call_id.strip(), decision)
+
+    @server.tool(name="answer_choice", description=ANSWER_CHOICE, structured_output=False,
+                 annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
+    async def answer_choice(
+        ctx: Context[Any, Any],
+        job_id: Annotated[str, Field(description="The research job's id.")],
+        tool_call_id: Annotated[str, Field(description="The ask_user call that waits, as "
+                                           "check_research shows it.")],
+        option_id: Annotated[str, Field(description="The id of the chosen option.")],
+    ) -> str:
+        with tool_errors("answer_choice"):
+            return await runtime_of(ctx).jobs.answer_choice(
+                job_id.strip(), tool_call_id.strip(), option_id.strip())
 
     @server.tool(name="check_research", description=CHECK, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
@@ -214,7 +265,11 @@ def register(server: MCPServer[Any]) -> None:
     async def cancel_research(
         ctx: Context[Any, Any],
         job_id: Annotated[str, Field(description="The id of the job to cancel.")],
+        tool_call_id: Annotated[str | None, Field(
+            description="Cancel only this tool call of the job; the job goes on.")] = None,
     ) -> str:
         with tool_errors("cancel_research"):
             jobs = ResearchJobs.of(runtime_of(ctx))
+            if tool_call_id is not None and tool_call_id.strip():
+                return await jobs.cancel_call(job_id.strip(), tool_call_id.strip())
             return cancel_text(await jobs.cancel(job_id.strip()))

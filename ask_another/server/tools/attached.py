@@ -1,0 +1,311 @@
+"""An attached start_research call: it waits on its job and puts the job's questions to the
+client through MCP elicitation.
+
+The SDK's resolver form (`Annotated[ElicitationResult[M], Resolve(fn)]`, `fn` returning
+`Elicit(message, M)`) is the elicitation that works in both protocol eras, but a resolver runs
+*before* the tool body and asks one question. So the waiting happens in the resolvers: a chain
+of `MAX_ELICITED` steps, each receiving the answer to the previous step's question. A step
+delivers that answer to the job (the same message `answer_permission` / `answer_choice` send),
+then waits on the job until it finishes, the call's time is up, or a new question opens, which
+it returns as its own `Elicit`. The tool body gets the last outcome: a finished (or still
+running) job to format, or a last answer to deliver before waiting on without asking.
+
+- Up to 2025-11-25 each `Elicit` is a server-to-client request in the middle of the one call.
+- From 2026-07-28 an `Elicit` ends the round with an `InputRequiredResult`; the client answers
+  and calls again with the same arguments. The resolvers re-run from the start on each round;
+  the attachment (the job and the questions asked so far, in order) is found again by the
+  call's arguments in `Runtime.attached`, so every step re-asks exactly the question it asked
+  before and the SDK matches the recorded answer to it.
+
+A client without the elicitation capability is never asked: the job shows what it waits for in
+check_research and in the progress messages, and waits for answer_permission / answer_choice.
+A question answered some other way first (or expired) is not asked; an elicited answer that
+arrives after that is refused by the job and changes nothing.
+"""
+
+# No `from __future__ import annotations`: the chain's annotations name the previous step's
+# function object, and the SDK reads them with get_type_hints, which cannot see closures.
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Final, Literal
+
+import trio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import (
+    AcceptedElicitation,
+    Elicit,
+    ElicitationResult,
+    Resolve,
+)
+from pydantic import BaseModel, Field, create_model
+
+from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.logs import get_logger
+from ask_another.research import JobUpdate
+from ask_another.server.context import runtime_of, tool_errors
+from ask_another.store.jobs import JobRecord
+
+__all__ = [
+    "MAX_ELICITED",
+    "MAX_WAIT",
+    "Approval",
+    "Attachment",
+    "Finished",
+    "attachment",
+    "finish",
+    "last_step",
+    "progress_text",
+    "waiting_text",
+]
+
+log = get_logger("ask_another.server")
+
+MAX_WAIT: Final = 3600.0
+MAX_ELICITED: Final = 4
+"""Questions one attached call asks by elicitation; later ones wait for answer_permission /
+answer_choice (the client's input-required driver allows 10 rounds by default)."""
+KEEP_ATTACHED: Final = 3600.0
+
+
+class Approval(BaseModel):
+    """The elicited answer to a permission request (a flat primitive schema, as MCP requires)."""
+
+    decision: Literal["allow", "deny"] = Field(
+        description="allow: run this tool call; deny: do not run it")
+
+
+@dataclass
+class Question:
+    tool_call_id: str
+    kind: str
+    message: str
+    schema: type[BaseModel]
+
+
+@dataclass
+class Attachment:
+    """One start_research call and its job, kept across elicitation rounds."""
+
+    key: str
+    record: JobRecord
+    timeout: float
+    began: float  # time.monotonic()
+    deadline: float  # trio.current_time()
+    asked: list[Question] = field(default_factory=list)
+    delivered: set[str] = field(default_factory=set)
+
+    def asked_ids(self) -> set[str]:
+        return {q.tool_call_id for q in self.asked}
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The wait is over: the job finished, or the call's time is up (`record.finished` says)."""
+
+    record: JobRecord
+
+
+def _key(model: str, query: str, timeout: float, method: str) -> str:
+    text = json.dumps([model, query, timeout, method], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def can_elicit(ctx: Context[Any, Any]) -> bool:
+    caps = ctx.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def waiting_text(job_id: str, waiting: list[dict[str, Any]]) -> str:
+    """What a job waits for, with the tool call that answers it (progress and check_research)."""
+    lines = []
+    for w in waiting:
+        if w["kind"] == "permission":
+            lines.append(
+                f"permission to run {w['tool']} (class {w['class']}, server {w['server']}) with "
+                f"arguments {json.dumps(w['arguments'], ensure_ascii=False)}; tool_call_id "
+                f"'{w['tool_call_id']}', expires {w['expires_at']}: answer with "
+                f"answer_permission(job_id='{job_id}', tool_call_id='{w['tool_call_id']}', "
+                "decision='allow' or 'deny')")
+        else:
+            options = ", ".join(f"'{o['id']}' ({o['label']})" for o in w["options"])
+            lines.append(
+                f"an answer to the question {w['prompt']!r}, options {options}; tool_call_id "
+                f"'{w['tool_call_id']}', expires {w['expires_at']}: answer with "
+                f"answer_choice(job_id='{job_id}', tool_call_id='{w['tool_call_id']}', "
+                "option_id=...)")
+    return "; ".join(lines)
+
+
+def _question(job_id: str, w: dict[str, Any]) -> Question:
+    if w["kind"] == "permission":
+        message = (f"Research job {job_id} asks to run the tool {w['tool']} (class "
+                   f"{w['class']}, server {w['server']}) with arguments "
+                   f"{json.dumps(w['arguments'], ensure_ascii=False)}. Allow it? (tool call "
+                   f"{w['tool_call_id']}; no answer by {w['expires_at']} means deny)")
+        return Question(w["tool_call_id"], "permission", message, Approval)
+    ids = tuple(o["id"] for o in w["options"])
+    labels = "; ".join(f"{o['id']}: {o['label']}" for o in w["options"])
+    schema = create_model(
+        "Pick",
+        option_id=(Literal[ids], Field(description=f"The chosen option ({labels})")),  # type: ignore[valid-type]
+    )
+    message = (f"Research job {job_id} asks: {w['prompt']} (options: {labels}; tool call "
+               f"{w['tool_call_id']}; expires {w['expires_at']})")
+    return Question(w["tool_call_id"], "choice", message, schema)
+
+
+# ----- the resolvers -------------------------------------------------------------------------
+
+
+async def attachment(ctx: Context[Any, Any], model: str, query: str,
+                     timeout: float,  # noqa: ASYNC109 - start_research's argument, by name
+                     method: str) -> Attachment:
+    """Start the job (first round), or find it again (a 2026-07-28 retry with answers)."""
+    with tool_errors("start_research"):
+        runtime = runtime_of(ctx)
+        table: dict[str, list[Attachment]] = runtime.attached
+        now = trio.current_time()
+        for key in [k for k, atts in table.items()
+                    if all(a.deadline + KEEP_ATTACHED < now for a in atts)]:
+            del table[key]
+        key = _key(model, query, timeout, method)
+        if ctx.request_state is not None:
+            found = table.get(key)
+            if found:
+                return found[-1]
+            raise AskAnotherError("this start_research call came back with answers, but its "
+                                  "job is no longer attached; call check_research to find it")
+        if not 0 <= timeout <= MAX_WAIT:
+            raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
+                                  f"got {timeout:g}")
+        record = await runtime.jobs.start(model, query, method.strip() or "auto")
+        attached = Attachment(key, record, timeout, time.monotonic(), now + timeout)
+        table.setdefault(key, []).append(attached)
+        return attached
+
+
+async def _deliver(ctx: Context[Any, Any], att: Attachment, index: int,
+                   answer: ElicitationResult[Any]) -> None:
+    question = att.asked[index]
+    if question.tool_call_id in att.delivered:
+        return
+    att.delivered.add(question.tool_call_id)
+    jobs = runtime_of(ctx).jobs
+    accepted = isinstance(answer, AcceptedElicitation)
+    try:
+        if question.kind == "permission":
+            decision = answer.data.decision if accepted else "deny"
+            await jobs.answer_permission(att.record.id, question.tool_call_id, decision)
+        elif accepted:
+            await jobs.answer_choice(att.record.id, question.tool_call_id, answer.data.option_id)
+        # A declined choice stays open: answer_choice can still answer it until it expires.
+    except AskAnotherError as exc:
+        log.info("research.elicited_answer_refused", job_id=att.record.id,
+                 tool_call_id=question.tool_call_id, reason=str(exc))
+
+
+async def _watch(ctx: Context[Any, Any], att: Attachment, elicit: bool) -> Finished | Question:
+    """Wait on the job: until it finishes, the call's time is up, or (when `elicit`) a question
+    opens that this call has not asked yet. Progress goes to the client meanwhile."""
+    jobs = runtime_of(ctx).jobs
+    remaining = att.deadline - trio.current_time()
+    if remaining <= 0:
+        return Finished(await jobs.get(att.record.id))
+    found: Question | None = None
+    final: JobRecord | None = None
+    with trio.CancelScope() as scope:
+
+        async def progress(update: JobUpdate) -> None:
+            nonlocal found
+            waiting = update.detail.get("waiting_for") or []
+            fresh = [w for w in waiting if w["tool_call_id"] not in att.asked_ids()]
+            if elicit and fresh:
+                found = _question(att.record.id, fresh[0])
+                scope.cancel()
+                return
+            await ctx.report_progress(min(time.monotonic() - att.began, att.timeout),
+                                      att.timeout, progress_text(update))
+
+        final = await jobs.wait(att.record.id, remaining, on_progress=progress)
+    if found is not None:
+        return found
+    return Finished(final if final is not None else await jobs.get(att.record.id))
+
+
+def progress_text(update: JobUpdate) -> str:
+    text = (f"job {update.job_id} {update.status.replace('_', ' ')}, {update.elapsed:.0f} s: "
+            f"{update.step or 'starting'}")
+    if update.detail.get("tail"):
+        text += f" …{update.detail['tail'][-80:]}"
+    waiting = update.detail.get("waiting_for")
+    if waiting:
+        text += f". Waiting for {waiting_text(update.job_id, waiting)}"
+    return text
+
+
+async def _step(ctx: Context[Any, Any], att: Attachment, index: int,
+                answer: ElicitationResult[Any] | None) -> Any:
+    if answer is not None:
+        if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, Finished):
+            return answer.data
+        await _deliver(ctx, att, index - 1, answer)
+    if index < len(att.asked):
+        question = att.asked[index]  # asked in an earlier round: ask it again, identically
+        return Elicit(question.message, question.schema)
+    with tool_errors("start_research"):
+        event = await _watch(ctx, att, elicit=can_elicit(ctx))
+    if isinstance(event, Finished):
+        return event
+    att.asked.append(event)
+    log.info("research.elicit", job_id=att.record.id, tool_call_id=event.tool_call_id,
+             kind=event.kind)
+    return Elicit(event.message, event.schema)
+
+
+def _first() -> Any:
+    async def step_0(ctx: Context[Any, Any],
+                     att: Annotated[Attachment, Resolve(attachment)]) -> Any:
+        return await _step(ctx, att, 0, None)
+    return step_0
+
+
+def _next(previous: Any, index: int) -> Any:
+    async def step(ctx: Context[Any, Any],
+                   att: Annotated[Attachment, Resolve(attachment)],
+                   answer: Annotated[ElicitationResult[Any], Resolve(previous)]) -> Any:
+        return await _step(ctx, att, index, answer)
+    step.__name__ = step.__qualname__ = f"step_{index}"
+    return step
+
+
+def _chain() -> Any:
+    step = _first()
+    for index in range(1, MAX_ELICITED):
+        step = _next(step, index)
+    return step
+
+
+last_step = _chain()
+"""The resolver whose outcome the start_research body receives."""
+
+
+async def finish(ctx: Context[Any, Any], att: Attachment,
+                 outcome: ElicitationResult[Any]) -> JobRecord:
+    """The body's part: deliver a last answer if there is one, wait on without eliciting, and
+    detach. Returns the job's record (finished, or still running when the time is up)."""
+    if isinstance(outcome, AcceptedElicitation) and isinstance(outcome.data, Finished):
+        event: Finished | Question = outcome.data
+    else:
+        await _deliver(ctx, att, MAX_ELICITED - 1, outcome)
+        event = await _watch(ctx, att, elicit=False)
+    assert isinstance(event, Finished)
+    attached = runtime_of(ctx).attached.get(att.key, [])
+    if att in attached:
+        attached.remove(att)
+        if not attached:
+            runtime_of(ctx).attached.pop(att.key, None)
+    return event.record
