@@ -3,6 +3,11 @@
 Like Elixir's DynamicSupervisor: it starts empty, `start_child(spec)` returns the child's ref,
 restarts follow each child's restart policy under the supervisor-wide intensity, and on shutdown
 every child is stopped concurrently (each through its own shutdown ladder).
+
+Temporary children are never restarted, so the supervisor does not monitor them: no `Down`
+message per exit. It drops the ones that have exited whenever it looks at its children (every
+request that reports or counts them) and, so that memory stays bounded, whenever the table has
+doubled since it last did; an exited temporary child is never reported, counted or terminated.
 """
 
 from __future__ import annotations
@@ -32,10 +37,14 @@ from ._supervisor import (
     _SupervisorBase,
 )
 
+_PRUNE_MIN = 64
+"""The table of children is first pruned of exited temporary children at this size."""
+
 
 class DynamicSupervisor(_SupervisorBase):
     _children: dict[ActorRef, _Child]
     _max_children: int | None
+    _prune_at: int
 
     async def init(
         self, max_children: int | None = None, max_restarts: int = 3, max_seconds: float = 5
@@ -44,9 +53,24 @@ class DynamicSupervisor(_SupervisorBase):
         self._setup_intensity(max_restarts, max_seconds)
         self._max_children = max_children
         self._children = {}
+        self._prune_at = _PRUNE_MIN
+
+    def _prune(self) -> dict[ActorRef, _Child]:
+        """Drop the temporary children that have exited (they are not monitored); monitored
+        ones stay until their `Down` is handled, which decides their restart."""
+        children = self._children
+        gone = [
+            ref
+            for ref, child in children.items()
+            if ref._reason is not None and child.spec.restart == "temporary"
+        ]
+        for ref in gone:
+            del children[ref]
+        self._prune_at = max(_PRUNE_MIN, 2 * len(children))
+        return children
 
     async def terminate(self, reason: ExitReason) -> None:
-        children = list(self._children.values())
+        children = list(self._prune().values())
         self._children = {}
         async with trio.open_nursery() as nursery:
             for child in reversed(children):
@@ -60,25 +84,29 @@ class DynamicSupervisor(_SupervisorBase):
                 case ("start_child", ChildSpec() as spec):
                     return await self._start_child(spec)
                 case ("terminate_child", ActorRef() as ref):
-                    found = self._children.pop(ref, None)
+                    found = self._prune().pop(ref, None)
                     if found is None:
                         raise UnknownChild(repr(self.ref), ref)
                     await self._shutdown(found)
                     return None
                 case ("which_children",):
-                    return [child.info() for child in self._children.values()]
+                    return [child.info() for child in self._prune().values()]
                 case ("count_children",):
-                    return _count(list(self._children.values()))
+                    return _count(list(self._prune().values()))
         except (UnknownChild, StartError, MaxChildren) as exc:
             return _CallError(exc)
         return await super().handle_call(msg, caller)
 
     async def _start_child(self, spec: ChildSpec) -> ActorRef:
-        if self._max_children is not None and len(self._children) >= self._max_children:
-            raise MaxChildren(repr(self.ref), self._max_children)
+        children = self._children
+        if len(children) >= self._prune_at:
+            self._prune()
+        limit = self._max_children
+        if limit is not None and len(children) >= limit and len(self._prune()) >= limit:
+            raise MaxChildren(repr(self.ref), limit)
         child = _Child(spec)
-        ref = await self._start(child)
-        self._children[ref] = child
+        ref = await self._start(child, monitor=spec.restart != "temporary")
+        children[ref] = child
         # A dynamic supervisor may start thousands of children: build the event only if kept.
         if debug_enabled():
             logger().debug(

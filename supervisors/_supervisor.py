@@ -106,7 +106,7 @@ class _SupervisorBase(Actor):
             times.popleft()
         return len(times) <= self._max_restarts
 
-    async def _start(self, child: _Child) -> ActorRef:
+    async def _start(self, child: _Child, *, monitor: bool = True) -> ActorRef:
         spec = child.spec
         start = spec.start
         try:
@@ -124,7 +124,8 @@ class _SupervisorBase(Actor):
             err = StartError(spec.id, exc.reason, f"in {self.ref!r}")
             err.__cause__ = exc.__cause__ or exc
             raise err from err.__cause__
-        self.monitor(ref)
+        if monitor:
+            self.monitor(ref)
         child.ref = ref
         child.status = "running"
         return ref

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 import trio
 import trio.testing
@@ -124,3 +127,47 @@ async def test_open_dynamic_supervisor_stops_children_on_exit() -> None:
         for tag in "abc":
             await sup.start_child(child_spec(Echo, journal, tag))
     assert sorted(journal) == sorted([("start", t) for t in "abc"] + [("stop", t) for t in "abc"])
+
+
+async def test_exited_temporary_children_are_forgotten_and_not_kept_alive(
+    nursery: trio.Nursery,
+) -> None:
+    # Temporary children are not monitored (no Down per exit): the supervisor must still never
+    # report, count or terminate one that has exited, and must not hold on to them forever.
+    sup = await start_dynamic_supervisor(nursery, max_children=1)
+    first = await sup.start_child(child_spec(Echo, id="first", restart="temporary"))
+    assert await first.call("stop") == "stopping"
+    await first.wait()
+    assert await sup.which_children() == []
+    assert (await sup.count_children()).specs == 0
+    with pytest.raises(UnknownChild):
+        await sup.terminate_child(first)
+    kept = weakref.ref(first)
+    del first
+    for _ in range(300):  # max_children=1: each start needs the exited one gone
+        ref = await sup.start_child(child_spec(Echo, id="next", restart="temporary"))
+        assert await ref.call("stop") == "stopping"
+        await ref.wait()
+    del ref
+    gc.collect()
+    assert kept() is None
+    assert (await sup.count_children()).specs == 0
+
+
+async def test_exited_temporary_children_are_pruned_without_being_asked(
+    nursery: trio.Nursery,
+) -> None:
+    # Nobody calls which_children here: the table is pruned as it grows.
+    sup = await start_dynamic_supervisor(nursery)
+    first = await sup.start_child(child_spec(Echo, restart="temporary"))
+    first.cast("crash")
+    await first.wait()
+    kept = weakref.ref(first)
+    del first
+    for _ in range(300):
+        ref = await sup.start_child(child_spec(Echo, restart="temporary"))
+        ref.kill()
+        await ref.wait()
+    del ref
+    gc.collect()
+    assert kept() is None
