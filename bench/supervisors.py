@@ -26,7 +26,9 @@ Spawn and exit, exactly (the figure is total wall time / N, timed until everythi
   through init (inside `start_child`, which returns only after init), its message loop,
   `terminate`, and its exit is delivered to the supervisor as a `Down`. The clock stops when
   the last child has exited and the supervisor has processed every `Down`
-  (`count_children()` then reports no children; it is asserted).
+  (`count_children()` then reports no children; it is asserted). The child's hooks contain no
+  `await`, so it runs without a cancel scope of its own; an extra row repeats the measurement
+  with a child whose handler contains an (unreached) `await`, which needs one.
 - reference: one task calls `nursery.start_soon(noop)` N times; the clock stops when the nursery
   block exits, i.e. once every task has run and returned. These tasks wait for nothing and
   nobody is told they ended, so this is a floor, not an equivalent.
@@ -354,6 +356,16 @@ class _OneShot(Actor):
             self.tally.done.set()
 
 
+class _OneShotAwaits(_OneShot):
+    """`_OneShot` with a handler that can await (it never does here): such an actor runs in a
+    cancel scope of its own, so this shows what the scope costs."""
+
+    async def handle_cast(self, msg: Any) -> None:
+        if msg is not None:
+            await trio.lowlevel.checkpoint()
+        self.stop()
+
+
 class _BenchCrash(Exception):
     """Raised on purpose by `_Crashy` to measure restarts."""
 
@@ -421,13 +433,13 @@ def ours_cast(n: int) -> float:
     return _run(main)
 
 
-def ours_spawn_concurrent(n: int) -> float:
+def ours_spawn_concurrent(n: int, child: type[_OneShot] = _OneShot) -> float:
     """n children started by `STARTERS` tasks at once under a DynamicSupervisor, each ending on
     its own; until every child has exited and the supervisor has processed every exit."""
 
     async def main() -> float:
         tally = _Tally(n)
-        spec = child_spec(_OneShot, tally, restart="temporary")
+        spec = child_spec(child, tally, restart="temporary")
         share, rest = divmod(n, STARTERS)
 
         async def starter(count: int) -> None:
@@ -450,6 +462,11 @@ def ours_spawn_concurrent(n: int) -> float:
         return elapsed
 
     return _run(main)
+
+
+def ours_spawn_concurrent_scoped(n: int) -> float:
+    """`ours_spawn_concurrent` with children whose handler can await (so each has a scope)."""
+    return ours_spawn_concurrent(n, _OneShotAwaits)
 
 
 def ours_spawn_supervised(n: int) -> float:
@@ -685,14 +702,16 @@ def run(quick: bool) -> list[Row]:
     rows.append(Row(SUITE, "cast throughput", 1 / cast["ours"], "msg/s", "pykka tell",
                     1 / cast["pykka"], better="higher", extra=extra))
 
-    spawn_ = compare({"ours": ours_spawn_concurrent, "raw": raw_spawn}, sizes.spawns,
-                     sizes.repeats)
+    spawn_ = compare({"ours": ours_spawn_concurrent, "raw": raw_spawn,
+                      "ours_scoped": ours_spawn_concurrent_scoped}, sizes.spawns, sizes.repeats)
     extra = note | {
         "spawns": sizes.spawns,
         "starters": STARTERS,
         "ours": f"{STARTERS} tasks await start_child concurrently under one DynamicSupervisor; "
                 "each temporary child casts itself one message in init and stops on it; timed "
                 "until every child has exited and the supervisor has handled every Down",
+        "ours_scoped": "the same, but the child's handler contains an await (never reached), "
+                       "so each child runs in a cancel scope of its own",
         "reference": "one task calls nursery.start_soon(noop) n times; timed until the "
                      "nursery block exits (every task has run)",
         "us_per_spawn": {k: _us(v) for k, v in spawn_.items()},
@@ -703,6 +722,9 @@ def run(quick: bool) -> list[Row]:
               "nursery.start_soon", _us(spawn_["raw"]), target="<= 3x", extra=extra)
     row.passed = _within(row.ratio, 3)
     rows.append(row)
+    rows.append(Row(SUITE, "spawn+exit (supervised, concurrent, child can await)",
+                    _us(spawn_["ours_scoped"]), "µs", "nursery.start_soon", _us(spawn_["raw"]),
+                    extra=extra))
 
     one = compare({"ours": ours_spawn_supervised, "bare": ours_spawn_bare, "start": raw_start},
                   sizes.spawns, sizes.repeats)
