@@ -58,7 +58,8 @@ class Runtime:
     _gateway: Gateway | None = field(default=None, repr=False)
     _database: Database | None = field(default=None, repr=False)
     attached: dict[str, Any] = field(default_factory=dict, repr=False)
-    """start_research calls waiting on a job across elicitation rounds (server/tools/attached.py)."""
+    """start_research calls waiting on a job across elicitation rounds (server/tools/attached.py).
+    """
 
     async def gateway(self) -> Gateway:
         """The gateway handle (from the `gateway` actor; refreshed after a restart)."""
