@@ -95,10 +95,11 @@ class Attachment:
     began: float  # time.monotonic()
     deadline: float  # trio.current_time()
     asked: list[Question] = field(default_factory=list)
-    delivered: set[str] = field(default_factory=set)
+    delivered: set[tuple[str, str]] = field(default_factory=set)
 
-    def asked_ids(self) -> set[str]:
-        return {q.tool_call_id for q in self.asked}
+    def asked_keys(self) -> set[tuple[str, str]]:
+        # One tool call can ask twice: ask_user needs a permission, then asks its choice.
+        return {(q.tool_call_id, q.kind) for q in self.asked}
 
 
 @dataclass(frozen=True)
@@ -191,9 +192,9 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
 async def _deliver(ctx: Context[Any, Any], att: Attachment, index: int,
                    answer: ElicitationResult[Any]) -> None:
     question = att.asked[index]
-    if question.tool_call_id in att.delivered:
+    if (question.tool_call_id, question.kind) in att.delivered:
         return
-    att.delivered.add(question.tool_call_id)
+    att.delivered.add((question.tool_call_id, question.kind))
     jobs = runtime_of(ctx).jobs
     accepted = isinstance(answer, AcceptedElicitation)
     try:
@@ -222,7 +223,8 @@ async def _watch(ctx: Context[Any, Any], att: Attachment, elicit: bool) -> Finis
         async def progress(update: JobUpdate) -> None:
             nonlocal found
             waiting = update.detail.get("waiting_for") or []
-            fresh = [w for w in waiting if w["tool_call_id"] not in att.asked_ids()]
+            fresh = [w for w in waiting
+                     if (w["tool_call_id"], w["kind"]) not in att.asked_keys()]
             if elicit and fresh:
                 found = _question(att.record.id, fresh[0])
                 scope.cancel()

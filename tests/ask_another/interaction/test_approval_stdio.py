@@ -126,12 +126,16 @@ def read_call(url: str, call_id: str) -> ToolCalls:
 async def test_elicitation_answered_by_a_real_client(
     sim: Simulator, articles: Articles, tmp_path: Path, mode: str
 ):
-    answers = iter(["allow", "deny"])
+    answers = iter(["allow", "deny", "allow", "allow"])
     asked: list[str] = []
 
     async def on_elicit(_ctx: Any, params: Any) -> ElicitResult:
         asked.append(params.message)
-        assert set(params.requested_schema["properties"]) == {"decision"}
+        fields = set(params.requested_schema["properties"])
+        if fields == {"option_id"}:
+            assert params.requested_schema["properties"]["option_id"]["enum"] == ["short", "long"]
+            return ElicitResult(action="accept", content={"option_id": "long"})
+        assert fields == {"decision"}
         return ElicitResult(action="accept", content={"decision": next(answers)})
 
     progress: list[str] = []
@@ -172,6 +176,23 @@ async def test_elicitation_answered_by_a_real_client(
             job = job_id_in(text)
             _, checked = await call(client, "check_research", job_id=job)
             assert json.loads(checked)["status"] == "completed"
+
+            # 3. Several questions in one attached call: two permissions, then a choice.
+            options = [{"id": "short", "label": "Short"}, {"id": "long", "label": "Long"}]
+            sim.script("m1", [ToolCalls([
+                SimCall("read_article", {"url": f"{articles.url}/fast/three"}, id="call-3a"),
+                SimCall("ask_user", {"prompt": "How long?", "options": options}, id="call-3b"),
+            ]), Reply("A long report on tides.")])
+            error, text = await call(client, "start_research", model="sim", query="tides?",
+                                     method="agent", timeout=60)
+            assert not error, text
+            assert ["call-3a" in asked[2], "call-3b" in asked[3], "How long?" in asked[4]] == [
+                True, True, True]
+            assert len(asked) == 5
+            assert articles.hits == ["/fast/allowed", "/fast/three"]
+            article, choice = tool_results(sim)
+            assert article["success"] is True
+            assert choice == {"success": True, "option_id": "long", "label": "Long"}
 
 
 async def test_detached_questions_answer_tools_late_answers_and_cancel(
