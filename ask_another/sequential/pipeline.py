@@ -112,8 +112,8 @@ CONTEXT_CHARS: Final = 4000
 """Characters of earlier findings given to a query that depends on them."""
 TRANSIENT: Final = (RateLimited, ProviderUnavailable)
 SOURCE_TYPES: Final = ("web", "document", "api", "database", "manual")
-_SHAPES: Final = {"string": str, "array": list, "object": dict, "number": (int, float),
-                  "boolean": bool}
+_SHAPES: Final[dict[str, type | tuple[type, ...]]] = {
+    "string": str, "array": list, "object": dict, "number": (int, float), "boolean": bool}
 
 
 # ----- the read tools ---------------------------------------------------------------------------
@@ -398,7 +398,7 @@ class QueryWorker(Actor):
         async def model_call(history: list[Message], definitions: list[dict[str, object]],
                              _on_delta: Callable[[str], Awaitable[None]] | None) -> Any:
             return await shared.gateway.completion(
-                shared.entry, messages=history, tools=definitions or None,  # type: ignore[arg-type]
+                shared.entry, messages=history, tools=definitions or None,
                 timeout=shared.config.timeout)
 
         return await run_turn(model_call, messages, shared.tools, policy=shared.policy,
