@@ -118,9 +118,14 @@ async def test_sequential_job_completes_and_cancel_stops_its_queries(runtime: Ru
 
     gateway = await runtime.gateway()
     slow = await jobs.start("sim", "slow phase two of photonic computing", method="sequential")
+    def phase_two() -> int:
+        return sum(1 for r in sim.requests_for(MODEL) if "slow phase two" in query_of(r)[2]
+                   and query_of(r)[1] in ("current_state", "comparison", "types"))
+
     with trio.fail_after(20):
-        # The three queries of phase 2 are waiting on the simulator (another thread's state).
-        while gateway.statistics().in_flight < 3:  # noqa: ASYNC110
+        # The three queries of phase 2 are waiting on the simulator (another thread's state):
+        # received there, and in flight at the gateway.
+        while phase_two() < 3 or gateway.statistics().in_flight < 3:  # noqa: ASYNC110
             await trio.sleep(0.02)
     before = len(sim.requests_for(MODEL))
     outcome = await jobs.cancel(slow.id)
