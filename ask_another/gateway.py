@@ -27,6 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import gc
+import inspect
 import math
 import os
 import threading
@@ -229,6 +230,16 @@ class Gateway:
         with contextlib.suppress(Exception):
             await close_litellm_async_clients()
         cache = getattr(self._litellm, "in_memory_llm_clients_cache", None)
+        # litellm's helper closes only async clients; the cache is process-wide, so it may also
+        # hold sync clients (litellm's sync API, used by embedders and tests). Close those too:
+        # dropping them open leaves their sockets to the garbage collector.
+        for handler in list(getattr(cache, "cache_dict", {}).values()):
+            client = getattr(handler, "_client", None) or getattr(handler, "client", None)
+            for target in (handler, client):
+                close = getattr(target, "close", None)
+                if close is not None and not inspect.iscoroutinefunction(close):
+                    with contextlib.suppress(Exception):
+                        close()
         # The cached clients are bound to this loop, which is about to close: drop them so a later
         # gateway in the same process builds fresh ones on its own loop.
         with contextlib.suppress(Exception):
