@@ -24,9 +24,9 @@ Spawn and exit, exactly (the figure is total wall time / N, timed until everythi
   children in all, concurrently, under one DynamicSupervisor. Each child is temporary and ends
   on its own: its `init` casts itself a message and handling it calls `self.stop()`, so it goes
   through init (inside `start_child`, which returns only after init), its message loop,
-  `terminate`, and its exit is delivered to the supervisor as a `Down`. The clock stops when
-  the last child has exited and the supervisor has processed every `Down`
-  (`count_children()` then reports no children; it is asserted). The child's hooks contain no
+  `terminate` and its exit. The clock stops when the last child has exited and the supervisor
+  has answered `count_children()` with no children (asserted): a temporary child is not
+  monitored, the supervisor drops exited ones when it looks. The child's hooks contain no
   `await`, so it runs without a cancel scope of its own; an extra row repeats the measurement
   with a child whose handler contains an (unreached) `await`, which needs one.
 - reference: one task calls `nursery.start_soon(noop)` N times; the clock stops when the nursery
@@ -453,8 +453,7 @@ def ours_spawn_concurrent(n: int, child: type[_OneShot] = _OneShot) -> float:
                 for i in range(STARTERS):
                     starters.start_soon(starter, share + (i < rest))
             await tally.done.wait()
-            # Each exit reached the supervisor's mailbox as a Down when its child ended, ahead
-            # of this request: the answer comes once every Down has been handled.
+            # Every child has exited: the supervisor must now count none of them.
             counts = await sup.count_children()
             elapsed = time.perf_counter() - start
             assert counts.specs == 0, counts
@@ -709,7 +708,7 @@ def run(quick: bool) -> list[Row]:
         "starters": STARTERS,
         "ours": f"{STARTERS} tasks await start_child concurrently under one DynamicSupervisor; "
                 "each temporary child casts itself one message in init and stops on it; timed "
-                "until every child has exited and the supervisor has handled every Down",
+                "until every child has exited and count_children() reports none",
         "ours_scoped": "the same, but the child's handler contains an await (never reached), "
                        "so each child runs in a cancel scope of its own",
         "reference": "one task calls nursery.start_soon(noop) n times; timed until the "

@@ -213,3 +213,22 @@ async def test_actor_whose_hooks_await_killed_before_its_task_ran_exits_killed(
     ref.kill()  # before its task (and so its cancel scope) exists
     assert await ref.wait() == Killed()
     assert seen == []
+
+
+async def test_crash_in_a_task_of_an_actor_without_awaits_runs_terminate(
+    nursery: trio.Nursery,
+) -> None:
+    async def fails() -> None:
+        await trio.lowlevel.checkpoint()
+        raise ValueError("task failed")
+
+    class Starts(Plain):
+        async def handle_cast(self, msg: Any) -> None:
+            self.start_task(fails)
+
+    seen: list[Any] = []
+    ref = await spawn(nursery, Starts, seen)
+    ref.cast("go")
+    reason = await ref.wait()
+    assert isinstance(reason, Crash) and str(reason.exception) == "task failed"
+    assert seen == [("terminate", reason)]
