@@ -152,7 +152,7 @@ def _question(job_id: str, w: dict[str, Any]) -> Question:
     labels = "; ".join(f"{o['id']}: {o['label']}" for o in w["options"])
     schema = create_model(
         "Pick",
-        option_id=(Literal[ids], Field(description=f"The chosen option ({labels})")),  # type: ignore[valid-type]
+        option_id=(Literal[ids], Field(description=f"The chosen option ({labels})")),  # type: ignore[arg-type]
     )
     message = (f"Research job {job_id} asks: {w['prompt']} (options: {labels}; tool call "
                f"{w['tool_call_id']}; expires {w['expires_at']})")
@@ -196,13 +196,13 @@ async def _deliver(ctx: Context[Any, Any], att: Attachment, index: int,
         return
     att.delivered.add((question.tool_call_id, question.kind))
     jobs = runtime_of(ctx).jobs
-    accepted = isinstance(answer, AcceptedElicitation)
+    data = answer.data if isinstance(answer, AcceptedElicitation) else None
     try:
         if question.kind == "permission":
-            decision = answer.data.decision if accepted else "deny"
+            decision = data.decision if data is not None else "deny"
             await jobs.answer_permission(att.record.id, question.tool_call_id, decision)
-        elif accepted:
-            await jobs.answer_choice(att.record.id, question.tool_call_id, answer.data.option_id)
+        elif data is not None:
+            await jobs.answer_choice(att.record.id, question.tool_call_id, data.option_id)
         # A declined choice stays open: answer_choice can still answer it until it expires.
     except AskAnotherError as exc:
         log.info("research.elicited_answer_refused", job_id=att.record.id,
