@@ -4,7 +4,7 @@
 limits. See docs/articles.md for the safety rules and ``ASK_ANOTHER_ALLOW_HOSTS``.
 """
 
-from ._fetch import ALLOW_HOSTS_SETTING as ALLOW_HOSTS_SETTING
+from ._addresses import ALLOW_HOSTS_SETTING as ALLOW_HOSTS_SETTING
 from ._read import CONTENT_CAP as CONTENT_CAP
 from ._read import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from ._read import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT

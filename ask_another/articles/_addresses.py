@@ -20,6 +20,9 @@ from typing import Final
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
+#: The setting that lists the hosts the user allows (``host`` or ``host:port``, comma-separated).
+ALLOW_HOSTS_SETTING: Final = "ASK_ANOTHER_ALLOW_HOSTS"
+
 # Instance metadata services hand out credentials to anything that can reach them: an
 # article fetcher is a classic way to reach them (SSRF). Some sit in ranges the generic rules
 # already refuse; 168.63.129.16 (Azure) is in public space, so it must be named.

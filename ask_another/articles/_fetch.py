@@ -37,9 +37,12 @@ import trio
 
 from ask_another.errors import AskAnotherError
 
-from ._addresses import address_block_reason, is_host_allowed, normalize_host
-
-ALLOW_HOSTS_SETTING: Final = "ASK_ANOTHER_ALLOW_HOSTS"
+from ._addresses import (
+    ALLOW_HOSTS_SETTING,
+    address_block_reason,
+    is_host_allowed,
+    normalize_host,
+)
 
 #: Content types read_article can turn into text; "" is a response that declared none.
 TEXT_MEDIA_TYPES: Final = frozenset({"text/html", "application/xhtml+xml", "text/plain"})

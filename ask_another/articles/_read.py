@@ -16,7 +16,6 @@ import structlog
 import trio
 
 from ._extract import decode_body, extract_article_text
-from ._fetch import FetchError, fetch_page
 
 log = structlog.get_logger("ask_another.articles")
 
@@ -97,6 +96,9 @@ async def read_article(
     if not isinstance(url, str) or not url.strip():
         return {"success": False, "error": "No URL provided"}
     url = url.strip()
+    # Imported at the first read: httpx and httpcore cost a tenth of a second at server start-up.
+    from ._fetch import FetchError, fetch_page
+
     try:
         with trio.fail_after(timeout):
             page = await fetch_page(

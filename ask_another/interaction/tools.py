@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-import jsonschema
-
 from ask_another.errors import AskAnotherError
 from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.types import ToolClass
@@ -57,6 +55,8 @@ class Tool:
 
     def check_arguments(self, arguments: object) -> str | None:
         """None when `arguments` fit the schema, else a message the model can act on."""
+        import jsonschema  # at first use: it costs a tenth of a second at server start-up
+
         validator = jsonschema.Draft202012Validator(self.schema)
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         if not errors:
@@ -81,6 +81,8 @@ class ToolRegistry:
             raise ToolRegistryError(f"a tool named {tool.name!r} is already registered")
         if tool.class_ not in ("read", "effect"):
             raise ToolRegistryError(f"tool {tool.name!r}: class must be 'read' or 'effect'")
+        import jsonschema  # at first use: it costs a tenth of a second at server start-up
+
         try:
             jsonschema.Draft202012Validator.check_schema(tool.schema)
         except jsonschema.SchemaError as exc:
