@@ -19,7 +19,7 @@ from typing import Any, Literal, final
 import trio
 
 from ._actor import Actor, ActorRef, Caller, _spawn
-from ._errors import ActorExited, InvalidSpec, StartError, SupervisorError, UnknownChild
+from ._errors import ActorExited, InvalidSpec, NameTaken, StartError, SupervisorError, UnknownChild
 from ._log import logger
 from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
 from ._registry import Registry
@@ -120,6 +120,10 @@ class _SupervisorBase(Actor):
                 start.registry,
                 start.mailbox_size,
             )
+        except NameTaken as exc:
+            # As OTP's {error, {already_started, Pid}}: the caller's failure, never the
+            # supervisor's own crash.
+            raise StartError(spec.id, Crash(exc), f"in {self.ref!r}: {exc}") from exc
         except StartError as exc:
             err = StartError(spec.id, exc.reason, f"in {self.ref!r}")
             err.__cause__ = exc.__cause__ or exc

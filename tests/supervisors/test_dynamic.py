@@ -18,6 +18,8 @@ from supervisors import (
     InvalidSpec,
     Killed,
     MaxChildren,
+    NameTaken,
+    Registry,
     Shutdown,
     StartError,
     UnknownChild,
@@ -100,6 +102,21 @@ async def test_start_child_failure_names_the_child(nursery: trio.Nursery) -> Non
         await sup.start_child(child_spec(FailingInit, id="db"))
     assert isinstance(info.value.__cause__, ValueError)
     assert sup.alive and await sup.which_children() == []
+
+
+async def test_start_child_with_a_taken_name_fails_the_caller_not_the_supervisor(
+    nursery: trio.Nursery,
+) -> None:
+    registry = Registry()
+    sup = await start_dynamic_supervisor(nursery)
+    first = await sup.start_child(child_spec(Echo, id="a", name="svc", registry=registry))
+    with pytest.raises(StartError, match="'b' failed to start") as info:
+        await sup.start_child(child_spec(Echo, id="b", name="svc", registry=registry))
+    assert isinstance(info.value.__cause__, NameTaken)
+    assert sup.alive and registry.whereis("svc") is first
+    assert [c.ref for c in await sup.which_children()] == [first]
+    other = await sup.start_child(child_spec(Echo, id="c"))
+    assert await other.call("still serving") == "still serving"
 
 
 async def test_bad_arguments_are_refused(nursery: trio.Nursery) -> None:
