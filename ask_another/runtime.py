@@ -29,7 +29,7 @@ from ask_another.catalog import Catalog
 from ask_another.config import Config
 from ask_another.conversations import conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
-from ask_another.gateway import CompletionResult, Gateway, GatewayActor, GetGateway
+from ask_another.gateway import CompletionResult, GatewayActor
 from ask_another.interaction import Interaction, Policy, Tool, ToolRegistry, valid
 from ask_another.interaction.builtin import builtin_tools
 from ask_another.interaction.model import gateway_model
@@ -37,7 +37,8 @@ from ask_another.interaction.router import DEFAULT_MAX_ROUNDS, Message, TurnResu
 from ask_another.logs import ensure_logging, get_logger, register_secrets
 from ask_another.research.jobs import ResearchJobs
 from ask_another.research.supervisor import research_spec
-from ask_another.store import Database, FeedbackRecord, GetDatabase, StoreActor, add_feedback
+from ask_another.services import Services
+from ask_another.store import FeedbackRecord, StoreActor, add_feedback
 from supervisors import Registry, StartError, SupervisorRef, child_spec, open_supervisor
 
 __all__ = ["MAX_TIMEOUT", "Runtime", "open_runtime"]
@@ -48,36 +49,17 @@ MAX_TIMEOUT = 3600.0
 
 
 @dataclass
-class Runtime:
-    """The running parts. Made by `open_runtime()`; valid only inside its `async with` block."""
+class Runtime(Services):
+    """The running parts. Made by `open_runtime()`; valid only inside its `async with` block.
 
-    config: Config
-    supervisor: SupervisorRef
-    registry: Registry
-    _catalog: Catalog | None = None
-    _gateway: Gateway | None = field(default=None, repr=False)
-    _database: Database | None = field(default=None, repr=False)
-    attached: dict[str, Any] = field(default_factory=dict, repr=False)
-    """start_research calls waiting on a job across elicitation rounds (server/tools/attached.py).
+    As `Services`: `await gateway()`, `await database()` and `model(id)` give the current handles.
     """
 
-    async def gateway(self) -> Gateway:
-        """The gateway handle (from the `gateway` actor; refreshed after a restart)."""
-        if self._gateway is None or self._gateway.closed:
-            self._gateway = await self._child("gateway").call(GetGateway())
-        return self._gateway
-
-    async def database(self) -> Database:
-        """The database handle (from the `store` actor; refreshed after a restart)."""
-        if self._database is None or self._database.closed:
-            self._database = await self._child("store").call(GetDatabase())
-        return self._database
-
-    def _child(self, name: str) -> Any:
-        ref = self.registry.whereis(name)
-        if ref is None:
-            raise AskAnotherError(f"the {name} is restarting; try again in a moment")
-        return ref
+    supervisor: SupervisorRef = field(kw_only=True)
+    _catalog: Catalog | None = field(default=None, kw_only=True)
+    attached: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True)
+    """start_research calls waiting on a job across elicitation rounds (server/tools/attached.py).
+    """
 
     async def catalog(self) -> Catalog:
         """The allowed models with litellm's metadata (waits for litellm the first time)."""

@@ -32,9 +32,9 @@ from ask_another.config import Config
 from ask_another.conversations._errors import ArticleUnreadable, ConversationBusy
 from ask_another.conversations._history import build_history, tool_exchange
 from ask_another.errors import AskAnotherError
-from ask_another.gateway import CompletionResult, Gateway, GetGateway
+from ask_another.gateway import CompletionResult
 from ask_another.logs import get_logger
-from ask_another.store import Database, GetDatabase
+from ask_another.services import Services
 from ask_another.store.conversations import (
     ConversationRecord,
     NewMessage,
@@ -87,32 +87,6 @@ LIVE_RESTARTS: Final = 100_000
 def conversation_name(conversation_id: str) -> tuple[str, str]:
     """The registry name of a conversation's actor."""
     return ("conversation", conversation_id)
-
-
-@dataclass
-class Services:
-    """The runtime's shared handles, found by name in its registry (refreshed after a restart)."""
-
-    config: Config
-    registry: Registry
-    _gateway: Gateway | None = field(default=None, repr=False)
-    _database: Database | None = field(default=None, repr=False)
-
-    async def gateway(self) -> Gateway:
-        if self._gateway is None or self._gateway.closed:
-            self._gateway = await self._child("gateway").call(GetGateway())
-        return self._gateway
-
-    async def database(self) -> Database:
-        if self._database is None or self._database.closed:
-            self._database = await self._child("store").call(GetDatabase())
-        return self._database
-
-    def _child(self, name: str) -> Any:
-        ref = self.registry.whereis(name)
-        if ref is None:
-            raise AskAnotherError(f"the {name} is restarting; try again in a moment")
-        return ref
 
 
 # ----- messages ------------------------------------------------------------------------------

@@ -24,15 +24,13 @@ the supervisor's restart intensity (see docs/research.md).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
 import trio
 
-from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
-from ask_another.gateway import Gateway, GetGateway
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.interaction.types import Allow, Deny
@@ -56,7 +54,7 @@ from ask_another.research.messages import (
 )
 from ask_another.research.providers import METHODS, JobContext, ResearchFailed, ResearchResult
 from ask_another.research.questions import Expired, Questions, decision_of
-from ask_another.store import Database, GetDatabase
+from ask_another.services import Services
 from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
@@ -66,7 +64,7 @@ from ask_another.store.jobs import (
     get_job,
     update_job,
 )
-from supervisors import NOREPLY, Actor, Caller, Crash, ExitReason, Registry, TaskCancelled, TaskDone
+from supervisors import NOREPLY, Actor, Caller, Crash, ExitReason, TaskCancelled, TaskDone
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "JobOptions", "ResearchJob", "Services",
            "job_name"]
@@ -81,36 +79,6 @@ TRANSIENT: Final = (RateLimited, ProviderUnavailable)
 def job_name(job_id: str) -> tuple[str, str]:
     """The registry name of a job's actor."""
     return ("job", job_id)
-
-
-@dataclass
-class Services:
-    """The runtime's shared handles, found by name in its registry (refreshed after a restart)."""
-
-    config: Config
-    registry: Registry
-    _gateway: Gateway | None = field(default=None, repr=False)
-    _database: Database | None = field(default=None, repr=False)
-
-    async def gateway(self) -> Gateway:
-        if self._gateway is None or self._gateway.closed:
-            self._gateway = await self._child("gateway").call(GetGateway())
-        return self._gateway
-
-    async def database(self) -> Database:
-        if self._database is None or self._database.closed:
-            self._database = await self._child("store").call(GetDatabase())
-        return self._database
-
-    def _child(self, name: str) -> Any:
-        ref = self.registry.whereis(name)
-        if ref is None:
-            raise AskAnotherError(f"the {name} is restarting; try again in a moment")
-        return ref
-
-    def model(self, model_id: str) -> ModelEntry:
-        """The allowed model with this exact id (raises `ModelNotAllowed`)."""
-        return self.config.resolve(model_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,52 @@
+"""`Services`: the runtime's shared handles as every long-lived part reaches them.
+
+The store and the gateway are actors under the root supervisor; a restart gives them new handles.
+Parts that outlive one call (research jobs, conversations, the runtime itself) hold a `Services`
+and ask it for the current handle, which it finds by name in the runtime's registry and keeps
+until that handle is closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ask_another.config import Config, ModelEntry
+from ask_another.errors import AskAnotherError
+from ask_another.gateway import Gateway, GetGateway
+from ask_another.store import Database, GetDatabase
+from supervisors import Registry
+
+__all__ = ["Services"]
+
+
+@dataclass
+class Services:
+    """The runtime's shared handles, found by name in its registry (refreshed after a restart)."""
+
+    config: Config
+    registry: Registry
+    _gateway: Gateway | None = field(default=None, repr=False)
+    _database: Database | None = field(default=None, repr=False)
+
+    async def gateway(self) -> Gateway:
+        """The gateway handle (from the `gateway` actor; refreshed after a restart)."""
+        if self._gateway is None or self._gateway.closed:
+            self._gateway = await self._child("gateway").call(GetGateway())
+        return self._gateway
+
+    async def database(self) -> Database:
+        """The database handle (from the `store` actor; refreshed after a restart)."""
+        if self._database is None or self._database.closed:
+            self._database = await self._child("store").call(GetDatabase())
+        return self._database
+
+    def model(self, model_id: str) -> ModelEntry:
+        """The allowed model with this id or shorthand (raises `ModelNotAllowed`)."""
+        return self.config.resolve(model_id)
+
+    def _child(self, name: str) -> Any:
+        ref = self.registry.whereis(name)
+        if ref is None:
+            raise AskAnotherError(f"the {name} is restarting; try again in a moment")
+        return ref
