@@ -22,7 +22,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("suites", nargs="*", metavar="SUITE",
                         help=f"suites to run (default: all of {', '.join(SUITES)})")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the benchmarks run")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes: checks that the benchmarks run")
     args = parser.parse_args()
     unknown = sorted(set(args.suites) - set(SUITES))
     if unknown:
@@ -39,7 +40,8 @@ def main() -> int:
     print(f"\nwrote {path}")
     failed = [r for r in rows if r.passed is False]
     if failed and not args.quick:
-        print(f"{len(failed)} target(s) missed: {', '.join(r.name for r in failed)}", file=sys.stderr)
+        names = ", ".join(r.name for r in failed)
+        print(f"{len(failed)} target(s) missed: {names}", file=sys.stderr)
     return 0
 
 

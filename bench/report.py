@@ -45,7 +45,8 @@ def _fmt(value: float | None) -> str:
 
 
 def print_table(rows: list[Row]) -> None:
-    header = ["suite", "benchmark", "ours", "unit", "reference", "ref value", "ratio", "target", "ok"]
+    header = ["suite", "benchmark", "ours", "unit", "reference", "ref value", "ratio", "target",
+              "ok"]
     body = [
         [
             r.suite,
