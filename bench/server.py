@@ -6,7 +6,9 @@ path), median of 10 runs after one warm-up run, interleaved with the reference. 
 bytecode cache (a private `PYTHONPYCACHEPREFIX`, as an installed package has), because this
 sandbox otherwise disables it; the extras also record one run without the cache. The reference is
 the floor no server built on the MCP SDK can beat: a bare `python -c "import
-mcp.server.mcpserver"`.
+mcp.server.mcpserver"`. On a shared machine wall time swings with other processes' load, so the
+extras also record each process's own CPU time (user + system) at the same moments: the server's
+when its tools/list reply arrives, the reference's when its import has finished.
 
 Fan-out: N concurrent `completion` tool calls through the real server (stdio subprocess, an
 `mcp.Client` in this process) against the simulated provider in its own process with a fixed
@@ -64,8 +66,15 @@ def _reply(stdout: IO[bytes], request_id: int) -> dict[str, Any]:
             return message  # type: ignore[no-any-return]
 
 
-def cold_start_once(home: Path, *, cache: bool = True) -> tuple[float, float]:
-    """Seconds from spawn to the initialize reply, and to the tools/list reply."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time a running process has used so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def cold_start_once(home: Path, *, cache: bool = True) -> tuple[float, float, float]:
+    """Seconds from spawn to the initialize reply and to the tools/list reply, and the server's
+    CPU seconds at the tools/list reply."""
     env = _env(home, cache=cache, MODEL_SIM="openai/m1;key;http://127.0.0.1:9/v1")
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "ask_another"], cwd=REPO, env=env,
@@ -82,6 +91,7 @@ def cold_start_once(home: Path, *, cache: bool = True) -> tuple[float, float]:
         _send(process.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         tools = _reply(process.stdout, 2)
         listed = time.perf_counter() - start
+        cpu = _cpu_seconds(process.pid)
         assert len(tools["result"]["tools"]) >= 5, tools
     finally:
         process.stdin.close()
@@ -90,15 +100,26 @@ def cold_start_once(home: Path, *, cache: bool = True) -> tuple[float, float]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    return initialized, listed
+    return initialized, listed, cpu
 
 
-def sdk_import_once() -> float:
+def sdk_import_once() -> tuple[float, float]:
+    """Seconds from spawn to the end of a bare SDK import, and the CPU seconds used by then.
+
+    Timed to the child's report that the import is done, not to its exit (tearing down the
+    interpreter is not part of any server's start-up), as the server is timed to its reply.
+    """
     env = _env(Path(tempfile.gettempdir()))
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import mcp.server.mcpserver"], cwd=REPO, env=env,
-                   check=True)
-    return time.perf_counter() - start
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import mcp.server.mcpserver, os; print(sum(os.times()[:2]))"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    elapsed = time.perf_counter() - start
+    if process.wait() != 0:
+        raise RuntimeError("the bare SDK import failed")
+    return elapsed, float(line)
 
 
 def cold_start(runs: int) -> list[Row]:
@@ -110,15 +131,17 @@ def cold_start(runs: int) -> list[Row]:
         for _ in range(runs):  # interleaved, so load from other processes hits both alike
             samples.append(cold_start_once(home))
             floors.append(sdk_import_once())
-        floor = statistics.median(floors)
         uncached = cold_start_once(home / "uncached", cache=False)
+        floor = statistics.median(f[0] for f in floors)
     init = statistics.median(s[0] for s in samples)
     listed = statistics.median(s[1] for s in samples)
     extra: dict[str, object] = {
         "runs": runs, "statistic": "median",
         "initialize_samples_s": [round(s[0], 3) for s in samples],
         "tools_list_samples_s": [round(s[1], 3) for s in samples],
-        "sdk_import_samples_s": [round(f, 3) for f in floors],
+        "sdk_import_samples_s": [round(f[0], 3) for f in floors],
+        "server_cpu_at_tools_list_s": round(statistics.median(s[2] for s in samples), 3),
+        "sdk_import_cpu_s": round(statistics.median(f[1] for f in floors), 3),
         "without_bytecode_cache_s": {"initialize": round(uncached[0], 3),
                                      "tools_list": round(uncached[1], 3)},
     }
