@@ -1,18 +1,21 @@
-"""The one place that runs SQL: one SQLite connection, every statement in a worker thread.
+"""The one place that runs SQL: a writing and a reading SQLite connection, in worker threads.
 
 `open_database(path)` opens (creating the file and its directory), switches the file to WAL and
 brings the schema up to date by applying `MIGRATIONS` in order. `PRAGMA user_version` records the
 last migration applied, so each one runs exactly once per file. Later features add their tables by
 appending a `Migration` to the list, with the next version number; never edit a released one.
 
-`StoreActor` owns the connection under the runtime's supervisor: it opens the database in
+`StoreActor` owns the connections under the runtime's supervisor: it opens the database in
 `init`, hands out the `Database` handle (`call(GetDatabase())`) and closes it in `terminate`.
 Work is not routed through its mailbox: callers run statements on the handle directly.
 
-Statements run one at a time (a trio lock guards the single connection) in `trio.to_thread`, so
-the trio loop never blocks on the disk. A statement that has started runs to completion even if
-the caller is cancelled (SQLite cannot be interrupted half-way safely); the caller just stops
-waiting for it.
+Writes (`execute`, `run`) go through one connection, one at a time (a trio lock guards it).
+Queries (`fetchone`, `fetchall`) go through a second, query-only connection with its own lock: in
+WAL mode a reader never waits for the writer, so a status check does not queue behind a thousand
+jobs' updates, and each query sees every write committed before it started. Both run in
+`trio.to_thread`, so the trio loop never blocks on the disk. A statement that has started runs to
+completion even if the caller is cancelled (SQLite cannot be interrupted half-way safely); the
+caller just stops waiting for it.
 """
 
 from __future__ import annotations
@@ -99,11 +102,15 @@ MIGRATIONS: list[Migration] = [
 
 
 class Database:
-    """One SQLite connection used from worker threads, one statement at a time."""
+    """A writing and a query-only SQLite connection used from worker threads, each one statement
+    at a time."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, connection: sqlite3.Connection, reader: sqlite3.Connection,
+                 path: Path) -> None:
         self._connection = connection
         self._lock = trio.Lock()
+        self._reader = reader
+        self._reader_lock = trio.Lock()
         self.path = path
         self.closed = False
 
@@ -127,11 +134,21 @@ class Database:
                 return cursor.lastrowid or 0
         return await self.run(go)
 
+    async def _query(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        async with self._reader_lock:
+            try:
+                return await trio.to_thread.run_sync(fn, self._reader)
+            except sqlite3.Error as exc:
+                raise StoreError(f"the database {self.path} failed: {exc}") from exc
+
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        return await self.run(lambda conn: conn.execute(sql, params).fetchall())
+        """Run one query on the query-only connection (never behind a write)."""
+        return await self._query(lambda conn: conn.execute(sql, params).fetchall())
 
     async def fetchone(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = await self.run(lambda conn: conn.execute(sql, params).fetchone())
+        """Run one query on the query-only connection (never behind a write)."""
+        row: sqlite3.Row | None = await self._query(
+            lambda conn: conn.execute(sql, params).fetchone())
         return row
 
     async def schema_version(self) -> int:
@@ -142,6 +159,8 @@ class Database:
         if self.closed:
             return
         self.closed = True
+        async with self._reader_lock:
+            await trio.to_thread.run_sync(self._reader.close)
         async with self._lock:
             await trio.to_thread.run_sync(self._connection.close)
 
@@ -158,6 +177,20 @@ def _connect(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
         conn.execute("PRAGMA busy_timeout=5000")
         _migrate(conn, migrations)
         conn.isolation_level = ""  # back to implicit transactions, committed by `with conn:`
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _connect_reader(path: Path) -> sqlite3.Connection:
+    """A second connection to the migrated file that can only query (autocommit: each query
+    reads the latest committed state)."""
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA query_only=ON")
+        conn.execute("PRAGMA busy_timeout=5000")
     except BaseException:
         conn.close()
         raise
@@ -211,7 +244,14 @@ async def connect_database(path: Path, migrations: Sequence[Migration] | None = 
         raise StoreError(f"cannot open the database {path}: {exc}") from exc
     except OSError as exc:
         raise StoreError(f"cannot create the directory for {path}: {exc}") from exc
-    return Database(conn, path)
+    try:
+        reader = await trio.to_thread.run_sync(_connect_reader, path)
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(f"cannot open the database {path}: {exc}") from exc
+        raise
+    return Database(conn, reader, path)
 
 
 @asynccontextmanager
@@ -234,7 +274,7 @@ class GetDatabase:
 
 
 class StoreActor(Actor):
-    """Owns the SQLite connection under a supervisor; `call(GetDatabase())` returns the handle."""
+    """Owns the SQLite connections under a supervisor; `call(GetDatabase())` returns the handle."""
 
     database: Database
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
+import trio
 
 from ask_another.config import Config
 from ask_another.errors import StoreError
@@ -79,3 +81,26 @@ async def test_runtime_with_an_unusable_home_raises_a_store_error(tmp_path: Path
     with pytest.raises(StoreError, match="cannot create the directory"):
         async with open_runtime(config, prewarm_after=None):
             pass
+
+
+async def test_a_query_does_not_wait_behind_a_write_and_sees_every_committed_one(tmp_path: Path):
+    async with open_database(tmp_path / "db.sqlite3") as db:
+        await add_feedback(db, "committed")
+        inserted, release = threading.Event(), threading.Event()
+
+        def slow_write(conn: sqlite3.Connection) -> None:
+            with conn:
+                conn.execute("INSERT INTO feedback (created_at, issue) VALUES ('t', 'in flight')")
+                inserted.set()
+                release.wait(10)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(db.run, slow_write)
+            await trio.to_thread.run_sync(inserted.wait, 10)
+            with trio.fail_after(5):  # the write holds its transaction for 10 s
+                during = [r.issue for r in await list_feedback(db)]
+            release.set()
+        assert during == ["committed"]  # not the uncommitted row
+        assert [r.issue for r in await list_feedback(db)] == ["in flight", "committed"]
+        with pytest.raises(StoreError, match="readonly"):  # queries cannot write
+            await db.fetchall("DELETE FROM feedback")
