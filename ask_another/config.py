@@ -100,6 +100,7 @@ class Config:
     log_level: str = "INFO"
     permissions: Policy = field(default_factory=Policy)
     permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT
+    searxng_url: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -118,6 +119,7 @@ class Config:
         permissions = _parse_permissions(env, problems)
         permission_timeout = _parse_positive(env, "ASK_ANOTHER_PERMISSION_TIMEOUT",
                                              DEFAULT_PERMISSION_TIMEOUT, problems)
+        searxng_url = _parse_searxng_url(env, problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -130,6 +132,7 @@ class Config:
             log_level=log_level,
             permissions=permissions,
             permission_timeout=permission_timeout,
+            searxng_url=searxng_url,
         )
 
     @property
@@ -285,6 +288,20 @@ def _parse_hosts(env: Mapping[str, str], problems: list[ConfigProblem]) -> froze
             continue
         hosts.add(host)
     return frozenset(hosts)
+
+
+def _parse_searxng_url(env: Mapping[str, str], problems: list[ConfigProblem]) -> str | None:
+    raw = env.get("ASK_ANOTHER_SEARXNG_URL", "").strip()
+    if not raw:
+        return None
+    scheme, sep, rest = raw.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        problems.append(ConfigProblem(
+            "ASK_ANOTHER_SEARXNG_URL",
+            f"{raw!r} is not an http(s) URL such as http://localhost:8888; web search is off",
+        ))
+        return None
+    return raw.rstrip("/")
 
 
 def _parse_log_level(env: Mapping[str, str], problems: list[ConfigProblem]) -> str:

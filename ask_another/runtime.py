@@ -114,7 +114,8 @@ class Runtime(Services):
         """The built-in tools (`read_article` with the configured allow_hosts, `ask_user`) and
         `extra`, a host's own tools of either class (a name already taken raises
         `ToolRegistryError`)."""
-        return builtin_tools(self.config.allow_hosts, extra)
+        return builtin_tools(self.config.allow_hosts, extra,
+                             searxng_url=self.config.searxng_url)
 
     async def run_turn(
         self,

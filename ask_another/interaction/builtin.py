@@ -1,4 +1,5 @@
-"""The built-in tools of a router turn: `read_article` (class read) and `ask_user`.
+"""The built-in tools of a router turn: `read_article` and `search_web` (class read; web
+search only when `ASK_ANOTHER_SEARXNG_URL` is set) and `ask_user`.
 
 `read_article` is the articles package's reader, unchanged, with the configured
 `ASK_ANOTHER_ALLOW_HOSTS`. `ask_user` puts a multiple-choice question to the person through the
@@ -20,6 +21,12 @@ from ask_another.articles import (
 from ask_another.errors import AskAnotherError
 from ask_another.interaction.tools import Tool, ToolCall, ToolRegistry
 from ask_another.interaction.types import Choice, ChoiceFailed, ChoiceOption
+from ask_another.websearch import (
+    SEARCH_WEB_DESCRIPTION,
+    SEARCH_WEB_NAME,
+    SEARCH_WEB_PARAMETERS,
+    search_web,
+)
 
 __all__ = [
     "ASK_USER_NAME",
@@ -28,6 +35,7 @@ __all__ = [
     "ask_user_tool",
     "builtin_tools",
     "read_article_tool",
+    "search_web_tool",
 ]
 
 ASK_USER_NAME: Final = "ask_user"
@@ -78,6 +86,16 @@ def read_article_tool(allow_hosts: Collection[str] = ()) -> Tool:
                 schema=READ_ARTICLE_PARAMETERS, class_="read", run=run, title="Read an article")
 
 
+def search_web_tool(base_url: str) -> Tool:
+    """`search_web` as a router tool (class read), searching the SearXNG instance at `base_url`."""
+
+    async def run(call: ToolCall) -> object:
+        return await search_web(str(call.arguments.get("query", "")), base_url=base_url)
+
+    return Tool(name=SEARCH_WEB_NAME, description=SEARCH_WEB_DESCRIPTION,
+                schema=SEARCH_WEB_PARAMETERS, class_="read", run=run, title="Search the web")
+
+
 async def _ask_user(call: ToolCall) -> object:
     raw_options: Any = call.arguments["options"]
     options = [ChoiceOption(str(o["id"]), str(o["label"])) for o in raw_options]
@@ -102,9 +120,17 @@ def ask_user_tool() -> Tool:
                 class_="read", run=_ask_user, title="Ask the user")
 
 
-def builtin_tools(allow_hosts: Collection[str] = (), extra: Iterable[Tool] = ()) -> ToolRegistry:
-    """A registry with `read_article` and `ask_user`, then `extra` (a host's own tools)."""
+def builtin_tools(
+    allow_hosts: Collection[str] = (),
+    extra: Iterable[Tool] = (),
+    *,
+    searxng_url: str | None = None,
+) -> ToolRegistry:
+    """A registry with `read_article`, `search_web` (when a SearXNG URL is configured) and
+    `ask_user`, then `extra` (a host's own tools)."""
     registry = ToolRegistry([read_article_tool(allow_hosts), ask_user_tool()])
+    if searxng_url:
+        registry.register(search_web_tool(searxng_url))
     for tool in extra:
         registry.register(tool)
     return registry

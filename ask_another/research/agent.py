@@ -143,7 +143,8 @@ class HostInteraction:
 
 async def run_agent(ctx: JobContext) -> ResearchResult:
     """One router turn for the job's query; the report is the model's final answer."""
-    tools = builtin_tools(ctx.config.allow_hosts, ctx.tools or ())
+    tools = builtin_tools(ctx.config.allow_hosts, ctx.tools or (),
+                          searxng_url=ctx.config.searxng_url)
     model = gateway_model(ctx.gateway, ctx.entry, timeout=ctx.config.research_timeout)
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": ctx.query}]

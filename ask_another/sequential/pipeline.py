@@ -61,7 +61,7 @@ from ask_another.interaction import (
     ToolRegistry,
     ToolUpdate,
 )
-from ask_another.interaction.builtin import read_article_tool
+from ask_another.interaction.builtin import read_article_tool, search_web_tool
 from ask_another.interaction.router import Message, TurnResult, run_turn
 from ask_another.logs import get_logger
 from ask_another.research.providers import JobContext, ResearchFailed, ResearchResult
@@ -121,9 +121,13 @@ _SHAPES: Final[dict[str, type | tuple[type, ...]]] = {
 
 def research_tools(config: Config) -> ToolRegistry:
     """The tools a query's turn may use: the built-in read_article (class "read", allowed by the
-    default policy) with ``ASK_ANOTHER_ALLOW_HOSTS``. Not ask_user: nobody is there to answer
-    while a job runs. A web search tool is not built in yet (see docs/sequential.md)."""
-    return ToolRegistry([read_article_tool(config.allow_hosts)])
+    default policy) with ``ASK_ANOTHER_ALLOW_HOSTS``, and search_web when
+    ``ASK_ANOTHER_SEARXNG_URL`` is set. Not ask_user: nobody is there to answer while a job
+    runs."""
+    tools = [read_article_tool(config.allow_hosts)]
+    if config.searxng_url:
+        tools.append(search_web_tool(config.searxng_url))
+    return ToolRegistry(tools)
 
 
 # ----- answers: parse, validate, repair -----------------------------------------------------
