@@ -10,26 +10,22 @@ read=ask), so read_article stands in for a tool that needs a person's permission
 from __future__ import annotations
 
 import json
-import sys
-import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 import trio
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 from mcp.types import ElicitResult
+from stdio_server import stdio_client_for
 
 from ask_another.simulator import Reply, Simulator, Slow, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
 
-REPO = Path(__file__).resolve().parents[3]
-PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
 ARTICLE = "<html><body><article><h1>Tides</h1><p>" + "The moon pulls the sea. " * 40 + \
     "</p></article></body></html>"
 
@@ -77,17 +73,12 @@ def articles() -> Iterator[Articles]:
 def server_env(sim: Simulator, home: Path, **extra: str) -> dict[str, str]:
     return {"ASK_ANOTHER_HOME": str(home), "MODEL_SIM": f"openai/m1;sk-test-key;{sim.openai_base}",
             "ASK_ANOTHER_PERMISSIONS": "read=ask", "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
-            "PYTHONPYCACHEPREFIX": str(PYCACHE), **extra}
+            **extra}
 
 
-@asynccontextmanager
-async def connect(env: dict[str, str], stderr: IO[str], mode: str = "auto",
-                  elicitation_callback: Any = None) -> AsyncIterator[Client]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "ask_another"], env=env,
-                                   cwd=str(REPO))
-    async with Client(stdio_client(params, errlog=stderr), mode=mode, read_timeout_seconds=60,
-                      elicitation_callback=elicitation_callback) as client:
-        yield client
+def connect(env: dict[str, str], stderr: IO[str], mode: str = "auto",
+            elicitation_callback: Any = None) -> AbstractAsyncContextManager[Client]:
+    return stdio_client_for(env, stderr, mode, elicitation_callback=elicitation_callback)
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:

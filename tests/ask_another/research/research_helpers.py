@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO, Any
-
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from typing import Any
 
 GEMINI = "gemini/deep-research-pro-preview-12-2025"
 GEMINI_AGENT = GEMINI.split("/", 1)[1]
@@ -29,25 +22,6 @@ def research_env(sim_url: str, home: Path, poll: float = 0.05) -> dict[str, str]
     }
 
 
-REPO = Path(__file__).resolve().parents[3]
-PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
-
-
-def server_parameters(env: dict[str, str]) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "ask_another"],
-        env={"PYTHONPYCACHEPREFIX": str(PYCACHE), **env},
-        cwd=str(REPO),
-    )
-
-
-@asynccontextmanager
-async def stdio_client_for(env: dict[str, str], stderr: IO[str]) -> AsyncIterator[Client]:
-    """A client connected to a real `python -m ask_another` subprocess over stdio."""
-    async with Client(stdio_client(server_parameters(env), errlog=stderr),
-                      read_timeout_seconds=60) as client:
-        yield client
 
 
 def text_of(result: Any) -> str:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from research_helpers import PYCACHE, REPO
+from stdio_server import PYCACHE, REPO
 
 
 def test_demo_runs_the_whole_stack_against_the_simulator_and_exits_0():

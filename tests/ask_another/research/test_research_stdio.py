@@ -13,7 +13,8 @@ from typing import Any
 
 import trio
 from mcp import Client
-from research_helpers import GEMINI_AGENT, research_env, stdio_client_for, text_of
+from research_helpers import GEMINI_AGENT, research_env, text_of
+from stdio_server import stdio_client_for
 
 from ask_another.errors import FEEDBACK_POINTER
 from ask_another.research import INTERRUPTED

@@ -7,20 +7,16 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import trio
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import Client
 from pipeline_script import FAILURE, MODEL, REPAIR_MARK, SLOW, query_of, responder
+from stdio_server import stdio_client_for
 
 from ask_another.simulator import Simulator
 
-REPO = Path(__file__).resolve().parents[3]
-PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
 KEY = "sk-test-SEQUENTIAL-5e6f7a"
 MVT_RESULTS = json.loads((Path(__file__).parent / "mvt_raw_results.json").read_text())
 
@@ -37,17 +33,13 @@ async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:
 async def test_sequential_session_over_stdio(sim: Simulator, tmp_path: Path):
     sim.script(MODEL, responder(sim.url))
     env = {
-        "PYTHONPYCACHEPREFIX": str(PYCACHE),
         "ASK_ANOTHER_HOME": str(tmp_path / "home"),
         "ASK_ANOTHER_POLL_SECONDS": "0.05",
         "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
         "MODEL_SIM": f"openai/{MODEL};{KEY};{sim.openai_base}",
     }
-    parameters = StdioServerParameters(command=sys.executable, args=["-m", "ask_another"],
-                                       env=env, cwd=str(REPO))
     with (tmp_path / "stderr.log").open("w") as stderr:
-        async with Client(stdio_client(parameters, errlog=stderr),
-                          read_timeout_seconds=60) as client:
+        async with stdio_client_for(env, stderr) as client:
             # 1. The contract tools: a plan, the minimum viable data compiled, a field error.
             result = await client.call_tool("sequential_research_plan", {
                 "topic": "optical matrix multiplication", "depth": "shallow",

@@ -7,12 +7,12 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 # The sandbox disables bytecode caching; a private cache dir keeps repeated server starts fast
 # without writing __pycache__ into the source tree or the venv.
 PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
@@ -28,9 +28,10 @@ def server_parameters(env: dict[str, str]) -> StdioServerParameters:
 
 
 @asynccontextmanager
-async def stdio_client_for(env: dict[str, str], stderr: IO[str], mode: str = "auto"
-                           ) -> AsyncIterator[Client]:
-    """A connected client; the server's stderr goes to `stderr` (a real file)."""
+async def stdio_client_for(env: dict[str, str], stderr: IO[str], mode: str = "auto",
+                           **client_options: Any) -> AsyncIterator[Client]:
+    """A connected client; the server's stderr goes to `stderr` (a real file). `client_options`
+    go to `mcp.Client` (an `elicitation_callback`, say)."""
     async with Client(stdio_client(server_parameters(env), errlog=stderr), mode=mode,
-                      read_timeout_seconds=60) as client:
+                      read_timeout_seconds=60, **client_options) as client:
         yield client
