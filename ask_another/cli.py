@@ -14,12 +14,12 @@ commands that need them.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from collections.abc import Sequence
 
 import trio
 
+from ask_another.coldstart import quick_import
 from ask_another.config import Config
 from ask_another.errors import AskAnotherError, error_text
 from ask_another.logs import configure_logging
@@ -56,17 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(config.log_level if command == "serve" else "WARNING")
     try:
         if command == "serve":
-            # The MCP SDK's import builds some 100,000 long-lived objects (pydantic models). The
-            # cyclic collector would rescan them during the import (~80 ms of start-up) and on
-            # every full collection while serving (~65 ms a pause). None of them is garbage:
-            # import with the collector off, then freeze them out of its reach (the few hundred
-            # cycles the import leaves are frozen too).
-            gc.disable()
-            try:
+            with quick_import():  # the MCP SDK's import is most of the cold start
                 from ask_another.server import serve_stdio
-            finally:
-                gc.freeze()
-                gc.enable()
             trio.run(serve_stdio, config)
             return 0
         if command == "models":

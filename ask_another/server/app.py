@@ -11,11 +11,14 @@ SDK installs its own root handler otherwise.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import structlog
 from mcp.server.mcpserver import MCPServer
 
 from ask_another.config import Config
@@ -104,4 +107,13 @@ def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPSer
 
 async def serve_stdio(config: Config) -> None:
     """Serve MCP on stdin/stdout until the client closes the connection (run under trio)."""
-    await build_server(config).run_stdio_async()
+    try:
+        await build_server(config).run_stdio_async()
+    except* BrokenPipeError:
+        # The client closed its end of stdout before reading every reply: it is gone, and that
+        # ends the session like closing stdin does. Python would still try to flush stdout at
+        # exit and print an "Exception ignored" traceback to stderr: point it at /dev/null.
+        structlog.get_logger(__name__).info("server.client_gone", reason="stdout closed")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
