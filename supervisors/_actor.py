@@ -20,7 +20,7 @@ import inspect
 import itertools
 import types
 from collections.abc import Awaitable, Callable, Hashable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn, final
 
 import outcome
 import trio
@@ -476,6 +476,7 @@ class ActorRef:
         handle_cast = actor.handle_cast
         handle_info = actor.handle_info
         reason: ExitReason
+        result: Any = None
         while True:
             # Mailbox.get's common case inlined (a ready item, no yield due, no kill pending):
             # one coroutine less per message.
@@ -485,6 +486,8 @@ class ActorRef:
                 await _checkpoint_if_cancelled()
                 kind, payload = queue.popleft()
             else:
+                # An idle actor keeps nothing of its last message alive (its caller, the reply).
+                payload = result = None
                 kind, payload = await get()
             try:
                 if kind == _CALL:
@@ -825,6 +828,96 @@ def check_mailbox_size(mailbox_size: object) -> None:
         raise InvalidSpec(f"mailbox_size must be a positive int, got {mailbox_size!r}")
 
 
+def _init_cannot_suspend(actor_class: type[Actor]) -> bool:
+    """Whether ``actor_class``'s init runs inline and can never yield to trio (so `_spawn_now`
+    can run it to the end synchronously)."""
+    if actor_class._owns_nursery:
+        return False
+    init = actor_class.init
+    known = _never_suspend.get((init,))
+    if known is None:
+        known = _never_suspend[(init,)] = _cannot_suspend(init)
+    return known
+
+
+def _new_actor(
+    nursery: trio.Nursery,
+    actor_class: type[Actor],
+    name: Hashable | None,
+    registry: Registry | None,
+    mailbox_size: int,
+) -> tuple[Actor, ActorRef]:
+    actor = actor_class()
+    ref = actor_class._ref_class._new(actor, name, mailbox_size, nursery)
+    actor.ref = ref
+    if registry is not None:
+        registry.register(name, ref)
+    return actor, ref
+
+
+def _init_ended(ref: ActorRef, reason: ExitReason | None) -> ExitReason | None:
+    """After an inline init: the reason the start fails (None if it succeeded, and then the
+    actor's own task is started)."""
+    ref._task = None
+    if reason is None:
+        # Killed during init, or init asked to stop (OTP's {stop, Reason}): the start fails.
+        reason = ref._kill_reason or ref._stop_reason
+    if reason is None:
+        try:
+            ref._nursery.start_soon(_actor_main, ref, None)
+        except BaseException:
+            ref._finish(Killed())
+            raise
+    return reason
+
+
+async def _fail_start(ref: ActorRef, reason: ExitReason) -> NoReturn:
+    """The end of a start whose inline init failed: reap its tasks, record the exit, raise."""
+    if ref._tasks:
+        await ref._reap_tasks()
+    ref._finish(reason)
+    err = StartError(ref.name, reason)
+    if isinstance(reason, Crash):
+        raise err from reason.exception
+    raise err
+
+
+def _spawn_now(
+    nursery: trio.Nursery,
+    actor_class: type[Actor],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    name: Hashable | None,
+    registry: Registry | None,
+    mailbox_size: int,
+) -> tuple[ActorRef, ExitReason | None]:
+    """`_spawn` without a single await, for a class whose init cannot suspend
+    (`_init_cannot_suspend`): init's coroutine is run to its end in one step. Returns the ref
+    and None once the actor's task is started, or the ref and the reason its start failed;
+    the caller then owes ``await _fail_start(ref, reason)``."""
+    actor, ref = _new_actor(nursery, actor_class, name, registry, mailbox_size)
+    ref._task = trio.lowlevel.current_task()  # so init calling its own ref is caught
+    reason: ExitReason | None = None
+    init = actor.init(*args, **kwargs)
+    try:
+        init.send(None)
+    except StopIteration:
+        pass
+    except Exception as exc:
+        _log_crash(ref, exc, "init")
+        reason = Crash(exc)
+    except BaseException:
+        ref._task = None
+        ref._finish(ref._kill_reason or Killed())
+        raise
+    else:  # pragma: no cover - excluded by _init_cannot_suspend
+        init.close()
+        ref._task = None
+        ref._finish(Killed())
+        raise RuntimeError(f"{actor_class.__name__}.init suspended though it has no await")
+    return ref, _init_ended(ref, reason)
+
+
 async def _spawn(
     nursery: trio.Nursery,
     actor_class: type[Actor],
@@ -835,11 +928,7 @@ async def _spawn(
     mailbox_size: int,
 ) -> ActorRef:
     """`spawn` with arguments already checked (a `Start` checks its own once, when made)."""
-    actor = actor_class()
-    ref = actor_class._ref_class._new(actor, name, mailbox_size, nursery)
-    actor.ref = ref
-    if registry is not None:
-        registry.register(name, ref)
+    actor, ref = _new_actor(nursery, actor_class, name, registry, mailbox_size)
     if not actor_class._owns_nursery:
         # init runs in the spawner's task: no task switch to start an actor, and a failing init
         # raises straight to the spawner. The actor's own task starts only once init succeeded.
@@ -856,23 +945,9 @@ async def _spawn(
             ref._task = None
             ref._finish(ref._kill_reason or Killed())
             raise
-        ref._task = None
-        if reason is None:
-            # Killed during init, or init asked to stop (OTP's {stop, Reason}): the start fails.
-            reason = ref._kill_reason or ref._stop_reason
+        reason = _init_ended(ref, reason)
         if reason is not None:
-            if ref._tasks:
-                await ref._reap_tasks()
-            ref._finish(reason)
-            err = StartError(ref.name, reason)
-            if isinstance(reason, Crash):
-                raise err from reason.exception
-            raise err
-        try:
-            nursery.start_soon(_actor_main, ref, None)
-        except BaseException:
-            ref._finish(Killed())
-            raise
+            await _fail_start(ref, reason)
         return ref
     ref._starter = trio.lowlevel.current_task()
     try:

@@ -18,9 +18,10 @@ from typing import Any, Literal, final
 
 import trio
 
-from ._actor import ActorRef, Caller, spawn
-from ._errors import InvalidSpec, MaxChildren, StartError, UnknownChild
+from ._actor import ActorRef, Caller, _fail_start, _init_cannot_suspend, _spawn_now, spawn
+from ._errors import InvalidSpec, MaxChildren, NameTaken, StartError, UnknownChild
 from ._log import debug_enabled, logger
+from ._mailbox import YIELD_EVERY
 from ._reasons import Down, ExitReason
 from ._registry import Registry
 from ._spec import ChildSpec, Start
@@ -28,6 +29,7 @@ from ._supervisor import (
     ChildCounts,
     ChildInfo,
     _CallError,
+    _cause,
     _check_limits,
     _Child,
     _count,
@@ -39,6 +41,11 @@ from ._supervisor import (
 
 _PRUNE_MIN = 64
 """The table of children is first pruned of exited temporary children at this size."""
+
+_streak = 0
+"""Starts done in their caller's task since one of them last yielded (see `start_child`). One
+count for the process: a task that never yields is the only one counting, so it yields in
+time; others counting too only make it yield sooner."""
 
 
 class DynamicSupervisor(_SupervisorBase):
@@ -97,25 +104,57 @@ class DynamicSupervisor(_SupervisorBase):
             return _CallError(exc)
         return await super().handle_call(msg, caller)
 
-    async def _start_child(self, spec: ChildSpec) -> ActorRef:
+    def _make_room(self) -> None:
+        """Raise `MaxChildren` if full (exited temporary children do not count)."""
         children = self._children
         if len(children) >= self._prune_at:
             self._prune()
         limit = self._max_children
         if limit is not None and len(children) >= limit and len(self._prune()) >= limit:
             raise MaxChildren(repr(self.ref), limit)
-        child = _Child(spec)
-        ref = await self._start(child, monitor=spec.restart != "temporary")
-        children[ref] = child
+
+    def _started(self, child: _Child, ref: ActorRef) -> None:
+        self._children[ref] = child
         # A dynamic supervisor may start thousands of children: build the event only if kept.
         if debug_enabled():
             logger().debug(
                 "supervisor.child_started",
                 supervisor=repr(self.ref),
-                child=repr(spec.id),
+                child=repr(child.spec.id),
                 ref=repr(ref),
             )
+
+    async def _start_child(self, spec: ChildSpec) -> ActorRef:
+        self._make_room()
+        child = _Child(spec)
+        ref = await self._start(child, monitor=spec.restart != "temporary")
+        self._started(child, ref)
         return ref
+
+    def _start_child_now(self, spec: ChildSpec) -> tuple[ActorRef, ExitReason | None]:
+        """`_start_child` in one synchronous step, for a child whose init cannot suspend, run
+        by the task that asked while this supervisor is idle (see `start_child`). Returns the
+        ref and None, or the ref and the reason its init failed (nothing is recorded then)."""
+        self._make_room()
+        start = spec.start
+        try:
+            ref, failed = _spawn_now(
+                self.ref._nursery,
+                start.actor,
+                start.args,
+                start.kwargs,
+                start.name,
+                start.registry,
+                start.mailbox_size,
+            )
+        except NameTaken as exc:
+            raise self._start_failed(spec, exc) from exc
+        if failed is None:
+            child = _Child(spec, ref, status="running")
+            if spec.restart != "temporary":
+                self.monitor(ref)
+            self._started(child, ref)
+        return ref, failed
 
     async def handle_info(self, msg: Any) -> None:
         if isinstance(msg, Down):
@@ -175,9 +214,41 @@ class DynamicSupervisorRef(ActorRef):
 
     async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef:  # noqa: ASYNC109
         """Start a child from `spec` and return its ref once its init finished. Raises
-        `MaxChildren` when full, `StartError` (naming the child id) if init fails."""
+        `MaxChildren` when full, `StartError` (naming the child id) if init fails.
+
+        Always a cancel point. It is a request to the supervisor, handled after the requests
+        queued before it; but when the supervisor is idle (parked on an empty mailbox, so it
+        would handle this one next and nothing it does can interleave) and the child's init
+        cannot suspend (no ``await`` in it), the start runs in the caller's task instead, in
+        one synchronous step, with the same checks, table, errors and logs, and init in the
+        supervisor's contextvars context (the child inherits it, as always). Such a start
+        yields to the scheduler only every `YIELD_EVERY` times in a row, like a busy actor
+        reading its mailbox: a task starting children in a loop never starves the others.
+        """
         if not isinstance(spec, ChildSpec):
             raise InvalidSpec(f"start_child needs a ChildSpec, got {spec!r}")
+        supervisor = self._actor
+        if (
+            self._mailbox._reader is not None
+            and _init_cannot_suspend(spec.start.actor)
+            and type(supervisor) is DynamicSupervisor
+        ):
+            await trio.lowlevel.checkpoint_if_cancelled()
+            task = self._task
+            assert task is not None  # parked in its mailbox, so its task is running
+            ref, failed = task.context.run(supervisor._start_child_now, spec)
+            if failed is not None:
+                try:
+                    await _fail_start(ref, failed)
+                except StartError as exc:
+                    raise supervisor._start_failed(spec, exc) from _cause(exc)
+            global _streak
+            _streak += 1
+            if _streak >= YIELD_EVERY:
+                _streak = 0
+                # Shielded: a started child's ref is never lost to a cancellation.
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            return ref
         result = await self.call(("start_child", spec), timeout=timeout)
         if type(result) is _CallError:
             raise result.error

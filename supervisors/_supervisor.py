@@ -120,19 +120,21 @@ class _SupervisorBase(Actor):
                 start.registry,
                 start.mailbox_size,
             )
-        except NameTaken as exc:
-            # As OTP's {error, {already_started, Pid}}: the caller's failure, never the
-            # supervisor's own crash.
-            raise StartError(spec.id, Crash(exc), f"in {self.ref!r}: {exc}") from exc
-        except StartError as exc:
-            err = StartError(spec.id, exc.reason, f"in {self.ref!r}")
-            err.__cause__ = exc.__cause__ or exc
-            raise err from err.__cause__
+        except (NameTaken, StartError) as exc:
+            raise self._start_failed(spec, exc) from _cause(exc)
         if monitor:
             self.monitor(ref)
         child.ref = ref
         child.status = "running"
         return ref
+
+    def _start_failed(self, spec: ChildSpec, exc: NameTaken | StartError) -> StartError:
+        """The error a failed child start raises to whoever asked: it names the child."""
+        if isinstance(exc, NameTaken):
+            # As OTP's {error, {already_started, Pid}}: the caller's failure, never the
+            # supervisor's own crash.
+            return StartError(spec.id, Crash(exc), f"in {self.ref!r}: {exc}")
+        return StartError(spec.id, exc.reason, f"in {self.ref!r}")
 
     async def _shutdown(self, child: _Child, reason: ExitReason = _SHUTDOWN) -> ExitReason:
         """The shutdown ladder: graceful request, wait up to the spec's timeout, then cancel."""
@@ -169,6 +171,13 @@ class _SupervisorBase(Actor):
             max_seconds=self._max_seconds,
         )
         self.stop(GIVE_UP_REASON)
+
+
+def _cause(exc: NameTaken | StartError) -> BaseException:
+    """The cause `_start_failed`'s error is raised from: what made init fail, if known."""
+    if isinstance(exc, NameTaken):
+        return exc
+    return exc.__cause__ or exc
 
 
 def _should_restart(spec: ChildSpec, reason: ExitReason) -> bool:
