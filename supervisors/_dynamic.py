@@ -113,29 +113,23 @@ class DynamicSupervisor(_SupervisorBase):
         if limit is not None and len(children) >= limit and len(self._prune()) >= limit:
             raise MaxChildren(repr(self.ref), limit)
 
-    def _started(self, child: _Child, ref: ActorRef) -> None:
-        self._children[ref] = child
-        # A dynamic supervisor may start thousands of children: build the event only if kept.
-        if debug_enabled():
-            logger().debug(
-                "supervisor.child_started",
-                supervisor=repr(self.ref),
-                child=repr(child.spec.id),
-                ref=repr(ref),
-            )
-
     async def _start_child(self, spec: ChildSpec) -> ActorRef:
         self._make_room()
         child = _Child(spec)
         ref = await self._start(child, monitor=spec.restart != "temporary")
-        self._started(child, ref)
+        self._children[ref] = child
+        # A dynamic supervisor may start thousands of children: build the event only if kept.
+        if debug_enabled():
+            _log_started(self.ref, spec, ref)
         return ref
 
     def _start_child_now(self, spec: ChildSpec) -> tuple[ActorRef, ExitReason | None]:
         """`_start_child` in one synchronous step, for a child whose init cannot suspend, run
         by the task that asked while this supervisor is idle (see `start_child`). Returns the
         ref and None, or the ref and the reason its init failed (nothing is recorded then)."""
-        self._make_room()
+        children = self._children
+        if self._max_children is not None or len(children) >= self._prune_at:
+            self._make_room()
         start = spec.start
         try:
             ref, failed = _spawn_now(
@@ -150,10 +144,11 @@ class DynamicSupervisor(_SupervisorBase):
         except NameTaken as exc:
             raise self._start_failed(spec, exc) from exc
         if failed is None:
-            child = _Child(spec, ref, status="running")
             if spec.restart != "temporary":
                 self.monitor(ref)
-            self._started(child, ref)
+            children[ref] = _Child(spec, ref, 0, "running")
+            if debug_enabled():
+                _log_started(self.ref, spec, ref)
         return ref, failed
 
     async def handle_info(self, msg: Any) -> None:
@@ -199,6 +194,12 @@ class DynamicSupervisor(_SupervisorBase):
                 ref=repr(ref),
             )
             return
+
+
+def _log_started(supervisor: ActorRef, spec: ChildSpec, ref: ActorRef) -> None:
+    logger().debug(
+        "supervisor.child_started", supervisor=repr(supervisor), child=repr(spec.id), ref=repr(ref)
+    )
 
 
 def _check_max(max_children: object) -> None:

@@ -40,10 +40,24 @@ def logger() -> Any:
     return _fallback
 
 
+_checked: tuple[Any, Any, Any] | None = None
+"""(wrapper class, logger factory, bound logger) that `debug_enabled` last asked."""
+
+
 def debug_enabled() -> bool:
     """Whether a debug event would be kept: lets a hot path skip building the event's fields
-    (reprs) when it would be dropped. Loggers that cannot say are assumed to keep it."""
+    (reprs) when it would be dropped. Loggers that cannot say are assumed to keep it.
+
+    Binding a logger through structlog's lazy proxy costs more than starting an actor, so the
+    bound logger is kept for as long as the configuration names the same wrapper class and
+    logger factory; the level itself is asked every time (a stdlib logger's can change)."""
+    global _checked
     if not structlog.is_configured():
         return False  # our fallback logger drops debug events
-    check = getattr(logger(), "is_enabled_for", None)
+    config = structlog.get_config()
+    wrapper, factory = config["wrapper_class"], config["logger_factory"]
+    checked = _checked
+    if checked is None or checked[0] is not wrapper or checked[1] is not factory:
+        checked = _checked = (wrapper, factory, logger().bind())
+    check = getattr(checked[2], "is_enabled_for", None)
     return True if check is None else bool(check(logging.DEBUG))
