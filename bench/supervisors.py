@@ -28,7 +28,10 @@ Spawn and exit, exactly (the figure is total wall time / N, timed until everythi
   has answered `count_children()` with no children (asserted): a temporary child is not
   monitored, the supervisor drops exited ones when it looks. The child's hooks contain no
   `await`, so it runs without a cancel scope of its own; an extra row repeats the measurement
-  with a child whose handler contains an (unreached) `await`, which needs one.
+  with a child whose handler contains an (unreached) `await`, which needs one. The child's
+  init has no `await` either, so with the supervisor idle `start_child` runs the start in the
+  starter's task (see its docstring); another extra row gives init an (unreached) `await`, so
+  that every start is a call round trip to the supervisor, as any init that can suspend is.
 - reference: one task calls `nursery.start_soon(noop)` N times; the clock stops when the nursery
   block exits, i.e. once every task has run and returned. These tasks wait for nothing and
   nobody is told they ended, so this is a floor, not an equivalent.
@@ -366,6 +369,16 @@ class _OneShotAwaits(_OneShot):
         self.stop()
 
 
+class _OneShotInitAwaits(_OneShot):
+    """`_OneShot` with an init that can await (it never does here): `start_child` then cannot
+    run it in the caller's task, so every start is a call the supervisor handles."""
+
+    async def init(self, tally: _Tally) -> None:
+        if tally.left < 0:
+            await trio.lowlevel.checkpoint()
+        await super().init(tally)
+
+
 class _BenchCrash(Exception):
     """Raised on purpose by `_Crashy` to measure restarts."""
 
@@ -466,6 +479,11 @@ def ours_spawn_concurrent(n: int, child: type[_OneShot] = _OneShot) -> float:
 def ours_spawn_concurrent_scoped(n: int) -> float:
     """`ours_spawn_concurrent` with children whose handler can await (so each has a scope)."""
     return ours_spawn_concurrent(n, _OneShotAwaits)
+
+
+def ours_spawn_concurrent_call_path(n: int) -> float:
+    """`ours_spawn_concurrent` with children whose init can await (so each start is a call)."""
+    return ours_spawn_concurrent(n, _OneShotInitAwaits)
 
 
 def ours_spawn_supervised(n: int) -> float:
@@ -702,7 +720,9 @@ def run(quick: bool) -> list[Row]:
                     1 / cast["pykka"], better="higher", extra=extra))
 
     spawn_ = compare({"ours": ours_spawn_concurrent, "raw": raw_spawn,
-                      "ours_scoped": ours_spawn_concurrent_scoped}, sizes.spawns, sizes.repeats)
+                      "ours_scoped": ours_spawn_concurrent_scoped,
+                      "ours_call_path": ours_spawn_concurrent_call_path},
+                     sizes.spawns, sizes.repeats)
     extra = note | {
         "spawns": sizes.spawns,
         "starters": STARTERS,
@@ -711,11 +731,16 @@ def run(quick: bool) -> list[Row]:
                 "until every child has exited and count_children() reports none",
         "ours_scoped": "the same, but the child's handler contains an await (never reached), "
                        "so each child runs in a cancel scope of its own",
+        "ours_call_path": "the same, but the child's init contains an await (never reached), "
+                          "so start_child cannot run it in the caller's task: every start is a "
+                          "call the supervisor handles, init in the supervisor's task",
         "reference": "one task calls nursery.start_soon(noop) n times; timed until the "
                      "nursery block exits (every task has run)",
         "us_per_spawn": {k: _us(v) for k, v in spawn_.items()},
         "scheduling_per_spawn": {k: scheduling(fn, 200) for k, fn in
-                                 [("ours", ours_spawn_concurrent), ("raw", raw_spawn)]},
+                                 [("ours", ours_spawn_concurrent),
+                                  ("ours_call_path", ours_spawn_concurrent_call_path),
+                                  ("raw", raw_spawn)]},
     }
     row = Row(SUITE, "spawn+exit (supervised, concurrent)", _us(spawn_["ours"]), "µs",
               "nursery.start_soon", _us(spawn_["raw"]), target="<= 3x", extra=extra)
@@ -724,6 +749,9 @@ def run(quick: bool) -> list[Row]:
     rows.append(Row(SUITE, "spawn+exit (supervised, concurrent, child can await)",
                     _us(spawn_["ours_scoped"]), "µs", "nursery.start_soon", _us(spawn_["raw"]),
                     extra=extra))
+    rows.append(Row(SUITE, "spawn+exit (supervised, concurrent, init can await)",
+                    _us(spawn_["ours_call_path"]), "µs", "nursery.start_soon",
+                    _us(spawn_["raw"]), extra=extra))
 
     one = compare({"ours": ours_spawn_supervised, "bare": ours_spawn_bare, "start": raw_start},
                   sizes.spawns, sizes.repeats)
