@@ -9,13 +9,26 @@ appending a `Migration` to the list, with the next version number; never edit a 
 `init`, hands out the `Database` handle (`call(GetDatabase())`) and closes it in `terminate`.
 Work is not routed through its mailbox: callers run statements on the handle directly.
 
-Writes (`execute`, `run`) go through one connection, one at a time (a trio lock guards it).
+Writes (`execute`, `run`) go through one connection, one at a time, with group commit: every
+write queued while a batch runs goes into the next batch, and a batch is ONE worker-thread hop
+that runs its writes one after another, each its own transaction (so one failing write fails
+only its own caller, and a write that leaves a transaction open is rolled back before the next
+one runs). One hop per batch instead of one per write matters under load: each hop waits for the
+GIL, and with a thousand research jobs finishing at once, one hop per write let them queue for
+tens of seconds, each job holding its result in memory meanwhile (docs/research.md). There is no
+writer task: the caller that finds nobody writing runs the batch, and hands the next batch to the
+first caller queued behind it.
+
 Queries (`fetchone`, `fetchall`) go through a second, query-only connection with its own lock: in
 WAL mode a reader never waits for the writer, so a status check does not queue behind a thousand
 jobs' updates, and each query sees every write committed before it started. Both run in
-`trio.to_thread`, so the trio loop never blocks on the disk. A statement that has started runs to
-completion even if the caller is cancelled (SQLite cannot be interrupted half-way safely); the
-caller just stops waiting for it.
+`trio.to_thread`, so the trio loop never blocks on the disk.
+
+Cancellation, like `trio.to_thread.run_sync`: a write cancelled while it waits in the queue is
+withdrawn and never runs; once its batch has started, it runs to completion (SQLite cannot be
+interrupted half-way safely) and its caller still gets the result, the cancellation being raised
+at its next checkpoint. Cancelling the caller that runs a batch never drops the other callers'
+writes in it.
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import outcome
 import trio
 
 from ask_another.errors import StoreError
@@ -101,30 +115,134 @@ MIGRATIONS: list[Migration] = [
 ]
 
 
+class _Write:
+    """One queued write: the function, then its outcome, set by the batch that ran it."""
+
+    __slots__ = ("fn", "lead", "result", "taken", "woken")
+
+    def __init__(self, fn: Callable[[sqlite3.Connection], Any]) -> None:
+        self.fn = fn
+        self.taken = False  # in a batch that has started: it will run, whatever happens
+        self.lead = False  # this caller runs the next batch
+        self.result: outcome.Outcome[Any] | None = None
+        self.woken = trio.Event()  # set when `result` is ready or when asked to lead
+
+
+def _run_batch(conn: sqlite3.Connection, batch: list[_Write]) -> None:
+    """In the worker thread: every write of the batch, in order, each on its own."""
+    for write in batch:
+        write.result = outcome.capture(write.fn, conn)
+        try:
+            open_transaction = conn.in_transaction
+        except sqlite3.ProgrammingError:  # the write closed the connection (`aclose`)
+            continue
+        if open_transaction:
+            # A write that failed (or forgot to commit) must not leave its transaction to the
+            # next caller's write, which would commit or roll it back with its own.
+            try:
+                conn.rollback()
+            except sqlite3.Error as exc:
+                write.result = outcome.Error(exc)
+            else:
+                if not isinstance(write.result, outcome.Error):
+                    write.result = outcome.Error(sqlite3.ProgrammingError(
+                        "the write left its transaction open; it was rolled back"))
+
+
 class Database:
     """A writing and a query-only SQLite connection used from worker threads, each one statement
-    at a time."""
+    at a time; writes are group-committed (see the module docstring)."""
 
     def __init__(self, connection: sqlite3.Connection, reader: sqlite3.Connection,
                  path: Path) -> None:
         self._connection = connection
-        self._lock = trio.Lock()
+        self._queue: list[_Write] = []  # writes waiting for the next batch, in arrival order
+        self._writing = False  # a batch runs, or a caller has been asked to run the next one
         self._reader = reader
         self._reader_lock = trio.Lock()
         self.path = path
         self.closed = False
+        self.batches = 0  # statistics: batches (worker-thread hops) and writes run so far
+        self.writes = 0
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(connection)` in a worker thread, alone on the connection.
 
-        Use it for several statements that must run together; commit is up to `fn`.
-        Raises `StoreError` for any SQLite failure.
+        Use it for several statements that must run together; commit is up to `fn` (a
+        transaction it leaves open is rolled back). Raises `StoreError` for any SQLite failure,
+        and when the database is closed.
         """
-        async with self._lock:
+        if self.closed:
+            await trio.lowlevel.checkpoint()
+            raise StoreError(f"the database {self.path} is closed")
+        result: T = await self._submit(fn)
+        return result
+
+    @property
+    def queued(self) -> int:
+        """Writes waiting for their batch (statistics)."""
+        return len(self._queue)
+
+    async def _submit(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        write = _Write(fn)
+        self._queue.append(write)
+        if not self._writing:
+            self._writing = True
+            write.lead = True
+        else:
             try:
-                return await trio.to_thread.run_sync(fn, self._connection)
-            except sqlite3.Error as exc:
-                raise StoreError(f"the database {self.path} failed: {exc}") from exc
+                await write.woken.wait()
+            except trio.Cancelled:
+                if not write.taken:
+                    self._queue.remove(write)  # withdrawn: it never runs
+                    if write.lead:
+                        self._hand_over()
+                    raise
+                # Its batch has started: the write happens; wait for it as to_thread would.
+                with trio.CancelScope(shield=True):
+                    await write.woken.wait()
+        if write.result is None:  # woken to lead the next batch
+            await self._lead(write)
+        assert write.result is not None
+        try:
+            return write.result.unwrap()
+        except sqlite3.Error as exc:
+            raise StoreError(f"the database {self.path} failed: {exc}") from exc
+
+    async def _lead(self, write: _Write) -> None:
+        try:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        except trio.Cancelled:
+            self._queue.remove(write)
+            self._hand_over()
+            raise
+        batch, self._queue = self._queue, []
+        for queued in batch:
+            queued.taken = True
+        # Shielded: the others' writes are in this batch, whatever happens to this caller.
+        with trio.CancelScope(shield=True):
+            try:
+                await trio.to_thread.run_sync(_run_batch, self._connection, batch)
+            except BaseException as exc:  # the hop itself failed: every write of it fails
+                for queued in batch:
+                    if queued.result is None:
+                        queued.result = outcome.Error(exc)
+            finally:
+                self.batches += 1
+                self.writes += len(batch)
+                for queued in batch:
+                    queued.woken.set()
+                self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The next batch is run by the first caller queued, if any."""
+        if self._queue:
+            first = self._queue[0]
+            first.lead = True
+            first.woken.set()
+        else:
+            self._writing = False
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one writing statement and commit; returns the last inserted row id."""
@@ -161,8 +279,8 @@ class Database:
         self.closed = True
         async with self._reader_lock:
             await trio.to_thread.run_sync(self._reader.close)
-        async with self._lock:
-            await trio.to_thread.run_sync(self._connection.close)
+        # Queued behind every write already accepted, which all run first.
+        await self._submit(lambda conn: conn.close())
 
 
 def _connect(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
