@@ -61,6 +61,7 @@ class _Interrupted(BaseException):
 
 _HOOKS: Final = frozenset(("handle_call", "handle_cast", "handle_info", "terminate"))
 _never_suspend: dict[tuple[object, ...], bool] = {}
+_init_never_suspends: dict[object, bool] = {}
 
 
 def _cannot_suspend(fn: object) -> bool:
@@ -565,7 +566,8 @@ class ActorRef:
         """Record the exit and tell everyone who must know. Synchronous: safe while cancelled."""
         if self._reason is not None:
             return
-        self._close(reason)
+        if self._closing is None or not self._mailbox._closed:
+            self._close(reason)
         self._reason = reason
         self._actor = None
         starter = self._starter
@@ -844,9 +846,9 @@ def _init_cannot_suspend(actor_class: type[Actor]) -> bool:
     if actor_class._owns_nursery:
         return False
     init = actor_class.init
-    known = _never_suspend.get((init,))
+    known = _init_never_suspends.get(init)
     if known is None:
-        known = _never_suspend[(init,)] = _cannot_suspend(init)
+        known = _init_never_suspends[init] = _cannot_suspend(init)
     return known
 
 
@@ -930,6 +932,15 @@ def _spawn_now(
         ref._task = None
         ref._finish(Killed())
         raise RuntimeError(f"{actor_class.__name__}.init suspended though it has no await")
+    # _init_ended inlined for its common case: init succeeded and asked for nothing.
+    ref._task = None
+    if reason is None and ref._kill_reason is None and ref._stop_reason is None:
+        try:
+            nursery.start_soon(_actor_main, ref, None, name=_TASK_NAME)
+        except BaseException:
+            ref._finish(Killed())
+            raise
+        return ref, None
     return ref, _init_ended(ref, reason)
 
 
