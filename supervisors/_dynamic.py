@@ -234,22 +234,25 @@ class DynamicSupervisorRef(ActorRef):
             and _init_cannot_suspend(spec.start.actor)
             and type(supervisor) is DynamicSupervisor
         ):
-            await trio.lowlevel.checkpoint_if_cancelled()
-            task = self._task
-            assert task is not None  # parked in its mailbox, so its task is running
-            ref, failed = task.context.run(supervisor._start_child_now, spec)
-            if failed is not None:
-                try:
-                    await _fail_start(ref, failed)
-                except StartError as exc:
-                    raise supervisor._start_failed(spec, exc) from _cause(exc)
+            # Counted before the work, so a start that fails (MaxChildren, StartError) counts
+            # too: a task retrying in a loop still lets the children it waits for run.
             global _streak
             _streak += 1
             if _streak >= YIELD_EVERY:
                 _streak = 0
-                # Shielded: a started child's ref is never lost to a cancellation.
-                await trio.lowlevel.cancel_shielded_checkpoint()
-            return ref
+                await trio.lowlevel.checkpoint()
+            else:
+                await trio.lowlevel.checkpoint_if_cancelled()
+            task = self._task
+            # Still idle? (A yield above lets others send it requests, or stop it.)
+            if self._mailbox._reader is not None and task is not None:
+                ref, failed = task.context.run(supervisor._start_child_now, spec)
+                if failed is not None:
+                    try:
+                        await _fail_start(ref, failed)
+                    except StartError as exc:
+                        raise supervisor._start_failed(spec, exc) from _cause(exc)
+                return ref
         result = await self.call(("start_child", spec), timeout=timeout)
         if type(result) is _CallError:
             raise result.error

@@ -20,6 +20,7 @@ from actors_for_tests import Echo, Journal, Stubborn
 from supervisors import (
     Actor,
     Killed,
+    MaxChildren,
     StartError,
     child_spec,
     spawn,
@@ -139,6 +140,36 @@ async def test_a_task_starting_children_in_a_loop_lets_others_run(nursery: trio.
     # At least one yield per 32 starts in a row (the mailbox's YIELD_EVERY).
     assert after - before >= 9
     assert (await sup.count_children()).active == 320
+
+
+class _Brief(Actor):
+    """Ends on its own: init casts it one message, and handling that stops it."""
+
+    async def init(self) -> None:
+        self.ref.cast("done")
+
+    async def handle_cast(self, msg: Any) -> None:
+        self.stop()
+
+
+async def test_retrying_start_child_while_full_lets_the_children_exit(
+    nursery: trio.Nursery,
+) -> None:
+    # A refused start must yield now and then too, or a task retrying in a loop would never
+    # let the child it waits for run, exit and make room.
+    sup = await start_dynamic_supervisor(nursery, max_children=1)
+    spec = child_spec(_Brief, restart="temporary")
+    first = await sup.start_child(spec)
+    refused = 0
+    for _ in range(1000):
+        try:
+            second = await sup.start_child(spec)
+            break
+        except MaxChildren:
+            refused += 1
+    else:
+        pytest.fail("start_child never yielded to let the running child exit")
+    assert refused >= 1 and not first.alive and second is not first
 
 
 async def test_an_idle_actor_keeps_nothing_of_its_last_message(nursery: trio.Nursery) -> None:
