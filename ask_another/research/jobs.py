@@ -252,17 +252,30 @@ class ResearchJobs:
                     return record
                 await trio.sleep(0.01)  # between a crash and the restart
                 continue
+            if on_progress is None:
+                # Nothing to relay: no channel, no nursery, only the call (the common case of
+                # many waiting callers, so it stays small).
+                with trio.move_on_at(deadline):
+                    try:
+                        done: JobRecord = await ref.call(AwaitResult(), timeout=None)
+                        return done
+                    except ActorExited:
+                        pass  # crashed and restarting, or finished: look again
+                if trio.current_time() < deadline:
+                    # `call` raises ActorExited without a checkpoint: yield before looking again.
+                    await trio.sleep(0.01)
+                    continue
+                return await self.get(job_id)
             send, receive = trio.open_memory_channel[JobUpdate](64)
             with send:
                 final: JobRecord | None = None
                 exited = False
                 async with trio.open_nursery() as nursery:
-                    if on_progress is not None:
-                        try:
-                            await ref.call(Subscribe(send))
-                        except ActorExited:
-                            continue  # finished or crashed just now: look again
-                        nursery.start_soon(self._relay, ref, receive, on_progress, progress_every)
+                    try:
+                        await ref.call(Subscribe(send))
+                    except ActorExited:
+                        continue  # finished or crashed just now: look again
+                    nursery.start_soon(self._relay, ref, receive, on_progress, progress_every)
                     with trio.move_on_at(deadline):
                         try:
                             final = await ref.call(AwaitResult(), timeout=None)

@@ -27,6 +27,8 @@ and is retried through its supervisor within the job's attempt bound (see job.py
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -159,12 +161,35 @@ def _credentials(entry: ModelEntry) -> dict[str, Any]:
     return kwargs
 
 
+# For every interaction created with background=True, litellm starts a poll task of its own on the
+# gateway's loop: it GETs the interaction every 5 s, doubling up to 60 s, for up to an hour, only to
+# log its cost to litellm's callbacks (its proxy's billing; we register none, and read the usage
+# from our own polls). That doubles the GETs each job sends the provider (and, on the simulator,
+# each GET moves the interaction along its script), keeps litellm's logging object of the create
+# alive for the interaction's whole life (~7 KB per running job), and costs CPU on the gateway's
+# one thread, where litellm's per-request cost is already the bottleneck with many jobs. Off,
+# unless litellm's own variable says otherwise.
+COST_POLLING_ENV: Final = "BACKGROUND_INTERACTION_COST_POLLING_ENABLED"
+
+
+def _without_litellm_cost_polling() -> None:
+    """Runs on the gateway's loop, with `litellm.interactions` imported."""
+    if os.environ.get(COST_POLLING_ENV) is not None:
+        return  # set explicitly: litellm reads it at its import, as documented
+    module = sys.modules.get("litellm.interactions.background_cost_polling")
+    if module is not None:
+        # Read at call time by litellm's `maybe_schedule_background_interaction_cost_polling`.
+        module.BACKGROUND_INTERACTION_COST_POLLING_ENABLED = False  # type: ignore[attr-defined]
+
+
 async def _interactions(gateway: Gateway, entry: ModelEntry, name: str, **kwargs: Any) -> Any:
     """Run ``litellm.interactions.<name>(**kwargs)`` on the gateway's loop; map its errors."""
     kwargs.update(_credentials(entry))
 
     async def go(litellm: ModuleType, _deliver: Any) -> Any:
-        return await getattr(litellm.interactions, name)(**kwargs)
+        call = getattr(litellm.interactions, name)
+        _without_litellm_cost_polling()
+        return await call(**kwargs)
 
     try:
         return await gateway.run(go)
@@ -180,13 +205,12 @@ async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
     agent = entry.model.split("/", 1)[1]
     if ctx.handle is None:
         ctx.report("starting the Gemini deep-research interaction")
-        created = await _interactions(gateway, entry, "acreate", agent=agent, input=ctx.query,
-                                      background=True)
-        if not getattr(created, "id", None):
+        response = await _interactions(gateway, entry, "acreate", agent=agent, input=ctx.query,
+                                       background=True)
+        if not getattr(response, "id", None):
             raise ResearchFailed("the provider did not return an interaction id")
-        interaction_id = str(created.id)
+        interaction_id = str(response.id)
         await ctx.save_handle(interaction_id)
-        response = created
     else:
         interaction_id = ctx.handle
         ctx.report("resuming the Gemini interaction", interaction_id=interaction_id)
@@ -209,6 +233,8 @@ async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
         if status not in _KEEP_POLLING:
             raise ResearchFailed(_ended_message(response, str(status)),
                                  report=_report_of(response)[0] or None)
+        # Not kept while the job sleeps: a waiting job holds nothing of litellm's.
+        response = None
         if trio.current_time() + interval > deadline:
             outcome = await cancel_interaction(gateway, entry, interaction_id)
             raise ResearchFailed(

@@ -6,6 +6,8 @@ runs on another thread).
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 import time
 
 import pytest
@@ -18,12 +20,14 @@ from ask_another.research import (
     NotWaiting,
     PermissionAnswer,
     ResearchJobs,
+    Status,
     UnknownJob,
     job_name,
 )
 from ask_another.runtime import Runtime
 from ask_another.simulator import Fail, Reply, Simulator
 from ask_another.store.jobs import get_job, job_events
+from supervisors import ActorExited
 
 
 async def test_perplexity_job_completes_with_report_and_citations(
@@ -91,6 +95,26 @@ async def test_progress_updates_arrive_while_waiting(jobs: ResearchJobs, sim: Si
     assert any(u.step and "Gemini interaction" in u.step for u in updates)
 
 
+async def test_only_the_job_polls_its_gemini_interaction(research_config, sim: Simulator):
+    # litellm would start its own cost poller for every background interaction (first GET 5 s
+    # after the create, then on its own schedule for up to an hour): twice the provider traffic,
+    # and litellm's per-request state kept alive per job. Every GET must be one of the job's.
+    from ask_another.runtime import open_runtime
+
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"] * 5 + ["completed"])
+    async with open_runtime(research_config(ASK_ANOTHER_POLL_SECONDS="9"),
+                            prewarm_after=0) as rt:
+        jobs = ResearchJobs.of(rt)
+        record = await jobs.start("gdr", "who polls?")
+        with trio.fail_after(20):
+            while (await jobs.get(record.id)).provider_handle is None:  # noqa: ASYNC110
+                await trio.sleep(0.02)
+        await trio.sleep(7.5)  # past litellm's first GET (5 s), before the job's own (9 s)
+        (interaction,) = sim.interactions.values()
+        assert interaction.polls == 0
+        await jobs.cancel(record.id)
+
+
 async def test_cancel_during_gemini_polling_cancels_the_interaction_remotely(
     jobs: ResearchJobs, runtime: Runtime, sim: Simulator
 ):
@@ -144,6 +168,50 @@ async def test_a_transient_failure_is_retried_and_then_succeeds(
     assert final.report == "second try"
     assert final.attempts == 2
     assert len(sim.requests_for("sonar-deep-research")) == 2
+
+
+async def test_a_waiter_arriving_while_a_crashed_job_records_its_error_waits_for_the_retry(
+    jobs: ResearchJobs, runtime: Runtime, sim: Simulator
+):
+    # After a crash the actor records the error in the store before it exits; meanwhile it is
+    # still registered but refuses calls at once. A waiter arriving then must wait for the
+    # retry, not spin on the refusals (which starved the loop, the store write and all).
+    sim.latency = 0.3
+    sim.script("sonar-deep-research", [Fail(503, "upstream overloaded"), Reply("second try")])
+    db = await runtime.database()
+    entered, release = threading.Event(), threading.Event()
+
+    def hold_the_writer(conn: sqlite3.Connection) -> None:
+        entered.set()
+        release.wait(10)
+
+    record = await jobs.start("pplx", "crash then wait")
+    with trio.fail_after(10):
+        while (await jobs.get(record.id)).status != "in_progress":  # noqa: ASYNC110
+            await trio.sleep(0.01)
+    final = None
+
+    async def waiter() -> None:
+        nonlocal final
+        final = await jobs.wait(record.id, 20)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(db.run, hold_the_writer)  # the crash's error write queues behind it
+        await trio.to_thread.run_sync(entered.wait, 5)
+        with trio.fail_after(30):  # litellm's import comes first
+            while True:  # the 503 arrives: registered, refusing calls, terminate waiting
+                ref = runtime.registry.whereis(job_name(record.id))
+                try:
+                    if ref is not None:
+                        await ref.call(Status())
+                except ActorExited:
+                    break
+                await trio.sleep(0.005)
+        nursery.start_soon(waiter)
+        await trio.sleep(0.2)
+        release.set()
+    assert final is not None and final.status == "completed", final
+    assert final.report is not None and "second try" in final.report and final.attempts == 2
 
 
 async def test_a_job_that_keeps_crashing_is_restarted_within_the_bound_then_fails(

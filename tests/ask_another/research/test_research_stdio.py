@@ -74,7 +74,9 @@ async def test_research_session(sim: Simulator, tmp_path: Path):
             assert any("Gemini interaction" in (m or "") for _, _, m in progress)
 
             # 2. A timeout leaves the job in the background; check_research gets it later.
-            sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"] * 15 + ["completed"])
+            # (8 polls, ~2.5 s at a 0.05 s first interval growing by half: a 0.2 s timeout
+            # leaves it running; 15 took ~44 s of the job's own polls.)
+            sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"] * 8 + ["completed"])
             error, text = await call(client, "start_research", model="gdr", query="slow one",
                                      timeout=0.2)
             assert not error and "continues in the background" in text, text
