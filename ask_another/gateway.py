@@ -30,6 +30,7 @@ import gc
 import inspect
 import math
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -104,6 +105,28 @@ class CompletionResult:
     finish_reason: str | None = None
 
 
+SWITCH_INTERVAL = 0.001
+"""Seconds a thread may hold the GIL while another waits for it (Python's default: 0.005)."""
+
+
+def _share_the_gil() -> None:
+    """Shorten the interpreter's GIL switch interval to `SWITCH_INTERVAL` (never lengthen it).
+
+    The gateway's thread and the trio loop share one GIL, and litellm spends milliseconds of
+    CPU on every request (cost calculation, logging, response objects: ~5 ms per Gemini poll
+    here). The trio loop gives the GIL up at every system call (each `epoll_wait`, each thread
+    hop) and then waits for it up to the switch interval each time, so with litellm busy every
+    scheduler pass costs it a full interval, and a request a person is waiting for (a
+    `check_research` while a thousand jobs poll) takes hundreds of milliseconds. At 1 ms the
+    loop gets the GIL back five times sooner: `python -m bench research` measured a
+    check_research p99 of 30-46 ms against 276-518 ms at the default. Process-wide, so set
+    only when the gateway starts and only ever shortened: an application that chose a
+    shorter interval keeps it.
+    """
+    if sys.getswitchinterval() > SWITCH_INTERVAL:
+        sys.setswitchinterval(SWITCH_INTERVAL)
+
+
 @dataclass(frozen=True, slots=True)
 class GatewayStatistics:
     ready: bool
@@ -142,6 +165,7 @@ class Gateway:
         self._token = trio.lowlevel.current_trio_token()
         # Must be set before the import: litellm fetches its cost map from the network otherwise.
         os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        _share_the_gil()
         # A daemon thread: a process that quits while litellm is still importing must not hang.
         self._thread = threading.Thread(target=self._thread_main, name="ask-another-gateway",
                                         daemon=True)

@@ -66,8 +66,8 @@ from ask_another.store.jobs import (
 )
 from supervisors import NOREPLY, Actor, Caller, Crash, ExitReason, TaskCancelled, TaskDone
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "JobOptions", "ResearchJob", "Services",
-           "job_name"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "FirstRun", "JobOptions", "ResearchJob",
+           "Services", "job_name"]
 
 log = get_logger("ask_another.research")
 
@@ -102,21 +102,43 @@ class _Failure:
     report: str | None = None
 
 
+class FirstRun:
+    """A job's record as the store holds it right now, handed to the job's first run only.
+
+    Every run of a job reloads its record from the store, the truth after a crash: the
+    supervisor restarts a job with the arguments it first started with, stale by then. The
+    first run need not, since its record was just inserted (a new job) or just read (recovery):
+    that is one query fewer per job, which counts when a thousand jobs start at once, as each
+    query is a thread hop on the one query-only connection and a person's `check_research`
+    waits behind them. The spec holds this box, so a restart finds it empty and reloads.
+    """
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: JobRecord) -> None:
+        self._record: JobRecord | None = record
+
+    def take(self) -> JobRecord | None:
+        record, self._record = self._record, None
+        return record
+
+
 class ResearchJob(Actor):
     """One research job. Start it through the job supervisor (see jobs.py), not directly.
 
-    `init(record, services, max_attempts)`: `record` is the job as first stored; every run
-    reloads it from the store, which is the truth after a restart.
+    `init(first_run, services, max_attempts)`: `first_run` holds the job as it was just stored
+    (see `FirstRun`); every later run reloads it from the store, the truth after a restart.
     """
 
     record: JobRecord
     services: Services
     max_attempts: int
 
-    async def init(self, record: JobRecord, services: Services,
+    async def init(self, first_run: FirstRun, record: JobRecord, services: Services,
                    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                    options: JobOptions | None = None) -> None:
         # No I/O here: init runs in the supervisor's task, so it must be quick and cannot fail.
+        self.fresh = first_run.take()
         self.record = msgspec.structs.replace(record)
         self.services = services
         self.max_attempts = max_attempts
@@ -211,7 +233,7 @@ class ResearchJob(Actor):
 
     async def _run(self) -> ResearchResult | _Failure | None:
         db = await self.services.database()
-        stored = await get_job(db, self.record.id)
+        stored, self.fresh = self.fresh or await get_job(db, self.record.id), None
         if stored is None or stored.finished or self.record.finished:
             if stored is not None and not self.record.finished:
                 self.record = stored

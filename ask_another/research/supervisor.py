@@ -30,6 +30,7 @@ from ask_another.config import Config
 from ask_another.logs import get_logger
 from ask_another.research.job import (
     DEFAULT_MAX_ATTEMPTS,
+    FirstRun,
     JobOptions,
     ResearchJob,
     Services,
@@ -73,7 +74,7 @@ def job_spec(record: JobRecord, services: Services,
     """The child spec of one job: transient (restarted only after a crash), registered by id."""
     return ChildSpec(
         id=record.id,
-        start=Start(ResearchJob, (record, services, max_attempts, options),
+        start=Start(ResearchJob, (FirstRun(record), record, services, max_attempts, options),
                     name=job_name(record.id),
                     registry=services.registry, mailbox_size=JOB_MAILBOX),
         restart="transient",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import trio
@@ -111,3 +112,16 @@ async def test_bad_arguments_are_refused_before_any_request(sim: Simulator):
         with pytest.raises(InvalidArgument):
             await gateway.completion(entry(sim))
     assert sim.requests == []
+
+
+@pytest.mark.parametrize(("before", "after"), [(0.005, 0.001), (0.0002, 0.0002)])
+async def test_the_gateway_shortens_the_gil_switch_interval_and_never_lengthens_it(
+        before: float, after: float):
+    # litellm's thread shares the GIL with the trio loop; see gateway._share_the_gil.
+    saved = sys.getswitchinterval()
+    sys.setswitchinterval(before)
+    try:
+        async with open_gateway([KEY], start_import=False):
+            assert sys.getswitchinterval() == pytest.approx(after)
+    finally:
+        sys.setswitchinterval(saved)
