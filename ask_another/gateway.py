@@ -496,6 +496,24 @@ def _provider_text(exc: BaseException) -> str:
     return text[:2000]
 
 
+def _cost(litellm: ModuleType, response: Any) -> float | None:
+    """The call's price in USD, None when litellm does not know the model's price.
+
+    litellm prices every non-streamed response itself (`_hidden_params["response_cost"]`,
+    None for an unmapped model); pricing it again costs about a millisecond of the gateway
+    thread's CPU per call, most of it searching the model map for a model it has already
+    failed to find. Streamed responses, assembled from chunks, are priced here.
+    """
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, dict) and "response_cost" in hidden:
+        known = hidden["response_cost"]
+        return float(known) if isinstance(known, int | float) else None
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # unmapped model: the price is unknown, which is not an error
+        return None
+
+
 def _result(litellm: ModuleType, response: Any, model: str) -> CompletionResult:
     choices = getattr(response, "choices", None) or []
     if not choices:
@@ -509,11 +527,7 @@ def _result(litellm: ModuleType, response: Any, model: str) -> CompletionResult:
         for tc in (getattr(message, "tool_calls", None) or [])
     )
     usage_obj = getattr(response, "usage", None)
-    cost: float | None
-    try:
-        cost = float(litellm.completion_cost(completion_response=response))
-    except Exception:  # unmapped model: the price is unknown, which is not an error
-        cost = None
+    cost = _cost(litellm, response)
     usage = Usage(
         prompt_tokens=getattr(usage_obj, "prompt_tokens", None),
         completion_tokens=getattr(usage_obj, "completion_tokens", None),
