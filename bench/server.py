@@ -17,7 +17,10 @@ Fan-out: N concurrent `completion` tool calls through the real server (stdio sub
 `mcp.Client` in this process) against the simulated provider in its own process with a fixed
 latency, after one warm-up call that waits for litellm. The references, measured in the same run
 against the same simulator: the ideal (one latency) and raw `litellm.acompletion` fan-out of the
-same N calls in plain asyncio. Target: within 1.5x of raw.
+same N calls in plain asyncio. Target: within 1.5x of raw. The extras also record CPU per
+call on both sides (the server process's, from /proc, during the fan-out; the raw side's
+process time around its gather): the server is GIL-bound, so its CPU per call is what the
+ratio is made of.
 """
 
 from __future__ import annotations
@@ -168,7 +171,23 @@ def cold_start(runs: int) -> list[Row]:
     ]
 
 
-async def _ours(openai_base: str, calls: int, home: Path) -> float:
+def _children_cpu_seconds(marker: str) -> float:
+    """User + system CPU of this process's children whose command line contains `marker`."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != os.getpid():  # ppid
+                continue
+            if marker in (stat.parent / "cmdline").read_text():
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+    return total
+
+
+async def _ours(openai_base: str, calls: int, home: Path) -> tuple[float, float]:
+    """Wall seconds for the fan-out, and the server's CPU seconds during it."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -188,17 +207,20 @@ async def _ours(openai_base: str, calls: int, home: Path) -> float:
                                                 {"model": "sim", "prompt": f"question {i}"})
                 failures += bool(result.is_error)
 
+            cpu = _children_cpu_seconds("ask_another")
             start = time.perf_counter()
             async with trio.open_nursery() as nursery:
                 for i in range(calls):
                     nursery.start_soon(one, i)
             elapsed = time.perf_counter() - start
+            cpu = _children_cpu_seconds("ask_another") - cpu
     if failures:
         raise RuntimeError(f"{failures} of {calls} completion calls failed")
-    return elapsed
+    return elapsed, cpu
 
 
-async def _raw(openai_base: str, calls: int) -> float:
+async def _raw(openai_base: str, calls: int) -> tuple[float, float]:
+    """Wall and CPU seconds of the fan-out in plain asyncio."""
     import litellm
 
     litellm.suppress_debug_info = True
@@ -209,9 +231,9 @@ async def _raw(openai_base: str, calls: int) -> float:
             messages=[{"role": "user", "content": f"question {i}"}])
 
     await one(-1)  # warm-up: client creation, first-call imports
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one(i) for i in range(calls)))
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def fanout(calls: int, latency: float) -> list[Row]:
@@ -219,10 +241,15 @@ def fanout(calls: int, latency: float) -> list[Row]:
     from ask_another.simulator import Simulator
 
     with Simulator.process(latency=latency) as urls, tempfile.TemporaryDirectory() as tmp:
-        raw = asyncio.run(_raw(urls.openai_base, calls))
-        ours = trio.run(_ours, urls.openai_base, calls, Path(tmp))
-    extra: dict[str, object] = {"calls": calls, "latency_s": latency, "ideal_s": latency,
-                                "raw_litellm_s": round(raw, 3), "ours_s": round(ours, 3)}
+        raw, raw_cpu = asyncio.run(_raw(urls.openai_base, calls))
+        ours, ours_cpu = trio.run(_ours, urls.openai_base, calls, Path(tmp))
+    extra: dict[str, object] = {
+        "calls": calls, "latency_s": latency, "ideal_s": latency,
+        "raw_litellm_s": round(raw, 3), "ours_s": round(ours, 3),
+        # CPU per call: the server is GIL-bound, so this is what the ratio is made of.
+        "server_cpu_ms_per_call": round(1000 * ours_cpu / calls, 2),
+        "raw_cpu_ms_per_call": round(1000 * raw_cpu / calls, 2),
+    }
     return [
         Row(SUITE, f"{calls} concurrent completions via MCP vs raw litellm", ours, "s",
             "raw litellm.acompletion fan-out (asyncio)", raw, target="<= 1.5x raw",
