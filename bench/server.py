@@ -176,11 +176,9 @@ def _children_cpu_seconds(marker: str) -> float:
     total = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) != os.getpid():  # ppid
-                continue
-            if marker in (stat.parent / "cmdline").read_text():
-                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == os.getpid() and marker in (stat.parent / "cmdline").read_text():
+                total += _cpu_seconds(int(stat.parent.name))
         except (OSError, IndexError, ValueError):
             continue  # exited meanwhile
     return total

@@ -907,12 +907,7 @@ def _spawn_now(
     (`_init_cannot_suspend`): init's coroutine is run to its end in one step. Returns the ref
     and None once the actor's task is started, or the ref and the reason its start failed;
     the caller then owes ``await _fail_start(ref, reason)``."""
-    # _new_actor inlined (a call less per start on the hottest path).
-    actor = actor_class()
-    ref = actor_class._ref_class._new(actor, name, mailbox_size, nursery)
-    actor.ref = ref
-    if registry is not None:
-        registry.register(name, ref)
+    actor, ref = _new_actor(nursery, actor_class, name, registry, mailbox_size)
     ref._task = trio.lowlevel.current_task()  # so init calling its own ref is caught
     reason: ExitReason | None = None
     init = actor.init(*args, **kwargs)
@@ -932,15 +927,6 @@ def _spawn_now(
         ref._task = None
         ref._finish(Killed())
         raise RuntimeError(f"{actor_class.__name__}.init suspended though it has no await")
-    # _init_ended inlined for its common case: init succeeded and asked for nothing.
-    ref._task = None
-    if reason is None and ref._kill_reason is None and ref._stop_reason is None:
-        try:
-            nursery.start_soon(_actor_main, ref, None, name=_TASK_NAME)
-        except BaseException:
-            ref._finish(Killed())
-            raise
-        return ref, None
     return ref, _init_ended(ref, reason)
 
 

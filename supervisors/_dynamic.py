@@ -127,9 +127,7 @@ class DynamicSupervisor(_SupervisorBase):
         """`_start_child` in one synchronous step, for a child whose init cannot suspend, run
         by the task that asked while this supervisor is idle (see `start_child`). Returns the
         ref and None, or the ref and the reason its init failed (nothing is recorded then)."""
-        children = self._children
-        if self._max_children is not None or len(children) >= self._prune_at:
-            self._make_room()
+        self._make_room()
         start = spec.start
         try:
             ref, failed = _spawn_now(
@@ -146,7 +144,7 @@ class DynamicSupervisor(_SupervisorBase):
         if failed is None:
             if spec.restart != "temporary":
                 self.monitor(ref)
-            children[ref] = _Child(spec, ref, 0, "running")
+            self._children[ref] = _Child(spec, ref, 0, "running")
             if debug_enabled():
                 _log_started(self.ref, spec, ref)
         return ref, failed

@@ -110,17 +110,21 @@ class FirstRun:
     first run need not, since its record was just inserted (a new job) or just read (recovery):
     that is one query fewer per job, which counts when a thousand jobs start at once, as each
     query is a thread hop on the one query-only connection and a person's `check_research`
-    waits behind them. The spec holds this box, so a restart finds it empty and reloads.
+    waits behind them. The spec holds this box, so a restart finds it taken and reloads.
     """
 
-    __slots__ = ("_record",)
+    __slots__ = ("_taken", "record")
 
     def __init__(self, record: JobRecord) -> None:
-        self._record: JobRecord | None = record
+        self.record = record
+        self._taken = False
 
     def take(self) -> JobRecord | None:
-        record, self._record = self._record, None
-        return record
+        """The record for the first run; None for every later one (which must reload it)."""
+        if self._taken:
+            return None
+        self._taken = True
+        return self.record
 
 
 class ResearchJob(Actor):
@@ -134,12 +138,12 @@ class ResearchJob(Actor):
     services: Services
     max_attempts: int
 
-    async def init(self, first_run: FirstRun, record: JobRecord, services: Services,
+    async def init(self, first_run: FirstRun, services: Services,
                    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                    options: JobOptions | None = None) -> None:
         # No I/O here: init runs in the supervisor's task, so it must be quick and cannot fail.
         self.fresh = first_run.take()
-        self.record = msgspec.structs.replace(record)
+        self.record = msgspec.structs.replace(first_run.record)
         self.services = services
         self.max_attempts = max_attempts
         self.waiters: list[Caller] = []

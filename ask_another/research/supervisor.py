@@ -74,7 +74,7 @@ def job_spec(record: JobRecord, services: Services,
     """The child spec of one job: transient (restarted only after a crash), registered by id."""
     return ChildSpec(
         id=record.id,
-        start=Start(ResearchJob, (FirstRun(record), record, services, max_attempts, options),
+        start=Start(ResearchJob, (FirstRun(record), services, max_attempts, options),
                     name=job_name(record.id),
                     registry=services.registry, mailbox_size=JOB_MAILBOX),
         restart="transient",

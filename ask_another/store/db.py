@@ -195,9 +195,7 @@ class Database:
                 await write.woken.wait()
             except trio.Cancelled:
                 if not write.taken:
-                    self._queue.remove(write)  # withdrawn: it never runs
-                    if write.lead:
-                        self._hand_over()
+                    self._withdraw(write)
                     raise
                 # Its batch has started: the write happens; wait for it as to_thread would.
                 with trio.CancelScope(shield=True):
@@ -214,8 +212,7 @@ class Database:
         try:
             await trio.lowlevel.checkpoint_if_cancelled()
         except trio.Cancelled:
-            self._queue.remove(write)
-            self._hand_over()
+            self._withdraw(write)
             raise
         batch, self._queue = self._queue, []
         for queued in batch:
@@ -234,6 +231,13 @@ class Database:
                 for queued in batch:
                     queued.woken.set()
                 self._hand_over()
+
+    def _withdraw(self, write: _Write) -> None:
+        """A cancelled caller's write leaves the queue before its batch starts: it never runs.
+        If it was to lead the next batch, the next caller queued leads instead."""
+        self._queue.remove(write)
+        if write.lead:
+            self._hand_over()
 
     def _hand_over(self) -> None:
         """The next batch is run by the first caller queued, if any."""
