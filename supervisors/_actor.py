@@ -523,14 +523,7 @@ class ActorRef:
             if self._stop_reason is not None:
                 reason = self._stop_reason
                 break
-        # _terminate inlined: one coroutine less per actor.
-        self._close(reason)
-        try:
-            await actor.terminate(reason)
-        except Exception as exc:
-            _log_crash(self, exc, "terminate")
-            return Crash(exc)
-        return reason
+        return await self._terminate(actor, reason)
 
     async def _terminate(self, actor: Actor, reason: ExitReason) -> ExitReason:
         self._close(reason)
