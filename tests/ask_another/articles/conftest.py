@@ -17,18 +17,7 @@ def start_page_server(nursery: trio.Nursery) -> StartServer:
     """
 
     async def start(ssl_context: ssl.SSLContext | None = None) -> PageServer:
-        server = PageServer()
-        listeners: list[trio.SocketListener] | list[trio.SSLListener[trio.SocketStream]]
-        if ssl_context is None:
-            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-            server.port = listeners[0].socket.getsockname()[1]
-        else:
-            listeners = await trio.open_ssl_over_tcp_listeners(
-                0, ssl_context, host="127.0.0.1", https_compatible=True
-            )
-            server.port = listeners[0].transport_listener.socket.getsockname()[1]
-        nursery.start_soon(trio.serve_listeners, server.handle, listeners)
-        return server
+        return await PageServer().start(nursery, ssl_context)
 
     return start
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 import trio
-from conversation_pages import ARTICLE_HTML, ArticlePages, Page
+from conversation_pages import ARTICLE_HTML
+from loopback_pages import Page, PageServer
 
 
 @pytest.fixture
-async def pages(nursery: trio.Nursery) -> ArticlePages:
-    site = await ArticlePages().start(nursery)
+async def pages(nursery: trio.Nursery) -> PageServer:
+    site = await PageServer().start(nursery)
     site.add("/ledger", Page(ARTICLE_HTML.encode()))
     return site

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 import trio
-from conversation_pages import ARTICLE_FACT, ArticlePages, Page, tool_messages
+from conversation_pages import ARTICLE_FACT, tool_messages
+from loopback_pages import Page, PageServer
 from mcp import Client
 
 from ask_another.config import Config
@@ -35,7 +36,7 @@ def conversation_id_of(text: str) -> str:
 
 
 @pytest.fixture
-def config(make_config: Callable[..., Config], pages: ArticlePages, sim: Simulator) -> Config:
+def config(make_config: Callable[..., Config], pages: PageServer, sim: Simulator) -> Config:
     return make_config(ASK_ANOTHER_ALLOW_HOSTS=pages.hostport,
                        MODEL_OTHER=f"openai/m2;k;{sim.openai_base}")
 
@@ -56,7 +57,7 @@ async def test_the_tools_are_listed_with_their_annotations(config: Config, mode:
         assert "discuss(url, model)" in (client.instructions or "")
 
 
-async def test_read_article_returns_the_functions_json(config: Config, pages: ArticlePages):
+async def test_read_article_returns_the_functions_json(config: Config, pages: PageServer):
     pages.add("/doc.pdf", Page(b"%PDF-1.7", content_type="application/pdf"))
     async with Client(build_server(config, prewarm_after=None)) as client:
         error, text = await call(client, "read_article", url=f"http://{pages.hostport}/ledger")
@@ -80,7 +81,7 @@ async def test_read_article_returns_the_functions_json(config: Config, pages: Ar
 
 
 async def test_discuss_then_follow_ups_keep_the_article_in_context(
-    config: Config, sim: Simulator, pages: ArticlePages
+    config: Config, sim: Simulator, pages: PageServer
 ):
     url = f"http://{pages.hostport}/ledger"
     async with Client(build_server(config, prewarm_after=None)) as client:
@@ -104,7 +105,7 @@ async def test_discuss_then_follow_ups_keep_the_article_in_context(
 
 
 async def test_conversation_errors_are_tool_errors_a_person_can_act_on(
-    config: Config, sim: Simulator, pages: ArticlePages
+    config: Config, sim: Simulator, pages: PageServer
 ):
     async with Client(build_server(config, prewarm_after=None)) as client:
         error, text = await call(client, "completion", model="sim", prompt="hi",

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from conversation_pages import ARTICLE_FACT, ArticlePages, tool_messages
+from conversation_pages import ARTICLE_FACT, tool_messages
+from loopback_pages import PageServer
 from mcp import Client
 from stdio_server import stdio_client_for
 
@@ -49,7 +50,7 @@ def reader(request: SimRequest) -> Step:
 
 
 async def test_a_follow_up_is_answered_from_an_article_read_two_turns_earlier(
-    sim: Simulator, pages: ArticlePages, tmp_path: Path
+    sim: Simulator, pages: PageServer, tmp_path: Path
 ):
     env = {"ASK_ANOTHER_HOME": str(tmp_path / "home"),
            "MODEL_SIM": f"openai/m1;{FAKE_KEY};{sim.openai_base}",
@@ -108,7 +109,7 @@ async def test_a_follow_up_is_answered_from_an_article_read_two_turns_earlier(
 
 
 async def test_busy_and_unknown_conversations_over_stdio(
-    sim: Simulator, pages: ArticlePages, tmp_path: Path
+    sim: Simulator, pages: PageServer, tmp_path: Path
 ):
     env = {"ASK_ANOTHER_HOME": str(tmp_path / "home"),
            "MODEL_SIM": f"openai/m1;{FAKE_KEY};{sim.openai_base}",

@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 import trio
-from conversation_pages import ARTICLE_HTML, ArticlePages, Page
+from conversation_pages import ARTICLE_HTML
+from loopback_pages import Page, PageServer
 
 from ask_another.config import Config
 from ask_another.conversations import Conversations
@@ -14,14 +15,14 @@ from ask_another.runtime import Runtime, open_runtime
 
 
 @pytest.fixture
-async def pages(nursery: trio.Nursery) -> ArticlePages:
-    site = await ArticlePages().start(nursery)
+async def pages(nursery: trio.Nursery) -> PageServer:
+    site = await PageServer().start(nursery)
     site.add("/ledger", Page(ARTICLE_HTML.encode()))
     return site
 
 
 @pytest.fixture
-async def runtime(make_config: Callable[..., Config], pages: ArticlePages
+async def runtime(make_config: Callable[..., Config], pages: PageServer
                   ) -> AsyncIterator[Runtime]:
     config = make_config(ASK_ANOTHER_ALLOW_HOSTS=pages.hostport)
     async with open_runtime(config, prewarm_after=0) as rt:

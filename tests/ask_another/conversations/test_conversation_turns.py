@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import pytest
 import trio
-from conversation_pages import ARTICLE_FACT, ArticlePages, Page, tool_messages
+from conversation_pages import ARTICLE_FACT, tool_messages
+from loopback_pages import Page, PageServer
 
 from ask_another.config import Config
 from ask_another.conversations import (
@@ -75,7 +76,7 @@ async def test_an_unknown_conversation_is_a_clear_error(conversations: Conversat
 
 
 async def test_a_conversation_stays_with_its_model(make_config: Callable[..., Config],
-                                                   sim: Simulator, pages: ArticlePages):
+                                                   sim: Simulator, pages: PageServer):
     from ask_another.runtime import open_runtime
 
     config = make_config(MODEL_OTHER=f"openai/m2;k;{sim.openai_base}")
@@ -149,7 +150,7 @@ async def test_a_cancelled_turn_stores_nothing_and_frees_the_conversation(
 
 
 async def test_discuss_stores_the_read_article_exchange_and_the_prompt_then_answers(
-    conversations: Conversations, runtime: Runtime, sim: Simulator, pages: ArticlePages
+    conversations: Conversations, runtime: Runtime, sim: Simulator, pages: PageServer
 ):
     url = f"http://{pages.hostport}/ledger"
     outcome = await conversations.discuss(url, "sim")
@@ -173,7 +174,7 @@ async def test_discuss_stores_the_read_article_exchange_and_the_prompt_then_answ
 
 
 async def test_discuss_in_an_existing_conversation_with_a_custom_prompt(
-    conversations: Conversations, sim: Simulator, pages: ArticlePages
+    conversations: Conversations, sim: Simulator, pages: PageServer
 ):
     first = await conversations.turn("sim", "I will send you an article.")
     outcome = await conversations.discuss(f"http://{pages.hostport}/ledger", "sim",
@@ -186,7 +187,7 @@ async def test_discuss_in_an_existing_conversation_with_a_custom_prompt(
 
 
 async def test_discuss_with_an_unreadable_article_stores_nothing(
-    conversations: Conversations, runtime: Runtime, sim: Simulator, pages: ArticlePages
+    conversations: Conversations, runtime: Runtime, sim: Simulator, pages: PageServer
 ):
     pages.add("/report.pdf", Page(b"%PDF-1.7 binary", content_type="application/pdf"))
     first = await conversations.turn("sim", "hello")

@@ -1,4 +1,5 @@
-"""A tiny real HTTP/1.1 server on 127.0.0.1 for the article tests (started by conftest.py).
+"""A tiny real HTTP/1.1 server on 127.0.0.1 for the tests that read pages (articles, article
+tools, conversations), started in the test's nursery by their fixtures.
 
 It is deliberately dumb (one request per connection, ``Connection: close``) so that each test
 controls exactly what goes over the socket: status, headers, delays, dripping or endless bodies,
@@ -53,6 +54,21 @@ class PageServer:
     def add(self, path: str, page: Page) -> str:
         self.pages[path] = page
         return self.url(path)
+
+    async def start(self, nursery: trio.Nursery,
+                    ssl_context: ssl.SSLContext | None = None) -> PageServer:
+        """Serve on a free loopback port in `nursery` (HTTPS with an `ssl_context`)."""
+        listeners: list[trio.SocketListener] | list[trio.SSLListener[trio.SocketStream]]
+        if ssl_context is None:
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            self.port = listeners[0].socket.getsockname()[1]
+        else:
+            listeners = await trio.open_ssl_over_tcp_listeners(
+                0, ssl_context, host="127.0.0.1", https_compatible=True
+            )
+            self.port = listeners[0].transport_listener.socket.getsockname()[1]
+        nursery.start_soon(trio.serve_listeners, self.handle, listeners)
+        return self
 
     async def handle(self, stream: trio.abc.Stream) -> None:
         try:
