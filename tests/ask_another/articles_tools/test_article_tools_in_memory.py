@@ -5,28 +5,19 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 import trio
 from conversation_pages import ARTICLE_FACT, tool_messages
 from loopback_pages import Page, PageServer
 from mcp import Client
+from tool_results import call
 
 from ask_another.config import Config
 from ask_another.conversations import DISCUSS_PROMPT
 from ask_another.errors import FEEDBACK_POINTER
 from ask_another.server import build_server
 from ask_another.simulator import Reply, Simulator, Slow
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:
-    result = await client.call_tool(tool, arguments)
-    return bool(result.is_error), text_of(result)
 
 
 def conversation_id_of(text: str) -> str:

@@ -9,28 +9,18 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import trio
 from conversation_pages import ARTICLE_FACT, tool_messages
 from loopback_pages import PageServer
-from mcp import Client
 from stdio_server import stdio_client_for
+from tool_results import call
 
 from ask_another.conversations import DISCUSS_PROMPT
 from ask_another.errors import FEEDBACK_POINTER
 from ask_another.simulator import Reply, SimRequest, Simulator, Slow, Step
 
 FAKE_KEY = "sk-test-ARTICLES-5c4b3a"
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:
-    result = await client.call_tool(tool, arguments)
-    return bool(result.is_error), text_of(result)
 
 
 def conversation_id_of(text: str) -> str:

@@ -22,6 +22,7 @@ import trio
 from mcp import Client
 from mcp.types import ElicitResult
 from stdio_server import stdio_client_for
+from tool_results import call
 
 from ask_another.simulator import Reply, Simulator, Slow, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
@@ -79,12 +80,6 @@ def server_env(sim: Simulator, home: Path, **extra: str) -> dict[str, str]:
 def connect(env: dict[str, str], stderr: IO[str], mode: str = "auto",
             elicitation_callback: Any = None) -> AbstractAsyncContextManager[Client]:
     return stdio_client_for(env, stderr, mode, elicitation_callback=elicitation_callback)
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:
-    result = await client.call_tool(tool, arguments)
-    text = "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-    return bool(result.is_error), text
 
 
 def job_id_in(text: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 GEMINI = "gemini/deep-research-pro-preview-12-2025"
 GEMINI_AGENT = GEMINI.split("/", 1)[1]
@@ -20,9 +19,3 @@ def research_env(sim_url: str, home: Path, poll: float = 0.05) -> dict[str, str]
         "MODEL_PPLX": f"{PPLX};{FAKE_KEY};{sim_url}/v1",
         "MODEL_SIM": f"openai/m1;{FAKE_KEY};{sim_url}/v1",
     }
-
-
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")

@@ -9,21 +9,16 @@ import json
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 import trio
 from mcp import Client
-from research_helpers import GEMINI_AGENT, research_env, text_of
+from research_helpers import GEMINI_AGENT, research_env
 from stdio_server import stdio_client_for
+from tool_results import call, text_of
 
 from ask_another.errors import FEEDBACK_POINTER
 from ask_another.research import INTERRUPTED
 from ask_another.simulator import Reply, Simulator
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:
-    result = await client.call_tool(tool, arguments)
-    return bool(result.is_error), text_of(result)
 
 
 def job_id_in(text: str) -> str:

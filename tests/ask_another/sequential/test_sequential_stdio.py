@@ -8,26 +8,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import trio
-from mcp import Client
 from pipeline_script import FAILURE, MODEL, REPAIR_MARK, SLOW, query_of, responder
 from stdio_server import stdio_client_for
+from tool_results import call, text_of
 
 from ask_another.simulator import Simulator
 
 KEY = "sk-test-SEQUENTIAL-5e6f7a"
 MVT_RESULTS = json.loads((Path(__file__).parent / "mvt_raw_results.json").read_text())
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:
-    result = await client.call_tool(tool, arguments)
-    return bool(result.is_error), text_of(result)
 
 
 async def test_sequential_session_over_stdio(sim: Simulator, tmp_path: Path):

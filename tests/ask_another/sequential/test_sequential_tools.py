@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from tool_results import text_of
 
 from ask_another.config import Config
 from ask_another.errors import FEEDBACK_POINTER
@@ -34,10 +35,6 @@ async def client(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     # prewarm_after=None: these tools never need litellm, so it is never imported.
     async with Client(build_server(config, prewarm_after=None), mode=request.param) as connected:
         yield connected
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:

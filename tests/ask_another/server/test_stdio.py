@@ -14,14 +14,10 @@ from typing import Any
 import pytest
 import trio
 from stdio_server import stdio_client_for
+from tool_results import text_of
 
 from ask_another.errors import FEEDBACK_POINTER
 from ask_another.simulator import Reply, Simulator
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
 
 FAKE_KEY = "sk-test-NEVER-SHOW-7d1e4c9a2b"
 

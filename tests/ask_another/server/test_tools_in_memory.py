@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 import trio
 from mcp import Client
+from tool_results import call, text_of
 
 from ask_another.config import Config
 from ask_another.errors import FEEDBACK_POINTER
@@ -17,15 +17,6 @@ from ask_another.server import build_server
 from ask_another.simulator import Fail, Reply, SimRequest, Simulator, Slow, Step
 
 ERAS = ["auto", "legacy"]  # auto picks 2026-07-28 in memory; legacy is the initialize handshake
-
-
-def text_of(result: Any) -> str:
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, str]:
-    result = await client.call_tool(tool, arguments)
-    return bool(result.is_error), text_of(result)
 
 
 @pytest.mark.parametrize("mode", ERAS)
