@@ -101,6 +101,9 @@ class Config:
     permissions: Policy = field(default_factory=Policy)
     permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT
     searxng_url: str | None = None
+    # Completions in a worker process (gateway_worker.py): None lets the entry point decide (the
+    # stdio server: yes; the library and the people commands: no).
+    gateway_process: bool | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -120,6 +123,7 @@ class Config:
         permission_timeout = _parse_positive(env, "ASK_ANOTHER_PERMISSION_TIMEOUT",
                                              DEFAULT_PERMISSION_TIMEOUT, problems)
         searxng_url = _parse_searxng_url(env, problems)
+        gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -133,6 +137,7 @@ class Config:
             permissions=permissions,
             permission_timeout=permission_timeout,
             searxng_url=searxng_url,
+            gateway_process=gateway_process,
         )
 
     @property
@@ -302,6 +307,20 @@ def _parse_searxng_url(env: Mapping[str, str], problems: list[ConfigProblem]) ->
         ))
         return None
     return raw.rstrip("/")
+
+
+def _parse_switch(env: Mapping[str, str], variable: str, problems: list[ConfigProblem]
+                  ) -> bool | None:
+    raw = env.get(variable, "").strip().lower()
+    if not raw:
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    problems.append(ConfigProblem(variable, "must be 1 or 0 (true/false, yes/no, on/off); "
+                                            "using the default"))
+    return None
 
 
 def _parse_log_level(env: Mapping[str, str], problems: list[ConfigProblem]) -> str:

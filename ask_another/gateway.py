@@ -35,7 +35,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -64,6 +64,9 @@ __all__ = [
     "Usage",
     "open_gateway",
 ]
+
+if TYPE_CHECKING:
+    from ask_another.gateway_worker import GatewayWorker
 
 log = get_logger("ask_another.gateway")
 T = TypeVar("T")
@@ -131,6 +134,7 @@ def _share_the_gil() -> None:
 class GatewayStatistics:
     ready: bool
     in_flight: int
+    worker_pid: int | None = None  # the worker process, while one runs
 
 
 class Gateway:
@@ -139,8 +143,16 @@ class Gateway:
     Calls are independent: they are never serialized through one queue, so many can be in flight.
     """
 
-    def __init__(self, secrets: Sequence[str] = ()) -> None:
+    def __init__(self, secrets: Sequence[str] = (), *, worker: bool = False,
+                 log_level: str = "WARNING") -> None:
         self._secrets = list(secrets)
+        # With a worker process, completions run there (gateway_worker.py); the thread stays for
+        # what needs litellm in this process (the model catalog, research providers' own calls).
+        self._worker: GatewayWorker | None = None
+        if worker:
+            from ask_another.gateway_worker import GatewayWorker
+
+            self._worker = GatewayWorker(self._secrets, log_level)
         self._token: trio.lowlevel.TrioToken | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._litellm: ModuleType | None = None
@@ -172,11 +184,29 @@ class Gateway:
         self._thread.start()
 
     def begin_import(self) -> None:
-        """Let the thread import litellm now (idempotent, never blocks)."""
+        """Let the thread import litellm now, and start the worker process if there is one
+        (idempotent, never blocks). The thread's litellm serves what needs it in this process
+        (the model catalog, research providers' own calls), so both start together: a first
+        `list_models` or research job does not wait for an import either."""
         self._go.set()
+        if self._worker is not None:
+            self._worker.begin()
+
+    @property
+    def has_worker(self) -> bool:
+        return self._worker is not None
+
+    async def serve_worker(self) -> None:
+        """Run the worker process (from `begin_import()` or the first completion) until the
+        gateway closes; raises if it dies on its own. Run by `GatewayActor` or `open_gateway`."""
+        if self._worker is not None:
+            await self._worker.serve()
 
     @property
     def is_ready(self) -> bool:
+        """litellm is loaded where completions run (the worker process, or this process)."""
+        if self._worker is not None:
+            return self._worker.is_ready
         return self._ready.is_set()
 
     @property
@@ -184,8 +214,9 @@ class Gateway:
         return self._closing
 
     async def ready(self) -> ModuleType:
-        """Wait until litellm is imported; return the module. Raises if the import failed."""
-        self.begin_import()
+        """Wait until litellm is imported in this process; return the module. Raises if the
+        import failed."""
+        self._go.set()
         await self._ready.wait()
         if self._litellm is None:
             raise ProviderUnavailable(f"litellm could not be loaded: {self._import_error!r}")
@@ -196,6 +227,8 @@ class Gateway:
 
         Does not wait for an import still in progress (the daemon thread finishes it alone).
         """
+        if self._worker is not None:
+            await self._worker.aclose()
         if self._thread is None or self._closing:
             return
         self._closing = True
@@ -327,7 +360,11 @@ class Gateway:
 
     def statistics(self) -> GatewayStatistics:
         """`in_flight`: provider calls running on the asyncio loop right now."""
-        return GatewayStatistics(ready=self.is_ready, in_flight=self._in_flight)
+        if self._worker is None:
+            return GatewayStatistics(ready=self.is_ready, in_flight=self._in_flight)
+        return GatewayStatistics(ready=self.is_ready,
+                                 in_flight=self._in_flight + self._worker.in_flight,
+                                 worker_pid=self._worker.pid)
 
     # ----- completion ------------------------------------------------------------------------
 
@@ -386,22 +423,7 @@ class Gateway:
         kwargs.update(extra or {})
 
         async def call(litellm: ModuleType, deliver: Deliver) -> CompletionResult:
-            if not streaming:
-                response = await litellm.acompletion(**kwargs)
-                return _result(litellm, response, entry.model)
-            wrapper = await litellm.acompletion(**kwargs)
-            chunks = []
-            async for chunk in wrapper:
-                chunks.append(chunk)
-                choices = getattr(chunk, "choices", None) or []
-                delta = getattr(choices[0], "delta", None) if choices else None
-                text = getattr(delta, "content", None)
-                if text:
-                    deliver(text)
-            if not chunks:
-                raise MalformedResponse("the stream ended without any chunk", model=entry.model)
-            response = litellm.stream_chunk_builder(chunks, messages=messages)
-            return _result(litellm, response, entry.model)
+            return await complete(litellm, kwargs, entry.model, deliver)
 
         async def forward(text: str) -> None:
             if on_delta is not None:
@@ -409,9 +431,12 @@ class Gateway:
 
         litellm: ModuleType | None = None
         try:
-            litellm = await self.ready()
             # litellm's own timeout covers the HTTP exchange; this deadline also covers a stream
             # that keeps trickling and the time spent waiting in queues.
+            if self._worker is not None:
+                with trio.fail_after(timeout):
+                    return await self._worker.complete(kwargs, entry.model, forward)
+            litellm = await self.ready()
             with trio.fail_after(timeout):
                 return await self.run(call, forward)
         except trio.TooSlowError:
@@ -426,12 +451,10 @@ class Gateway:
         self, litellm: ModuleType | None, exc: BaseException, model: str
     ) -> ProviderError:
         """The typed error for a litellm/provider exception, its message scrubbed of keys."""
-        message = scrub(_provider_text(exc), self._secrets)
+        message = scrub(provider_text(exc), self._secrets)
         status = getattr(exc, "status_code", None)
         status = status if isinstance(status, int) else None
-        kind: type[ProviderError] = ProviderError
-        if litellm is not None:
-            kind = _classify(litellm, exc, status)
+        kind = provider_error(litellm, exc, status)
         log.warning("gateway.call_failed", model=model, error=kind.__name__, status=status,
                     message=message)
         return kind(message, model=model, status=status)
@@ -469,6 +492,38 @@ def _classify(litellm: ModuleType, exc: BaseException, status: int | None) -> ty
     return ProviderError
 
 
+async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
+                   deliver: Deliver) -> CompletionResult:
+    """One `litellm.acompletion(**kwargs)` on an asyncio loop, as a `CompletionResult`.
+
+    Streamed (`kwargs["stream"]`): each text chunk goes to `deliver` as it arrives. Shared by the
+    gateway's thread and its worker process (gateway_worker.py).
+    """
+    if not kwargs.get("stream"):
+        response = await litellm.acompletion(**kwargs)
+        return _result(litellm, response, model)
+    wrapper = await litellm.acompletion(**kwargs)
+    chunks = []
+    async for chunk in wrapper:
+        chunks.append(chunk)
+        choices = getattr(chunk, "choices", None) or []
+        delta = getattr(choices[0], "delta", None) if choices else None
+        text = getattr(delta, "content", None)
+        if text:
+            deliver(text)
+    if not chunks:
+        raise MalformedResponse("the stream ended without any chunk", model=model)
+    response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+    return _result(litellm, response, model)
+
+
+def provider_error(litellm: ModuleType | None, exc: BaseException, status: int | None
+                   ) -> type[ProviderError]:
+    """The `ProviderError` class for a litellm/provider exception (`ProviderError` itself when
+    litellm is not loaded)."""
+    return ProviderError if litellm is None else _classify(litellm, exc, status)
+
+
 def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     current: BaseException | None = exc
@@ -478,7 +533,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def _provider_text(exc: BaseException) -> str:
+def provider_text(exc: BaseException) -> str:
     """The provider's own message, without litellm's stacked class-name prefixes."""
     text = str(getattr(exc, "message", None) or exc).strip() or type(exc).__name__
     for _ in range(3):
@@ -556,19 +611,21 @@ def _citations(response: Any, message: Any) -> tuple[str, ...]:
 
 
 @contextlib.asynccontextmanager
-async def open_gateway(secrets: Sequence[str] = (), *, start_import: bool = True
-                       ) -> AsyncIterator[Gateway]:
+async def open_gateway(secrets: Sequence[str] = (), *, start_import: bool = True,
+                       worker: bool = False) -> AsyncIterator[Gateway]:
     """A running gateway for the duration of the block; litellm imports in the background.
 
     `secrets` are scrubbed from every provider message. With `start_import=False` the import waits
-    for `begin_import()` or the first call.
+    for `begin_import()` or the first call. With `worker`, completions run in a worker process.
     """
-    gateway = Gateway(secrets)
+    gateway = Gateway(secrets, worker=worker)
     gateway.start(start_import)
-    try:
-        yield gateway
-    finally:
-        await gateway.aclose()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(gateway.serve_worker)
+        try:
+            yield gateway
+        finally:
+            await gateway.aclose()
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,15 +636,20 @@ class GetGateway:
 class GatewayActor(Actor):
     """Owns a `Gateway` (its asyncio thread) under a supervisor.
 
-    `init(secrets, prewarm_after)`: litellm starts importing `prewarm_after` seconds later (None:
-    at the first call). `call(GetGateway())` returns the handle.
+    `init(secrets, prewarm_after, worker, log_level)`: litellm starts importing `prewarm_after`
+    seconds later (None: at the first call), in the worker process too with `worker`.
+    `call(GetGateway())` returns the handle.
     """
 
     gateway: Gateway
 
-    async def init(self, secrets: Sequence[str] = (), prewarm_after: float | None = None) -> None:
-        self.gateway = Gateway(secrets)
+    async def init(self, secrets: Sequence[str] = (), prewarm_after: float | None = None,
+                   worker: bool = False, log_level: str = "WARNING") -> None:
+        self.gateway = Gateway(secrets, worker=worker, log_level=log_level)
         self.gateway.start(start_import=prewarm_after == 0)
+        if worker:
+            # Dies with the worker process: the supervisor restarts the gateway, worker and all.
+            self.start_task(self.gateway.serve_worker)
         if prewarm_after:
             self.start_task(self._prewarm, prewarm_after)
 

@@ -172,14 +172,18 @@ class Runtime(Services):
 
 
 @contextlib.asynccontextmanager
-async def open_runtime(config: Config | None = None, *, prewarm_after: float | None = 1.0
-                       ) -> AsyncIterator[Runtime]:
+async def open_runtime(config: Config | None = None, *, prewarm_after: float | None = 1.0,
+                       gateway_process: bool | None = None) -> AsyncIterator[Runtime]:
     """Start the supervision tree for the duration of the block; stop it on exit.
 
     `prewarm_after`: seconds before litellm starts importing in the background (0: at once,
-    None: only when first needed). Raises `StoreError` if the database cannot be opened.
+    None: only when first needed). `gateway_process`: run completions in a worker process (None:
+    `config.gateway_process`, off when that is unset too). Raises `StoreError` if the database
+    cannot be opened.
     """
     config = config if config is not None else Config.from_env()
+    if gateway_process is None:
+        gateway_process = bool(config.gateway_process)
     ensure_logging(config.log_level)
     register_secrets(config.secrets())
     for problem in config.problems:
@@ -187,7 +191,8 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     registry = Registry()
     children = [
         child_spec(StoreActor, config.database_path, name="store", registry=registry),
-        child_spec(GatewayActor, config.secrets(), prewarm_after, name="gateway",
+        child_spec(GatewayActor, config.secrets(), prewarm_after, gateway_process,
+                   config.log_level, name="gateway",
                    registry=registry, shutdown=15.0),
         research_spec(config, registry),
         conversations_spec(config, registry),

@@ -79,12 +79,18 @@ def _version() -> str:
 
 
 def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPServer[Any]:
-    """The MCP server with every tool registered; its lifespan opens the runtime."""
+    """The MCP server with every tool registered; its lifespan opens the runtime.
+
+    Completions run in a gateway worker process unless `ASK_ANOTHER_GATEWAY_PROCESS=0`: a server
+    answering many calls at once would otherwise share one core's worth of GIL with litellm.
+    """
     ensure_logging(config.log_level)  # before MCPServer(), which would install its own handler
+    worker = config.gateway_process is not False
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[Runtime]:
-        async with open_runtime(config, prewarm_after=prewarm_after) as runtime:
+        async with open_runtime(config, prewarm_after=prewarm_after,
+                                gateway_process=worker) as runtime:
             yield runtime
 
     server: MCPServer[Any] = MCPServer(

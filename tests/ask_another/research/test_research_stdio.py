@@ -177,8 +177,9 @@ async def test_two_hundred_jobs_through_the_tools(sim: Simulator, tmp_path: Path
                 assert f"question {n} of many" in report
 
 
-def _server_pids(home: Path) -> list[int]:
-    """Processes whose environment holds this test's ASK_ANOTHER_HOME (our server)."""
+def _server_pids(home: Path, *, worker: bool = False) -> list[int]:
+    """Processes whose environment holds this test's ASK_ANOTHER_HOME: our server, or (`worker`)
+    its gateway worker, which inherits the server's environment."""
     marker = f"ASK_ANOTHER_HOME={home}".encode()
     found = []
     for entry in Path("/proc").iterdir():
@@ -186,9 +187,10 @@ def _server_pids(home: Path) -> list[int]:
             continue
         try:
             environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if marker in environ.split(b"\0"):
+        if marker in environ.split(b"\0") and (b"gateway_worker" in cmdline) == worker:
             found.append(int(entry.name))
     return found
 
@@ -215,12 +217,17 @@ async def test_kill_9_then_restart_resumes_gemini_fails_the_rest_keeps_results(
                 pplx_job = job_id_in(text)
                 pids = _server_pids(home)
                 assert len(pids) == 1
+                assert len(_server_pids(home, worker=True)) == 1  # the completion is in it
                 os.kill(pids[0], signal.SIGKILL)
                 await trio.sleep(0.5)
                 raise _Killed
         except BaseException as exc:  # the client's context fails in its own way: ours first
             if not _contains(exc, _Killed):
                 raise
+    # The orphaned gateway worker sees its stdin close and exits on its own.
+    with trio.fail_after(10):
+        while _server_pids(home, worker=True):  # noqa: ASYNC110 - another process
+            await trio.sleep(0.1)
     polls_before = next(iter(i for i in sim.interactions.values()
                              if i.input_text == "gemini in flight")).polls
     with (tmp_path / "stderr2.log").open("w") as stderr:
