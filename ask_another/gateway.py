@@ -192,10 +192,6 @@ class Gateway:
         if self._worker is not None:
             self._worker.begin()
 
-    @property
-    def has_worker(self) -> bool:
-        return self._worker is not None
-
     async def serve_worker(self) -> None:
         """Run the worker process (from `begin_import()` or the first completion) until the
         gateway closes; raises if it dies on its own. Run by `GatewayActor` or `open_gateway`."""
@@ -451,10 +447,7 @@ class Gateway:
         self, litellm: ModuleType | None, exc: BaseException, model: str
     ) -> ProviderError:
         """The typed error for a litellm/provider exception, its message scrubbed of keys."""
-        message = scrub(provider_text(exc), self._secrets)
-        status = getattr(exc, "status_code", None)
-        status = status if isinstance(status, int) else None
-        kind = provider_error(litellm, exc, status)
+        kind, message, status = classify_failure(litellm, exc, self._secrets)
         log.warning("gateway.call_failed", model=model, error=kind.__name__, status=status,
                     message=message)
         return kind(message, model=model, status=status)
@@ -517,11 +510,16 @@ async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
     return _result(litellm, response, model)
 
 
-def provider_error(litellm: ModuleType | None, exc: BaseException, status: int | None
-                   ) -> type[ProviderError]:
-    """The `ProviderError` class for a litellm/provider exception (`ProviderError` itself when
-    litellm is not loaded)."""
-    return ProviderError if litellm is None else _classify(litellm, exc, status)
+def classify_failure(litellm: ModuleType | None, exc: BaseException,
+                     secrets: Sequence[str] | None = None
+                     ) -> tuple[type[ProviderError], str, int | None]:
+    """For a litellm/provider exception: its `ProviderError` class (`ProviderError` itself when
+    litellm is not loaded), the provider's message scrubbed of `secrets` (default: the
+    registered ones), and the HTTP status if there was one."""
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    kind = ProviderError if litellm is None else _classify(litellm, exc, status)
+    return kind, scrub(_provider_text(exc), secrets), status
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -533,7 +531,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def provider_text(exc: BaseException) -> str:
+def _provider_text(exc: BaseException) -> str:
     """The provider's own message, without litellm's stacked class-name prefixes."""
     text = str(getattr(exc, "message", None) or exc).strip() or type(exc).__name__
     for _ in range(3):

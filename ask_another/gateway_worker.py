@@ -39,7 +39,7 @@ import trio
 
 from ask_another import errors
 from ask_another.errors import ProviderError, ProviderUnavailable
-from ask_another.gateway import CompletionResult, complete, provider_error, provider_text
+from ask_another.gateway import CompletionResult, classify_failure, complete
 from ask_another.logs import (
     configure_logging,
     get_logger,
@@ -301,14 +301,12 @@ async def _worker_main(frames_out: int) -> None:
             send(Done(call.id, result))
         except asyncio.CancelledError:
             pass  # the parent cancelled: it expects no answer
+        # Messages are scrubbed of every key this process has seen (registered above).
         except ProviderError as exc:  # raised by our own parsing (MalformedResponse)
-            send(Failed(call.id, type(exc).__name__, scrub(exc.provider_message, [key or ""]),
-                        exc.status))
+            send(Failed(call.id, type(exc).__name__, scrub(exc.provider_message), exc.status))
         except Exception as exc:
-            status = getattr(exc, "status_code", None)
-            status = status if isinstance(status, int) else None
-            send(Failed(call.id, provider_error(litellm, exc, status).__name__,
-                        scrub(provider_text(exc), [key or ""]), status))
+            kind, message, status = classify_failure(litellm, exc)
+            send(Failed(call.id, kind.__name__, message, status))
         finally:
             tasks.pop(call.id, None)
 
