@@ -17,6 +17,18 @@ from typing import Protocol
 import trio
 
 
+async def read_request_head(stream: trio.abc.ReceiveStream) -> str | None:
+    """An HTTP request's line and headers (up to the blank line), or None if the client hung up
+    first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            return None
+        data += chunk
+    return data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+
+
 @dataclass
 class Page:
     """What the server answers for one path."""
@@ -72,13 +84,9 @@ class PageServer:
 
     async def handle(self, stream: trio.abc.Stream) -> None:
         try:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = await stream.receive_some(65536)
-                if not chunk:
-                    return
-                data += chunk
-            head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+            head = await read_request_head(stream)
+            if head is None:
+                return
             request_line, *header_lines = head.split("\r\n")
             method, target, _version = request_line.split(" ", 2)
             headers = {}

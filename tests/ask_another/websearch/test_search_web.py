@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import trio
+from loopback_pages import read_request_head
 
 from ask_another.config import Config
 from ask_another.interaction.builtin import builtin_tools
@@ -37,13 +38,10 @@ class SearxStandIn:
     queries: list[dict[str, list[str]]] = field(default_factory=list)
 
     async def handle(self, stream: trio.SocketStream) -> None:
-        request = b""
-        while b"\r\n\r\n" not in request:
-            chunk = await stream.receive_some(4096)
-            if not chunk:
-                return
-            request += chunk
-        target = request.split(b" ", 2)[1].decode()
+        head = await read_request_head(stream)
+        if head is None:
+            return
+        target = head.split(" ", 2)[1]
         self.queries.append(parse_qs(urlsplit(target).query))
         status, body = self.answer
         head = (f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
