@@ -8,7 +8,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from ask_another.simulator import Fail, Reply, Simulator
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 REPO = Path(__file__).resolve().parents[2]
 PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"

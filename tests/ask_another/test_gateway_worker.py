@@ -15,6 +15,8 @@ from ask_another.gateway import open_gateway
 from ask_another.runtime import open_runtime
 from ask_another.simulator import Fail, Malformed, Reply, Simulator, Slow
 
+pytestmark = pytest.mark.slow  # starts real server processes
+
 KEY = "sk-test-worker-0123456789"
 
 

@@ -10,6 +10,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 import trio
 from conversation_pages import ARTICLE_FACT, tool_messages
 from loopback_pages import PageServer
@@ -19,6 +20,8 @@ from tool_results import call
 from ask_another.conversations import DISCUSS_PROMPT
 from ask_another.errors import FEEDBACK_POINTER
 from ask_another.simulator import Reply, SimRequest, Simulator, Slow, Step
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 FAKE_KEY = "sk-test-ARTICLES-5c4b3a"
 

@@ -27,6 +27,8 @@ from tool_results import call
 from ask_another.simulator import Reply, Simulator, Slow, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
 
+pytestmark = pytest.mark.slow  # starts real server processes
+
 ARTICLE = "<html><body><article><h1>Tides</h1><p>" + "The moon pulls the sea. " * 40 + \
     "</p></article></body></html>"
 

@@ -7,7 +7,10 @@ import subprocess
 import sys
 import time
 
+import pytest
 from stdio_server import PYCACHE, REPO
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 
 def test_demo_runs_the_whole_stack_against_the_simulator_and_exits_0():

@@ -95,6 +95,7 @@ async def test_progress_updates_arrive_while_waiting(jobs: ResearchJobs, sim: Si
     assert any(u.step and "Gemini interaction" in u.step for u in updates)
 
 
+@pytest.mark.slow  # seconds of real provider latency
 async def test_only_the_job_polls_its_gemini_interaction(research_config, sim: Simulator):
     # litellm would start its own cost poller for every background interaction (first GET 5 s
     # after the create, then on its own schedule for up to an hour): twice the provider traffic,

@@ -10,6 +10,7 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 import trio
 from mcp import Client
 from research_helpers import GEMINI_AGENT, research_env
@@ -19,6 +20,8 @@ from tool_results import call, text_of
 from ask_another.errors import FEEDBACK_POINTER
 from ask_another.research import INTERRUPTED
 from ask_another.simulator import Reply, Simulator
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 
 def job_id_in(text: str) -> str:
@@ -215,11 +218,21 @@ async def test_kill_9_then_restart_resumes_gemini_fails_the_rest_keeps_results(
                                          query="completion in flight [[sim:delay=30]]",
                                          timeout=0.3)
                 pplx_job = job_id_in(text)
+                # Kill only once both jobs are truly in flight (under load, the 0.3-0.5 s
+                # timeouts above say nothing about how far they got): the Gemini interaction
+                # has been polled, so its id is stored, and the completion reached the provider.
+                with trio.fail_after(30):
+                    while not (_polled(sim, "gemini in flight") and any(  # noqa: ASYNC110
+                            "completion in flight" in str(r.messages)
+                            for r in sim.requests_for("sonar-deep-research"))):
+                        await trio.sleep(0.05)
                 pids = _server_pids(home)
                 assert len(pids) == 1
                 assert len(_server_pids(home, worker=True)) == 1  # the completion is in it
                 os.kill(pids[0], signal.SIGKILL)
-                await trio.sleep(0.5)
+                with trio.fail_after(10):
+                    while _server_pids(home):  # noqa: ASYNC110 - another process
+                        await trio.sleep(0.05)
                 raise _Killed
         except BaseException as exc:  # the client's context fails in its own way: ours first
             if not _contains(exc, _Killed):
@@ -243,6 +256,10 @@ async def test_kill_9_then_restart_resumes_gemini_fails_the_rest_keeps_results(
     (interaction,) = [i for i in sim.interactions.values() if i.input_text == "gemini in flight"]
     assert interaction.polls > polls_before  # polling continued on the same interaction
     assert len([i for i in sim.interactions.values() if i.input_text == "gemini in flight"]) == 1
+
+
+def _polled(sim: Simulator, input_text: str) -> bool:
+    return any(i.polls > 0 for i in sim.interactions.values() if i.input_text == input_text)
 
 
 class _Killed(Exception):

@@ -107,6 +107,7 @@ async def test_pipeline_plans_runs_phases_repairs_and_compiles(runtime: Runtime,
     assert final["queries"]["q1"] == "done (1 sources)"
 
 
+@pytest.mark.slow  # seconds of real provider latency
 async def test_sequential_job_completes_and_cancel_stops_its_queries(runtime: Runtime,
                                                                      sim: Simulator):
     jobs = ResearchJobs.of(runtime)

@@ -9,12 +9,15 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import trio
 from pipeline_script import FAILURE, MODEL, REPAIR_MARK, SLOW, query_of, responder
 from stdio_server import stdio_client_for
 from tool_results import call, text_of
 
 from ask_another.simulator import Simulator
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 KEY = "sk-test-SEQUENTIAL-5e6f7a"
 MVT_RESULTS = json.loads((Path(__file__).parent / "mvt_raw_results.json").read_text())

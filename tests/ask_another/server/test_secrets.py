@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from stdio_server import PYCACHE, REPO, stdio_client_for
 
 from ask_another.simulator import Fail, Simulator
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 FAKE_KEY = "sk-test-NEVER-SHOW-7d1e4c9a2b"
 

@@ -19,6 +19,8 @@ from tool_results import text_of
 from ask_another.errors import FEEDBACK_POINTER
 from ask_another.simulator import Reply, Simulator
 
+pytestmark = pytest.mark.slow  # starts real server processes
+
 FAKE_KEY = "sk-test-NEVER-SHOW-7d1e4c9a2b"
 
 

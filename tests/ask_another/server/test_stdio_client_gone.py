@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from stdio_server import PYCACHE, REPO
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 
 def test_a_closed_stdout_ends_the_server_without_a_traceback(tmp_path: Path):

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from stdio_server import stdio_client_for
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 HEAVY = ("litellm", "httpx", "httpcore", "trafilatura", "jsonschema")
 

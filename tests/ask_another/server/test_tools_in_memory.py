@@ -166,6 +166,7 @@ async def test_feedback_is_stored_with_a_timestamp(make_config: Callable[..., Co
     assert rows[0][2].startswith("20")
 
 
+@pytest.mark.slow  # seconds of real provider latency
 async def test_many_concurrent_completions_are_in_flight_at_once(
     make_config: Callable[..., Config], sim: Simulator
 ):
