@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import gc
 import inspect
 import math
@@ -51,7 +52,14 @@ from ask_another.errors import (
     ProviderUnavailable,
     RateLimited,
 )
-from ask_another.logs import get_logger, quiet_litellm_loggers, scrub, silence_litellm
+from ask_another.logs import (
+    StreamScrubber,
+    get_logger,
+    quiet_litellm_loggers,
+    scrub_answer,
+    scrub_provider_text,
+    silence_litellm,
+)
 from supervisors import Actor, Caller, ExitReason
 
 __all__ = [
@@ -421,9 +429,13 @@ class Gateway:
         async def call(litellm: ModuleType, deliver: Deliver) -> CompletionResult:
             return await complete(litellm, kwargs, entry.model, deliver)
 
+        # A provider may echo the key it was called with (or its base64) in its answer: the
+        # text is scrubbed before anyone sees it, streamed chunks included.
+        scrubber = StreamScrubber(self._secrets)
+
         async def forward(text: str) -> None:
-            if on_delta is not None:
-                await on_delta(text)
+            if on_delta is not None and (safe := scrubber.feed(text)):
+                await on_delta(safe)
 
         litellm: ModuleType | None = None
         try:
@@ -431,10 +443,14 @@ class Gateway:
             # that keeps trickling and the time spent waiting in queues.
             if self._worker is not None:
                 with trio.fail_after(timeout):
-                    return await self._worker.complete(kwargs, entry.model, forward)
-            litellm = await self.ready()
-            with trio.fail_after(timeout):
-                return await self.run(call, forward)
+                    result = await self._worker.complete(kwargs, entry.model, forward)
+            else:
+                litellm = await self.ready()
+                with trio.fail_after(timeout):
+                    result = await self.run(call, forward)
+            if on_delta is not None and (rest := scrubber.flush()):
+                await on_delta(rest)
+            return _scrubbed(result, self._secrets)
         except trio.TooSlowError:
             raise ProviderTimeout(f"no complete answer within {timeout:g} seconds",
                                   model=entry.model) from None
@@ -451,6 +467,12 @@ class Gateway:
         log.warning("gateway.call_failed", model=model, error=kind.__name__, status=status,
                     message=message)
         return kind(message, model=model, status=status)
+
+
+def _scrubbed(result: CompletionResult, secrets: Sequence[str]) -> CompletionResult:
+    calls = tuple(dataclasses.replace(c, arguments=scrub_answer(c.arguments, secrets))
+                  for c in result.tool_calls)
+    return dataclasses.replace(result, text=scrub_answer(result.text, secrets), tool_calls=calls)
 
 
 def _classify(litellm: ModuleType, exc: BaseException, status: int | None) -> type[ProviderError]:
@@ -519,7 +541,7 @@ def classify_failure(litellm: ModuleType | None, exc: BaseException,
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     kind = ProviderError if litellm is None else _classify(litellm, exc, status)
-    return kind, scrub(_provider_text(exc), secrets), status
+    return kind, scrub_provider_text(_provider_text(exc), secrets), status
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -546,7 +568,7 @@ def _provider_text(exc: BaseException) -> str:
     # Drop litellm's pointer to its own docs and debug hints: noise for the person reading.
     for marker in ("\nReceived Model Group", "LiteLLM Retried:", "\nAvailable Model Group"):
         text = text.split(marker, 1)[0].strip()
-    return text[:2000]
+    return text  # cut by scrub_provider_text, after the keys are out
 
 
 def _cost(litellm: ModuleType, response: Any) -> float | None:

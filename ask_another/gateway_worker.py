@@ -46,6 +46,7 @@ from ask_another.logs import (
     quiet_litellm_loggers,
     register_secrets,
     scrub,
+    scrub_provider_text,
     silence_litellm,
 )
 
@@ -225,7 +226,7 @@ class GatewayWorker:
                     elif isinstance(message, Failed):
                         answered = True
                         kind = _error_class(message.kind)
-                        text = scrub(message.message, self._secrets)
+                        text = scrub_provider_text(message.message, self._secrets)
                         log.warning("gateway.call_failed", model=model, error=kind.__name__,
                                     status=message.status, message=text)
                         raise kind(text, model=model, status=message.status)

@@ -12,7 +12,9 @@ replaces its logger handlers (one of which writes to stdout) with propagation to
 
 from __future__ import annotations
 
+import base64
 import logging
+import re
 import sys
 import threading
 from collections.abc import Iterable
@@ -21,9 +23,14 @@ from typing import Any, TextIO
 import structlog
 
 _MASK = "********"
-# Keys shorter than this are not scrubbed: replacing every "ab" in a message would destroy it, and
-# no real provider issues keys that short.
+# Keys of this length or more are masked wherever they appear, even inside a longer word; shorter
+# ones (litellm proxy's documented `sk-1234`) only where they stand as a token of their own, so a
+# short key does not turn every word that contains it into a mask.
 MIN_SECRET_LENGTH = 8
+#: Characters a key is made of; a short key is masked where no such character touches it.
+_TOKEN_CHARS = r"A-Za-z0-9_\-"
+#: Characters of a provider's message kept at most (after scrubbing, so no key is cut in two).
+PROVIDER_TEXT_LIMIT = 2000
 
 _secrets_lock = threading.Lock()
 _secrets: tuple[str, ...] = ()
@@ -34,20 +41,116 @@ def register_secrets(values: Iterable[str]) -> None:
     """Add values that must never appear in log output (API keys)."""
     global _secrets
     with _secrets_lock:
-        merged = set(_secrets) | {v for v in values if len(v) >= MIN_SECRET_LENGTH}
+        merged = set(_secrets) | {v for v in values if v}
         # Longest first, so a key that contains another key is masked whole.
         _secrets = tuple(sorted(merged, key=len, reverse=True))
 
 
+def _ordered(secrets: Iterable[str] | None) -> tuple[str, ...]:
+    if secrets is None:
+        return _secrets
+    return tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+
+
+def _mask_one(text: str, value: str) -> str:
+    if value not in text:
+        return text
+    if len(value) >= MIN_SECRET_LENGTH:
+        return text.replace(value, _MASK)
+    token = rf"(?<![{_TOKEN_CHARS}]){re.escape(value)}(?![{_TOKEN_CHARS}])"
+    return re.sub(token, _MASK, text)
+
+
 def scrub(text: str, secrets: Iterable[str] | None = None) -> str:
-    """`text` with every secret (the registered ones, or `secrets`) replaced by a mask."""
-    values = _secrets if secrets is None else sorted(
-        (s for s in secrets if len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True
-    )
-    for value in values:
-        if value in text:
-            text = text.replace(value, _MASK)
+    """`text` with every secret (the registered ones, or `secrets`) replaced by a mask.
+
+    A secret of `MIN_SECRET_LENGTH` characters or more is masked wherever it appears; a shorter
+    one wherever it stands as a token (not touching a letter, digit, `-` or `_`).
+    """
+    for value in _ordered(secrets):
+        text = _mask_one(text, value)
     return text
+
+
+def _base64_forms(value: str) -> list[str]:
+    """The runs of characters `value` always produces inside a base64 (or base64url) text, at
+    each of the three byte alignments it can start at (edge characters, which depend on the
+    neighbouring bytes, dropped)."""
+    data = value.encode()
+    forms: list[str] = []
+    for shift in range(3):
+        encoded = base64.b64encode(b"\0" * shift + data).decode()
+        # Characters carrying only the padding bytes, or mixing in the next unknown byte, go.
+        start = (shift * 4 + 2) // 3
+        end = (len(data) + shift) * 4 // 3
+        core = encoded[start:end].rstrip("=")
+        if len(core) >= MIN_SECRET_LENGTH:
+            forms.append(core)
+            forms.append(core.replace("+", "-").replace("/", "_"))
+    whole = base64.b64encode(data).decode()
+    forms += [whole, whole.rstrip("="), whole.replace("+", "-").replace("/", "_")]
+    return list(dict.fromkeys(forms))
+
+
+def scrub_answer(text: str, secrets: Iterable[str] | None = None) -> str:
+    """`text` (a model's answer) scrubbed of each secret and of its base64 forms: a provider that
+    echoes the key it was called with must not get it shown or stored."""
+    values = _ordered(secrets)
+    text = scrub(text, values)
+    forms = [form for value in values for form in _base64_forms(value)]
+    return scrub(text, forms)
+
+
+def scrub_provider_text(text: str, secrets: Iterable[str] | None = None,
+                        limit: int = PROVIDER_TEXT_LIMIT) -> str:
+    """A provider's message scrubbed, then cut to `limit` characters, then rid of any start of
+    a key left at its end (the message may have been cut by us, or upstream, inside a key)."""
+    values = _ordered(secrets)
+    text = scrub(text, values)[:limit]
+    return _mask_key_start_at_end(text, values)
+
+
+def _mask_key_start_at_end(text: str, values: Iterable[str]) -> str:
+    for value in values:
+        for size in range(min(len(value) - 1, len(text)), 0, -1):
+            if not text.endswith(value[:size]):
+                continue
+            at = len(text) - size
+            # A long prefix is a leak wherever it stands; a short one only as a token's start.
+            if size >= MIN_SECRET_LENGTH or at == 0 or not re.match(
+                    f"[{_TOKEN_CHARS}]", text[at - 1]):
+                return text[:at] + _MASK
+            break
+    return text
+
+
+class StreamScrubber:
+    """Scrubs an answer that arrives in chunks: `feed(chunk)` returns the text safe to show now,
+    holding back only an end that could be the start of a key (or of its base64) still arriving;
+    `flush()` returns the rest. Not thread-safe: one per stream."""
+
+    def __init__(self, secrets: Iterable[str] | None = None) -> None:
+        self._values = _ordered(secrets)
+        self._forms = [form for v in self._values for form in (v, *_base64_forms(v))]
+        self._pending = ""
+
+    def feed(self, chunk: str) -> str:
+        text = scrub_answer(self._pending + chunk, self._values)
+        hold = 0
+        for form in self._forms:
+            # A whole short key at the end is held too: the next character decides whether
+            # it stands as a token of its own.
+            for size in range(min(len(form), len(text)), hold, -1):
+                if text.endswith(form[:size]):
+                    hold = size
+                    break
+        cut = len(text) - hold
+        self._pending = text[cut:]
+        return text[:cut]
+
+    def flush(self) -> str:
+        text, self._pending = scrub_answer(self._pending, self._values), ""
+        return text
 
 
 class _ScrubbingFormatter(structlog.stdlib.ProcessorFormatter):

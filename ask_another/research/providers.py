@@ -42,6 +42,7 @@ from ask_another.errors import AskAnotherError, ProviderError
 from ask_another.gateway import Gateway
 from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import Tool
+from ask_another.logs import scrub_answer, scrub_provider_text
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -227,12 +228,14 @@ async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
             last_status = status
         if status == "completed":
             report, citations = _report_of(response)
+            report = scrub_answer(report, ctx.config.secrets())  # an echoed key stays out
             return ResearchResult(report=report, citations=citations,
                                   detail={"usage": getattr(response, "usage", None) or {},
                                           "interaction_id": interaction_id, "polls": polls})
         if status not in _KEEP_POLLING:
-            raise ResearchFailed(_ended_message(response, str(status)),
-                                 report=_report_of(response)[0] or None)
+            keys = ctx.config.secrets()
+            raise ResearchFailed(scrub_provider_text(_ended_message(response, str(status)), keys),
+                                 report=scrub_answer(_report_of(response)[0], keys) or None)
         # Not kept while the job sleeps: a waiting job holds nothing of litellm's.
         response = None
         if trio.current_time() + interval > deadline:
