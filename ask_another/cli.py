@@ -3,34 +3,78 @@
     ask-another                  serve MCP over stdio (what an MCP client runs)
     ask-another models           the allowed models and what litellm knows of each
     ask-another ask MODEL PROMPT one completion, streamed to stdout
-    ask-another doctor           check the configuration; exit 1 naming every malformed variable
+    ask-another doctor           check the configuration; exit 1 naming every problem once
+    ask-another feedback TEXT    record feedback (or a bug) in the local store, as the MCP tool does
     ask-another demo             the whole stack against the simulator, no API keys needed
 
 Serving writes nothing to stdout but the protocol; the people commands print their answer on
-stdout and their logs and errors on stderr. Heavy modules (mcp, litellm) are imported only by the
-commands that need them.
+stdout and their errors on stderr, in words for a person at a terminal (`ask-another models`,
+not "call list_models"), without log lines unless ASK_ANOTHER_LOG_LEVEL=DEBUG. Heavy modules
+(mcp, litellm) are imported only by the commands that need them.
 """
 
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 import trio
 
 from ask_another.coldstart import quick_import
 from ask_another.config import Config
-from ask_another.errors import AskAnotherError, error_text
+from ask_another.errors import FEEDBACK_POINTER, AskAnotherError, ProviderUnavailable, error_text
+from ask_another.home import home_problem
 from ask_another.logs import configure_logging
+
+# The reference ships in --help: a wheel install has no docs/ folder to point at.
+REFERENCE = """\
+configuration (environment variables, read once at start):
+  MODEL_<NAME>="provider/model;api-key[;api_base]"
+                    one allowed model; <NAME> in lower case is its shorthand
+                    (MODEL_GPT4="openai/gpt-4o;sk-..." is "gpt4"); the server calls nothing else
+  ASK_ANOTHER_HOME  where the SQLite store lives (default: the user state directory)
+  ASK_ANOTHER_TIMEOUT               completion timeout in seconds (60)
+  ASK_ANOTHER_POLL_SECONDS          research pacing: first Gemini poll wait, retry unit (5)
+  ASK_ANOTHER_RESEARCH_DEADLINE     seconds a Gemini research job may run (3600)
+  ASK_ANOTHER_RESEARCH_TIMEOUT      seconds other deep-research completions may take (1800)
+  ASK_ANOTHER_PERMISSIONS           tool policy for research agents (read=allow,effect=ask)
+  ASK_ANOTHER_PERMISSION_TIMEOUT    seconds a permission request waits for a person (600)
+  ASK_ANOTHER_ALLOW_HOSTS           internal hosts read_article may fetch (host or host:port)
+  ASK_ANOTHER_SEARXNG_URL           a SearXNG instance for research web search
+  ASK_ANOTHER_LOG_LEVEL             DEBUG, INFO, WARNING or ERROR (server log on stderr)
+  ASK_ANOTHER_GATEWAY_PROCESS       1: completions in a litellm worker process (server
+                                    default); 0: in a thread of the one process
+
+an MCP client runs `ask-another` with no command (stdio). Try it without keys: `ask-another demo`.
+Full documentation: README.md and docs/ in the source tree."""
+
+# Said to a person at a terminal instead of to an MCP client.
+CLI_POINTER = ('If this seems like a bug, record it with `ask-another feedback "what happened"` '
+               "and include the output of `ask-another doctor`.")
+_FOR_A_PERSON = (
+    (FEEDBACK_POINTER, CLI_POINTER),
+    ("Call list_models to see", "Run `ask-another models` to see"),
+    ("call list_models", "run `ask-another models`"),
+    ("Call list_models", "Run `ask-another models`"),
+)
+
+TTY_HELLO = """\
+ask-another is an MCP server: an MCP client (Claude Code, Claude Desktop, Gemini CLI) starts it
+and speaks the protocol on its stdin and stdout. It is waiting on stdin now; Ctrl-C ends it.
+To try it by hand:  ask-another demo              (the whole stack, simulated, no API keys)
+                    ask-another ask MODEL "..."   (one question to a MODEL_<NAME> model)
+                    ask-another --help            (every command and setting)"""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ask-another",
         description="Ask other models for a second opinion. With no command: serve MCP on stdio.",
-        epilog='Models come from MODEL_<NAME>="provider/model;api-key[;api_base]" variables. '
-               "See docs/server.md.",
+        epilog=REFERENCE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("serve", help="serve MCP over stdio (the default)")
@@ -42,7 +86,10 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--temperature", type=float, help="0.0 to 2.0 (sent only when given)")
     ask.add_argument("--timeout", type=float, help="seconds to wait (default: ASK_ANOTHER_TIMEOUT "
                                                    "or 60)")
-    commands.add_parser("doctor", help="check the configuration; exit 1 if anything is malformed")
+    commands.add_parser("doctor", help="check the configuration; exit 1 if anything is wrong")
+    feedback = commands.add_parser("feedback", help="record feedback or a bug report in the "
+                                   "local store (what the MCP feedback tool does)")
+    feedback.add_argument("issue", help="what happened, or what could work better")
     commands.add_parser("demo", help="the whole stack against a local simulated provider "
                         "(no API keys needed)")
     return parser
@@ -52,10 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     config = Config.from_env()
     command = args.command or "serve"
-    # Serving logs at the configured level; the people commands keep stderr to warnings.
-    configure_logging(config.log_level if command == "serve" else "WARNING")
+    by_hand = command == "serve" and sys.stdin.isatty()
+    configure_logging(_log_level(config, command, by_hand))
     try:
         if command == "serve":
+            if by_hand:
+                print(TTY_HELLO, file=sys.stderr, flush=True)
             with quick_import():  # the MCP SDK's import is most of the cold start
                 from ask_another.server import serve_stdio
             trio.run(serve_stdio, config)
@@ -66,14 +115,40 @@ def main(argv: Sequence[str] | None = None) -> int:
             return trio.run(_ask, config, args)
         if command == "doctor":
             return trio.run(_doctor, config)
+        if command == "feedback":
+            return trio.run(_feedback, config, args.issue)
         from ask_another.demo import run_demo
 
         return run_demo()
     except KeyboardInterrupt:
         return 130
     except AskAnotherError as exc:
-        print(error_text(exc), file=sys.stderr)
+        print(person_text(exc, config), file=sys.stderr)
         return 1
+
+
+def _log_level(config: Config, command: str, by_hand: bool) -> str:
+    """Served to a client: the configured level. A person at a terminal reads the command's own
+    messages, so the log stays quiet (errors only while serving by hand, nothing for the people
+    commands) unless ASK_ANOTHER_LOG_LEVEL=DEBUG asks for everything."""
+    if config.log_level == "DEBUG":
+        return "DEBUG"
+    if command == "serve":
+        return "ERROR" if by_hand else config.log_level
+    return "CRITICAL"
+
+
+def person_text(exc: BaseException, config: Config) -> str:
+    """`error_text(exc)` for a person at a terminal: the commands to run instead of the tools to
+    call, and where a provider could not be reached, the URL that was tried."""
+    text = error_text(exc)
+    if isinstance(exc, ProviderUnavailable):
+        base = next((m.api_base for m in config.models if m.model == exc.model), None)
+        where = f"tried {base}" if base else "the provider's own API"
+        text = text.replace(f" {FEEDBACK_POINTER}", f" ({where}) {FEEDBACK_POINTER}", 1)
+    for said, instead in _FOR_A_PERSON:
+        text = text.replace(said, instead)
+    return text
 
 
 async def _models(config: Config) -> int:
@@ -105,7 +180,7 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
         except AskAnotherError as exc:
             if streamed:
                 print()
-            print(error_text(exc), file=sys.stderr)
+            print(person_text(exc, config), file=sys.stderr)
             return 1
     if not streamed:
         sys.stdout.write(result.text)
@@ -117,32 +192,71 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _doctor(config: Config) -> int:
+    """Each problem once, on a PROBLEM line (the runtime's log lines are off for this command)."""
     from ask_another.catalog import Catalog
     from ask_another.runtime import open_runtime
 
     print(f"home: {config.home}")
     print(f"timeout: {config.timeout:g} s, poll: {config.poll_seconds:g} s, "
           f"allowed hosts: {', '.join(sorted(config.allow_hosts)) or '(none)'}")
-    ok = True
-    try:
-        async with open_runtime(config, prewarm_after=0) as runtime:
-            database = await runtime.database()
-            print(f"database: {database.path} (schema version "
-                  f"{await database.schema_version()})")
-            catalog: Catalog = await runtime.catalog()
-    except AskAnotherError as exc:
-        print(f"PROBLEM: {exc}")
-        return 1
+    problems = [f"{p}" for p in config.problems]
     if not config.models:
-        ok = False
-        print('PROBLEM: no models are allowed; set MODEL_<NAME>="provider/model;api-key"')
-    for info in catalog.all():
-        print(f"model: {info.describe()}")
+        problems.append('no models are allowed; set MODEL_<NAME>="provider/model;api-key"')
+    unusable = await trio.to_thread.run_sync(home_problem, config.home)
+    if unusable is not None:
+        problems.insert(0, unusable)
+    else:
+        try:
+            async with open_runtime(config, prewarm_after=0) as runtime:
+                database = await runtime.database()
+                print(f"database: {database.path} (schema version "
+                      f"{await database.schema_version()})")
+                catalog: Catalog = await runtime.catalog()
+        except AskAnotherError as exc:
+            problems.insert(0, str(exc))
+        else:
+            for info in catalog.all():
+                print(f"model: {info.describe()}")
     for entry in config.models:
         if not entry.api_key:
             print(f"note: {entry.variable} has an empty API key (fine for local providers)")
-    for problem in config.problems:
-        ok = False
+        if entry.api_base:
+            refused = await _unreachable(entry.api_base)
+            if refused:
+                problems.append(f"{entry.variable}: cannot connect to {entry.api_base} "
+                                f"({refused}); is the server at that address running?")
+    for problem in problems:
         print(f"PROBLEM: {problem}")
-    print("configuration OK" if ok else "configuration has problems (see above)")
-    return 0 if ok else 1
+    print("configuration OK" if not problems else "configuration has problems (see above)")
+    return 0 if not problems else 1
+
+
+async def _unreachable(api_base: str) -> str | None:
+    """Why a TCP connection to `api_base`'s host fails, or None when one opens (nothing is sent:
+    checking a key would cost a request)."""
+    url = urlsplit(api_base)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        connection = await trio.to_thread.run_sync(
+            socket.create_connection, (url.hostname or "", port), 5.0)
+    except TimeoutError:
+        return "no answer within 5 s"
+    except OSError as exc:
+        return (exc.strerror or type(exc).__name__).lower()
+    connection.close()
+    return None
+
+
+async def _feedback(config: Config, issue: str) -> int:
+    from ask_another.runtime import open_runtime
+
+    unusable = await trio.to_thread.run_sync(home_problem, config.home)
+    if unusable is not None:
+        print(unusable, file=sys.stderr)
+        return 1
+    async with open_runtime(config, prewarm_after=None) as runtime:
+        record = await runtime.add_feedback(issue, "cli")
+    print(f"Thank you: feedback #{record.id} recorded at {record.created_at} in "
+          f"{config.database_path}. To send it to the maintainers, attach that text to an issue "
+          "in the project's tracker.")
+    return 0

@@ -11,6 +11,7 @@ SDK installs its own root handler otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -22,19 +23,26 @@ import structlog
 from mcp.server.mcpserver import MCPServer
 
 from ask_another.config import Config
-from ask_another.logs import ensure_logging
+from ask_another.errors import AskAnotherError, ConfigError
+from ask_another.home import home_problem
+from ask_another.logs import ensure_logging, get_logger
 from ask_another.runtime import Runtime, open_runtime
+from ask_another.server.context import Unavailable
 from ask_another.server.tools import articles, completion, feedback, models, research, sequential
 
 __all__ = ["build_server", "instructions", "serve_stdio"]
 
 
-def instructions(config: Config, extra_howto: Sequence[str] = ()) -> str:
+def instructions(config: Config, extra_howto: Sequence[str] = (),
+                 unusable: str | None = None) -> str:
     """The server instructions: purpose, how to, favourites, problems, feedback.
 
-    `extra_howto` lets later tool areas (research) add their own how-to lines.
+    `extra_howto` lets later tool areas (research) add their own how-to lines; `unusable` is why
+    the server cannot work at all (an unusable home), said first.
     """
     lines = [
+        *([f"NOT WORKING: {unusable} Every tool that needs the store fails until it is fixed "
+           "and the server restarted (`ask-another doctor` checks it)."] if unusable else []),
         "Purpose:",
         "  - Ask another LLM for a second opinion.",
         "  - Provide access to other models through litellm.",
@@ -86,18 +94,33 @@ def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPSer
     """
     ensure_logging(config.log_level)  # before MCPServer(), which would install its own handler
     worker = config.gateway_process is not False
+    # A few system calls, before serving: an unusable home is then one line and an answer to
+    # every tool call, not a failed start with the supervisor's tracebacks and no `initialize`.
+    unusable = home_problem(config.home)
+    if unusable is not None:
+        get_logger(__name__).error("server.home_unusable", problem=unusable)
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[Runtime]:
-        async with open_runtime(config, prewarm_after=prewarm_after,
-                                gateway_process=worker) as runtime:
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[Runtime | Unavailable]:
+        if unusable is not None:
+            yield Unavailable(ConfigError(unusable))
+            return
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                runtime = await stack.enter_async_context(open_runtime(
+                    config, prewarm_after=prewarm_after, gateway_process=worker))
+            except AskAnotherError as exc:  # e.g. a database file that is not SQLite
+                get_logger(__name__).error("server.runtime_unavailable", error=str(exc))
+                yield Unavailable(exc)
+                return
             yield runtime
 
     server: MCPServer[Any] = MCPServer(
         "ask-another",
         title="ask-another",
         description="Ask other models for a second opinion, through litellm.",
-        instructions=instructions(config, (*research.HOWTO, *sequential.HOWTO, *articles.HOWTO)),
+        instructions=instructions(config, (*research.HOWTO, *sequential.HOWTO, *articles.HOWTO),
+                                  unusable),
         version=_version(),
         lifespan=lifespan,
         log_level=config.log_level,  # type: ignore[arg-type]

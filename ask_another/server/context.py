@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.mcpserver import Context
@@ -16,9 +17,20 @@ from ask_another.runtime import Runtime
 log = get_logger("ask_another.server")
 
 
+@dataclass(frozen=True)
+class Unavailable:
+    """What the lifespan holds instead of a `Runtime` when the runtime cannot start (an unusable
+    `ASK_ANOTHER_HOME`): the server still answers `initialize`, and every tool call that needs
+    the runtime fails with `error`."""
+
+    error: AskAnotherError
+
+
 def runtime_of(ctx: Context[Any, Any]) -> Runtime:
     """The runtime the server's lifespan opened."""
     runtime = ctx.request_context.lifespan_context
+    if isinstance(runtime, Unavailable):
+        raise ToolError(error_text(runtime.error))
     if not isinstance(runtime, Runtime):  # only if the server was built without our lifespan
         raise ToolError(error_text(RuntimeError("the ask-another runtime is not running")))
     return runtime

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import pty
+import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -75,3 +78,85 @@ def test_models_lists_the_allowlist(sim: Simulator, tmp_path: Path):
     assert "openai/gpt-4o (shorthand: gpt4, openai): context 128,000 tokens" in done.stdout
     assert "MODEL_BAD" in done.stdout
 
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_doctor_with_an_unusable_home_says_so_in_one_line_without_tracebacks(tmp_path: Path):
+    home = tmp_path / "a-file"
+    home.write_text("not a directory")
+    done = run(["doctor"], {"ASK_ANOTHER_HOME": str(home), "MODEL_GPT4": "openai/gpt-4o;k"})
+    assert done.returncode == 1, done
+    (problem,) = [line for line in done.stdout.splitlines() if line.startswith("PROBLEM")]
+    assert str(home) in problem and "is a file" in problem
+    assert "set ASK_ANOTHER_HOME to a directory you can write to" in problem
+    assert done.stderr == ""  # no log lines, no tracebacks
+
+
+def test_doctor_prints_each_problem_once_and_names_a_refused_url(tmp_path: Path):
+    base = f"http://127.0.0.1:{closed_port()}/v1"
+    done = run(["doctor"], {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{base}",
+                            "MODEL_BAD": "x"})
+    assert done.returncode == 1, done
+    output = done.stdout + done.stderr
+    assert output.count("MODEL_BAD") == 1
+    assert f"PROBLEM: MODEL_SIM: cannot connect to {base} (connection refused)" in done.stdout
+    assert done.stderr == ""
+
+
+def test_ask_speaks_to_a_person_of_commands_not_tools(tmp_path: Path):
+    base = f"http://127.0.0.1:{closed_port()}/v1"
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{base}"}
+    done = run(["ask", "nosuch", "hello"], env)
+    assert done.returncode == 1
+    assert "Run `ask-another models` to see the allowed models" in done.stderr
+    assert 'record it with `ask-another feedback "what happened"`' in done.stderr
+    assert "list_models" not in done.stderr and "feedback tool" not in done.stderr
+
+    done = run(["ask", "sim", "hello"], env)
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()  # one line: no log line before it
+    assert line.startswith("The provider is unavailable (openai/m1)")
+    assert f"tried {base}" in line and "status=500" not in line
+
+
+def test_feedback_from_the_terminal_is_stored(tmp_path: Path):
+    done = run(["feedback", "the spinner is too fast"], {"ASK_ANOTHER_HOME": str(tmp_path)})
+    assert done.returncode == 0, done
+    assert "feedback #1 recorded" in done.stdout
+    with sqlite3.connect(tmp_path / "ask-another.sqlite3") as db:
+        assert db.execute("SELECT issue FROM feedback").fetchall() == [("the spinner is too fast",)]
+
+
+def test_help_carries_the_reference_a_wheel_has_no_docs_for():
+    done = run(["--help"], {})
+    assert done.returncode == 0
+    for variable in ("MODEL_<NAME>", "ASK_ANOTHER_HOME", "ASK_ANOTHER_LOG_LEVEL",
+                     "ASK_ANOTHER_RESEARCH_DEADLINE", "ask-another demo"):
+        assert variable in done.stdout
+    assert "See docs/server.md" not in done.stdout
+
+
+def test_serving_started_by_hand_on_a_tty_says_it_is_an_mcp_server(tmp_path: Path):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    controller, terminal = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ask_another"], cwd=REPO, stdin=terminal, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), "ASK_ANOTHER_HOME": str(tmp_path)})
+    os.close(terminal)
+    try:
+        assert child.stderr is not None
+        hello = "".join(child.stderr.readline() for _ in range(5))
+        assert "ask-another is an MCP server" in hello and "waiting on stdin" in hello
+        assert "ask-another demo" in hello
+        os.write(controller, b"\x04")  # Ctrl-D: end of input ends the session
+        _, rest = child.communicate(timeout=60)
+    finally:
+        child.kill()
+        os.close(controller)
+    assert "[info" not in rest  # no internal log lines for a person
