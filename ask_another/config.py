@@ -173,6 +173,19 @@ class Config:
             raise AmbiguousModel(wanted, [f"{m.shorthand} ({m.model})" for m in by_provider])
         raise ModelNotAllowed(wanted, self.similar(wanted))
 
+    def stored_entry(self, model: str, variable: str | None) -> ModelEntry:
+        """The entry a stored conversation or job was made with: the `MODEL_*` variable it
+        names (`variable`) while that variable still holds `model`, else `model` resolved.
+
+        Two variables may hold the same model id with different keys or bases; a stored id alone
+        would then be ambiguous, so conversations and jobs keep the variable's name too.
+        """
+        if variable:
+            for m in self.models:
+                if m.variable == variable and m.model == model:
+                    return m
+        return self.resolve(model)
+
     def similar(self, name: str, limit: int = 3) -> list[str]:
         """Allowed model ids like `name`: shared substrings first, then close spellings."""
         lowered = name.lower()

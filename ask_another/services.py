@@ -41,9 +41,10 @@ class Services:
             self._database = await self._child("store").call(GetDatabase())
         return self._database
 
-    def model(self, model_id: str) -> ModelEntry:
-        """The allowed model with this id or shorthand (raises `ModelNotAllowed`)."""
-        return self.config.resolve(model_id)
+    def model(self, model_id: str, variable: str | None = None) -> ModelEntry:
+        """The allowed model with this id or shorthand (raises `ModelNotAllowed`); with the
+        `MODEL_*` `variable` a stored record was made with, that entry (`Config.stored_entry`)."""
+        return self.config.stored_entry(model_id, variable)
 
     def _child(self, name: str) -> Any:
         ref = self.registry.whereis(name)

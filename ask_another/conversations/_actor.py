@@ -234,7 +234,7 @@ class Conversation(Actor):
                 raise ArticleUnreadable(str(article.get("error") or "unreadable"))
             new.append(tool_exchange([(READ_ARTICLE_NAME, {"url": article["url"]}, article)]))
         new.append(NewMessage(role="user", content=turn.prompt))
-        entry = services.config.resolve(self.record.model)
+        entry = services.config.stored_entry(self.record.model, self.record.entry)
         db = await services.database()
         stored = await conversation_messages(db, self.record.id)
         system = self.record.system if turn.system is None else turn.system

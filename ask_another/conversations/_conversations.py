@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import trio
 
-from ask_another.config import Config
+from ask_another.config import MODEL_PREFIX, Config
 from ask_another.conversations._actor import (
     STARTER,
     CancelTurn,
@@ -161,10 +161,15 @@ class Conversations:
                 record = await self._existing(wanted)
                 if record.model != entry.model:
                     raise ConversationModelMismatch(wanted, record.model, entry.model)
+                if record.entry is not None and record.entry != entry.variable:
+                    # The same model id through another MODEL_* variable (another key or base).
+                    bound = record.entry.removeprefix(MODEL_PREFIX).lower()
+                    raise ConversationModelMismatch(wanted, bound, entry.shorthand)
             else:
                 now = time.time()
                 record = ConversationRecord(id=_new_id(), model=entry.model, system=None,
-                                            created_at=now, updated_at=now)
+                                            created_at=now, updated_at=now,
+                                            entry=entry.variable)
             ref = await self._open(record)
             try:
                 reply = await self._send(ref, turn)

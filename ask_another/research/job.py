@@ -250,7 +250,7 @@ class ResearchJob(Actor):
             return _Failure(f"gave up after {stored.attempts} attempts; the last one failed "
                             f"with: {stored.error or 'an unknown error'}")
         try:
-            entry = self.services.model(stored.model)
+            entry = self.services.model(stored.model, stored.entry)
         except AskAnotherError as exc:
             return _Failure(f"the model is no longer allowed: {exc}")
         attempt = stored.attempts + 1
@@ -362,7 +362,7 @@ class ResearchJob(Actor):
         handle = self.record.provider_handle
         if method is not None and method.cancel_remote is not None and handle is not None:
             try:
-                entry = self.services.model(self.record.model)
+                entry = self.services.model(self.record.model, self.record.entry)
                 remote = await method.cancel_remote(await self.services.gateway(), entry, handle)
             except AskAnotherError as exc:
                 remote = f"the provider's side could not be cancelled: {exc}"

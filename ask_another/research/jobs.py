@@ -121,7 +121,7 @@ class ResearchJobs:
             raise InvalidArgument(f"the research query is {len(query)} characters long; at "
                                   f"most {MAX_QUERY} are allowed")
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
-                           created_at=time.time())
+                           created_at=time.time(), entry=entry.variable)
         db = await self.services.database()
         await insert_job(db, record)
         try:

@@ -1,11 +1,12 @@
 """The conversation tables: one row per conversation (its model and system prompt) and its messages.
 
-A conversation is bound to one model (`conversations.model`, the resolved model id). Its messages
-are numbered from 1 by `seq` within the conversation. An assistant message that made tool calls
-keeps them in `tool_calls`, a JSON list of ``{"id", "function", "arguments", "result"}`` objects:
-the call the model made (or a synthetic one, such as `discuss`'s read_article exchange) together
-with what the tool returned, so a later turn can replay the whole exchange
-(conversations/history.py). Times are Unix timestamps (seconds, float).
+A conversation is bound to one model (`conversations.model`, the resolved model id, and
+`conversations.entry`, the `MODEL_*` variable it came from, since two variables may share an id).
+Its messages are numbered from 1 by `seq` within the conversation. An assistant message that made
+tool calls keeps them in `tool_calls`, a JSON list of ``{"id", "function", "arguments",
+"result"}`` objects: the call the model made (or a synthetic one, such as `discuss`'s
+read_article exchange) together with what the tool returned, so a later turn can replay the whole
+exchange (conversations/history.py). Times are Unix timestamps (seconds, float).
 
 A turn's messages are written in one commit (`append_messages`), creating the conversation row in
 the same commit for a conversation's first turn, so a failed turn leaves nothing behind.
@@ -71,11 +72,13 @@ class ConversationRecord(msgspec.Struct, kw_only=True):
     system: str | None
     created_at: float
     updated_at: float
+    entry: str | None = None  # the MODEL_* variable it was made with (None: made before v4)
 
 
 def _conversation(row: sqlite3.Row) -> ConversationRecord:
     return ConversationRecord(id=row["id"], model=row["model"], system=row["system"],
-                              created_at=row["created_at"], updated_at=row["updated_at"])
+                              created_at=row["created_at"], updated_at=row["updated_at"],
+                              entry=row["entry"])
 
 
 def _tool_calls(text: str | None) -> list[StoredToolCall] | None:
@@ -86,7 +89,8 @@ def _tool_calls(text: str | None) -> list[StoredToolCall] | None:
 
 async def get_conversation(db: Database, conversation_id: str) -> ConversationRecord | None:
     row = await db.fetchone(
-        "SELECT id, model, system, created_at, updated_at FROM conversations WHERE id = ?",
+        "SELECT id, model, system, created_at, updated_at, entry FROM conversations "
+        "WHERE id = ?",
         (conversation_id,),
     )
     return _conversation(row) if row is not None else None
@@ -122,11 +126,11 @@ async def append_messages(
     def go(conn: sqlite3.Connection) -> list[StoredMessage]:
         with conn:
             conn.execute(
-                "INSERT INTO conversations (id, model, system, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "INSERT INTO conversations (id, model, system, created_at, updated_at, entry) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
                 "system = excluded.system, updated_at = excluded.updated_at",
                 (conversation.id, conversation.model, conversation.system,
-                 conversation.created_at, now),
+                 conversation.created_at, now, conversation.entry),
             )
             last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages "
                                 "WHERE conversation_id = ?", (conversation.id,)).fetchone()[0]

@@ -112,6 +112,11 @@ MIGRATIONS: list[Migration] = [
             PRIMARY KEY (conversation_id, seq)
         );
     """),
+    Migration(4, "the MODEL_* variable a conversation or job was made with (two may share an id)",
+              """
+        ALTER TABLE conversations ADD COLUMN entry TEXT;
+        ALTER TABLE research_jobs ADD COLUMN entry TEXT;
+    """),
 ]
 
 

@@ -42,7 +42,7 @@ TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 _NOT_FINAL: Final = "status NOT IN ('completed', 'failed', 'cancelled')"
 _COLUMNS: Final = (
     "id, model, query, method, status, step, created_at, started_at, ended_at, attempts, "
-    "provider_handle, report, citations, error, detail"
+    "provider_handle, report, citations, error, detail, entry"
 )
 _UPDATABLE: Final = frozenset({
     "status", "step", "started_at", "ended_at", "attempts", "provider_handle", "report",
@@ -68,6 +68,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     citations: list[str] = msgspec.field(default_factory=list)
     error: str | None = None
     detail: dict[str, Any] = msgspec.field(default_factory=dict)
+    entry: str | None = None  # the MODEL_* variable it was made with (None: made before v4)
 
     @property
     def finished(self) -> bool:
@@ -106,6 +107,7 @@ def _record(row: sqlite3.Row) -> JobRecord:
         citations=json.loads(row["citations"]) if row["citations"] else [],
         error=row["error"],
         detail=json.loads(row["detail"]) if row["detail"] else {},
+        entry=row["entry"],
     )
 
 
@@ -119,11 +121,11 @@ async def insert_job(db: Database, record: JobRecord) -> None:
     """Store a new job (committed when this returns)."""
     await db.execute(
         f"INSERT INTO research_jobs ({_COLUMNS}) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (record.id, record.model, record.query, record.method, record.status, record.step,
          record.created_at, record.started_at, record.ended_at, record.attempts,
          record.provider_handle, record.report, json.dumps(record.citations), record.error,
-         json.dumps(record.detail)),
+         json.dumps(record.detail), record.entry),
     )
 
 
