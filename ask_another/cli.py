@@ -3,6 +3,7 @@
     ask-another                  serve MCP over stdio (what an MCP client runs)
     ask-another models           the allowed models and what litellm knows of each
     ask-another ask MODEL PROMPT one completion, streamed to stdout
+    ask-another ask M1,M2 PROMPT a consensus: every model at once, replies side by side
     ask-another doctor           check the configuration; exit 1 naming every problem once
     ask-another feedback TEXT    record feedback (or a bug) in the local store, as the MCP tool does
     ask-another demo             the whole stack against the simulator, no API keys needed
@@ -79,13 +80,21 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("serve", help="serve MCP over stdio (the default)")
     commands.add_parser("models", help="list the allowed models and what is known of each")
-    ask = commands.add_parser("ask", help="ask one model one question; the answer goes to stdout")
-    ask.add_argument("model", help="a shorthand (e.g. gpt4, openai) or an exact model id")
+    ask = commands.add_parser("ask", help="ask one model (or several: m1,m2,m3) one question; "
+                              "the answer goes to stdout")
+    ask.add_argument("model", help="a shorthand (e.g. gpt4, openai) or an exact model id; "
+                                   "2-8 of them separated by commas ask them all at once")
     ask.add_argument("prompt", help="the question")
     ask.add_argument("--system", help="a system prompt")
     ask.add_argument("--temperature", type=float, help="0.0 to 2.0 (sent only when given)")
     ask.add_argument("--timeout", type=float, help="seconds to wait (default: ASK_ANOTHER_TIMEOUT "
                                                    "or 60)")
+    ask.add_argument("--stance", action="append", default=[], metavar="MODEL=STANCE",
+                     help="several models: MODEL's stance (for, against, neutral or your own "
+                          "words); repeatable")
+    ask.add_argument("--synthesize", metavar="MODEL",
+                     help="several models: this model compares their replies afterwards")
+    ask.add_argument("--conversation", metavar="ID", help="continue this conversation")
     commands.add_parser("doctor", help="check the configuration; exit 1 if anything is wrong")
     feedback = commands.add_parser("feedback", help="record feedback or a bug report in the "
                                    "local store (what the MCP feedback tool does)")
@@ -111,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if command == "models":
             return trio.run(_models, config)
+        if command == "ask" and "," in args.model:
+            return trio.run(_consensus, config, args)
         if command == "ask":
             return trio.run(_ask, config, args)
         if command == "doctor":
@@ -189,6 +200,30 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
         print(f"[{n}] {url}")
     print(f"— {result.model} · {result.usage.describe()}", file=sys.stderr)
     return 0
+
+
+async def _consensus(config: Config, args: argparse.Namespace) -> int:
+    from ask_another.consensus import Answer, answer_heading, consensus_text
+    from ask_another.runtime import open_runtime
+
+    stances: dict[str, str] = {}
+    for item in args.stance:
+        model, sep, stance = item.partition("=")
+        if not sep or not model.strip() or not stance.strip():
+            print(f"--stance wants MODEL=STANCE, got {item!r}", file=sys.stderr)
+            return 2
+        stances[model.strip()] = stance.strip()
+
+    async def progress(answer: Answer, ended: int, total: int) -> None:
+        print(f"[{ended}/{total}] {answer_heading(answer)}", file=sys.stderr)
+
+    async with open_runtime(config, prewarm_after=0) as runtime:
+        result = await runtime.consensus.ask(
+            args.model.split(","), args.prompt, system=args.system, stances=stances,
+            synthesize=args.synthesize, conversation_id=args.conversation,
+            temperature=args.temperature, timeout=args.timeout, on_answer=progress)
+    print(consensus_text(result))
+    return 0 if result.answered else 1
 
 
 async def _doctor(config: Config) -> int:

@@ -27,6 +27,7 @@ from typing import Any
 
 from ask_another.catalog import Catalog
 from ask_another.config import Config
+from ask_another.consensus import Consensus, consensus_spec
 from ask_another.conversations import conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.gateway import CompletionResult, GatewayActor
@@ -103,6 +104,12 @@ class Runtime(Services):
         log.info("completion.finished", model=entry.model, prompt_tokens=result.usage.prompt_tokens,
                  completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
         return result
+
+    @property
+    def consensus(self) -> Consensus:
+        """Several models at once: `ask(models, prompt, stances=, synthesize=, ...)`
+        (see consensus/)."""
+        return Consensus(self)
 
     @property
     def jobs(self) -> ResearchJobs:
@@ -196,6 +203,7 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
                    registry=registry, shutdown=15.0),
         research_spec(config, registry),
         conversations_spec(config, registry),
+        consensus_spec(config, registry),
     ]
     started = False
     try:

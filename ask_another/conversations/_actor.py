@@ -97,11 +97,14 @@ class Turn:
     """Take one turn: optionally read `article_url` first (discuss), then answer `prompt`.
 
     `system` replaces the conversation's system prompt from this turn on (None keeps it, ""
-    removes it). The reply is a `TurnOutcome` or the `AskAnotherError` that stopped the turn.
+    removes it). `model` answers instead of the conversation's own (a consensus thread's panel
+    member). The reply is a `TurnOutcome` or the `AskAnotherError` that stopped the turn.
     """
 
     prompt: str
     timeout: float
+    model: str | None = None
+    entry: str | None = None
     system: str | None = None
     temperature: float | None = None
     on_delta: Callable[[str], Awaitable[None]] | None = None
@@ -234,7 +237,10 @@ class Conversation(Actor):
                 raise ArticleUnreadable(str(article.get("error") or "unreadable"))
             new.append(tool_exchange([(READ_ARTICLE_NAME, {"url": article["url"]}, article)]))
         new.append(NewMessage(role="user", content=turn.prompt))
-        entry = services.config.stored_entry(self.record.model, self.record.entry)
+        if turn.model is not None:
+            entry = services.config.stored_entry(turn.model, turn.entry)
+        else:
+            entry = services.config.stored_entry(self.record.model, self.record.entry)
         db = await services.database()
         stored = await conversation_messages(db, self.record.id)
         system = self.record.system if turn.system is None else turn.system

@@ -10,12 +10,14 @@ turn. Every turn answers with the conversation id, so the caller can continue th
     talk = await conversations.discuss("https://example.org/post", "gpt4")
 
 A conversation is bound to its model: a turn naming another model is refused
-(`ConversationModelMismatch`) rather than silently switching models mid-thread.
+(`ConversationModelMismatch`) rather than silently switching models mid-thread. A consensus
+thread (consensus/) is bound to its panel: a turn may name any model of the panel.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -41,6 +43,7 @@ from ask_another.store.conversations import (
     StoredMessage,
     conversation_messages,
     get_conversation,
+    panel_of,
 )
 from supervisors import ActorExited, ActorRef, Crash, MailboxFull, Normal, Registry, SupervisorError
 
@@ -159,7 +162,10 @@ class Conversations:
         for _ in range(_WAKE_ATTEMPTS):
             if wanted:
                 record = await self._existing(wanted)
-                if record.model != entry.model:
+                if entry.model in panel_of(record.model):
+                    # A consensus thread: any model of its panel may take it further.
+                    turn = dataclasses.replace(turn, model=entry.model, entry=entry.variable)
+                elif record.model != entry.model:
                     raise ConversationModelMismatch(wanted, record.model, entry.model)
                 if record.entry is not None and record.entry != entry.variable:
                     # The same model id through another MODEL_* variable (another key or base).

@@ -28,7 +28,15 @@ from ask_another.home import home_problem
 from ask_another.logs import ensure_logging, get_logger
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.context import Unavailable
-from ask_another.server.tools import articles, completion, feedback, models, research, sequential
+from ask_another.server.tools import (
+    articles,
+    completion,
+    consensus,
+    feedback,
+    models,
+    research,
+    sequential,
+)
 
 __all__ = ["build_server", "instructions", "serve_stdio"]
 
@@ -119,14 +127,15 @@ def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPSer
         "ask-another",
         title="ask-another",
         description="Ask other models for a second opinion, through litellm.",
-        instructions=instructions(config, (*research.HOWTO, *sequential.HOWTO, *articles.HOWTO),
-                                  unusable),
+        instructions=instructions(config, (*consensus.HOWTO, *research.HOWTO, *sequential.HOWTO,
+                                           *articles.HOWTO), unusable),
         version=_version(),
         lifespan=lifespan,
         log_level=config.log_level,  # type: ignore[arg-type]
     )
     models.register(server)
     completion.register(server)
+    consensus.register(server)
     research.register(server)
     articles.register(server)
     sequential.register(server)

@@ -108,6 +108,8 @@ Inspecting: ``sim.requests`` (every `SimRequest`: method, path, model, json, hea
 ``api_key``, ``messages``, ``last_user_text``, ``stream``), ``sim.requests_for(model)``,
 ``sim.interactions`` (id -> `SimInteraction` copy: status, polls, cancel_called, cancelled,
 agent, input_text, report, citations),
+``sim.hangups`` (completion requests whose client closed the connection while the answer was
+still being waited for: how a test sees that a cancel reached the provider),
 ``sim.pending(model)``, ``sim.clear()``; ``sim.latency`` can be changed while running.
 
 In-band directives

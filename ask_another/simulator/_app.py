@@ -43,6 +43,7 @@ class SimulatorState:
         self.interactions = Interactions()
         self._lock = threading.Lock()
         self._requests: list[SimRequest] = []
+        self._hangups: list[SimRequest] = []
         self._ids = itertools.count(1)
 
     def record(self, request: SimRequest) -> None:
@@ -53,12 +54,21 @@ class SimulatorState:
         with self._lock:
             return list(self._requests)
 
+    def hung_up(self, request: SimRequest) -> None:
+        with self._lock:
+            self._hangups.append(request)
+
+    def hangups(self) -> list[SimRequest]:
+        with self._lock:
+            return list(self._hangups)
+
     def next_id(self) -> int:
         return next(self._ids)
 
     def clear(self) -> None:
         with self._lock:
             self._requests.clear()
+            self._hangups.clear()
         self.scripts.clear()
         self.interactions.clear()
 
@@ -88,9 +98,13 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
                 step = None
             if directives.errors:
                 step = Fail(400, "bad simulator directive: " + "; ".join(directives.errors))
-        if delay > 0:
-            await asyncio.sleep(delay)
+        if delay > 0 and not await _wait_for_client(state, request, sim_request, delay):
+            return _NoResponse()
         step = step or _default_step(state, sim_request)
+        while isinstance(step, Slow):
+            if not await _wait_for_client(state, request, sim_request, step.seconds):
+                return _NoResponse()
+            step = step.then or _default_step(state, sim_request)
         return await _answer(state, request, sim_request, step, api)
 
     async def create_interaction(request: Request) -> Response:
@@ -216,6 +230,27 @@ async def _record(
     )
     state.record(sim_request)
     return sim_request if isinstance(body, dict) else None
+
+
+async def _wait_for_client(state: SimulatorState, request: Request, sim_request: SimRequest,
+                           seconds: float) -> bool:
+    """Sleep `seconds`, unless the client hangs up first: then record the hang-up (`hangups`)
+    and return False. The body has been read, so the next ASGI message is the disconnect."""
+    sleeper = asyncio.ensure_future(asyncio.sleep(seconds))
+    listener = asyncio.ensure_future(request.receive())
+    try:
+        while True:
+            done, _ = await asyncio.wait({sleeper, listener},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if sleeper in done:
+                return True
+            if listener.result().get("type") == "http.disconnect":
+                state.hung_up(sim_request)
+                return False
+            listener = asyncio.ensure_future(request.receive())
+    finally:
+        for task in (sleeper, listener):
+            task.cancel()
 
 
 def _interaction_step(state: SimulatorState, request: SimRequest) -> Step | None:

@@ -200,6 +200,12 @@ class Simulator:
         """Every request received so far, oldest first (a copy)."""
         return self._state.requests()
 
+    @property
+    def hangups(self) -> list[SimRequest]:
+        """Completion requests whose client closed the connection while the simulator was still
+        waiting to answer (its latency, a directive's delay or a `Slow` step), oldest first."""
+        return self._state.hangups()
+
     def requests_for(self, model: str) -> list[SimRequest]:
         return [r for r in self._state.requests() if r.model == model]
 

@@ -10,6 +10,9 @@ exchange (conversations/history.py). Times are Unix timestamps (seconds, float).
 
 A turn's messages are written in one commit (`append_messages`), creating the conversation row in
 the same commit for a conversation's first turn, so a failed turn leaves nothing behind.
+
+A consensus thread (consensus/) is bound to its panel rather than one model: its `model` is
+``consensus:<model id>,<model id>,...`` (`panel_binding`), and `panel_of` reads the models back.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import msgspec
 from ask_another.store.db import Database
 
 __all__ = [
+    "PANEL_PREFIX",
     "ConversationRecord",
     "NewMessage",
     "Role",
@@ -31,9 +35,25 @@ __all__ = [
     "append_messages",
     "conversation_messages",
     "get_conversation",
+    "panel_binding",
+    "panel_of",
 ]
 
+PANEL_PREFIX = "consensus:"
+
 Role = Literal["system", "user", "assistant"]
+
+
+def panel_binding(models: list[str] | tuple[str, ...]) -> str:
+    """The `model` column of a consensus thread asked of `models` (resolved model ids)."""
+    return PANEL_PREFIX + ",".join(models)
+
+
+def panel_of(binding: str) -> tuple[str, ...]:
+    """The panel's model ids of a consensus thread's `model` column; () for a one-model thread."""
+    if not binding.startswith(PANEL_PREFIX):
+        return ()
+    return tuple(m for m in binding[len(PANEL_PREFIX):].split(",") if m)
 
 
 class StoredToolCall(msgspec.Struct, kw_only=True):

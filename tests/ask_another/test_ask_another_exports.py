@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 MODULES = ["ask_another.store", "ask_another.server", "ask_another.gateway",
-           "ask_another.catalog", "ask_another.runtime"]
+           "ask_another.catalog", "ask_another.runtime", "ask_another.consensus"]
 
 
 def isort_order(name: str) -> tuple[int, str]:

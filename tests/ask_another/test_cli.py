@@ -160,3 +160,23 @@ def test_serving_started_by_hand_on_a_tty_says_it_is_an_mcp_server(tmp_path: Pat
         child.kill()
         os.close(controller)
     assert "[info" not in rest  # no internal log lines for a person
+
+
+def test_ask_several_models_prints_them_side_by_side(sim: Simulator, tmp_path: Path):
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
+           "MODEL_TWO": f"openai/m2;k;{sim.openai_base}"}
+    sim.script("m2", [Fail(429, "quota exhausted")])
+    done = run(["ask", "sim,two", "Is it right?", "--stance", "sim=against"], env)
+    assert done.returncode == 0, done
+    assert done.stdout.startswith("Consensus of 2 models (1 answered, 1 failed)")
+    assert "openai/m1 (stance: against)" in done.stdout
+    assert "[simulated m1] answer to: Is it right?" in done.stdout
+    assert "openai/m2 · " in done.stdout and "failed: Rate limited: quota exhausted" in done.stdout
+    assert "conversation_id: c-" in done.stdout
+    assert "[1/2]" in done.stderr and "[2/2]" in done.stderr
+    assert sim.requests_for("m1")[0].messages[0]["content"].startswith("Take the critical side")
+
+    done = run(["ask", "sim,two", "x", "--stance", "nonsense"], env)
+    assert done.returncode == 2 and "MODEL=STANCE" in done.stderr
+    done = run(["ask", "sim,nope", "x"], env)
+    assert done.returncode == 1 and "Model not allowed: 'nope'" in done.stderr

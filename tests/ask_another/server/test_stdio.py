@@ -46,7 +46,8 @@ async def test_stdio_session_in_each_protocol_era(sim: Simulator, tmp_path: Path
             assert tools == {"list_models", "search_families", "search_models", "completion",
                              "feedback", "start_research", "check_research", "cancel_research",
                              "sequential_research_plan", "sequential_research_compile",
-                             "read_article", "discuss", "answer_permission", "answer_choice"}
+                             "read_article", "discuss", "answer_permission", "answer_choice",
+                             "consensus"}
             assert "gateway.ready" not in stderr_path.read_text()
             assert "MODEL_BROKEN" in (client.instructions or "")
 

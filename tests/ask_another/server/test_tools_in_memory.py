@@ -28,7 +28,8 @@ async def test_tools_list_has_the_four_tools_with_descriptions_and_annotations(
         assert set(tools) == {"list_models", "search_families", "search_models", "completion",
                               "feedback", "start_research", "check_research", "cancel_research",
                               "sequential_research_plan", "sequential_research_compile",
-                              "read_article", "discuss", "answer_permission", "answer_choice"}
+                              "read_article", "discuss", "answer_permission", "answer_choice",
+                              "consensus"}
         assert "verify a model ID before" in tools["search_models"].description
         assert "Do not set temperature" in tools["completion"].description
         assert "safe to call at any time" in tools["feedback"].description

@@ -1,0 +1,42 @@
+"""Several models at once: one prompt to a panel of 2-8 allowed models, replies side by side.
+
+`Consensus.of(runtime).ask(models, prompt, ...)` asks every model at once, each call its own
+supervised `PanelCall` actor (`consensus_spec` is its part of the runtime's tree), and returns a
+`ConsensusResult`: an `Answer` per seat (answered, failed or timed out), an optional synthesis,
+and the conversation the replies were stored in. `consensus_text` formats it. See
+docs/server.md (consensus).
+"""
+
+from ._actor import CALLS_SUPERVISOR as CALLS_SUPERVISOR
+from ._actor import PanelCall as PanelCall
+from ._actor import consensus_spec as consensus_spec
+from ._consensus import SYNTHESIS_PROMPT as SYNTHESIS_PROMPT
+from ._consensus import Consensus as Consensus
+from ._consensus import OnAnswer as OnAnswer
+from ._consensus import panel_text as panel_text
+from ._panel import MAX_MODELS as MAX_MODELS
+from ._panel import MIN_MODELS as MIN_MODELS
+from ._panel import STANCES as STANCES
+from ._panel import Answer as Answer
+from ._panel import ConsensusResult as ConsensusResult
+from ._panel import Seat as Seat
+from ._text import answer_heading as answer_heading
+from ._text import consensus_text as consensus_text
+
+__all__ = [
+    "CALLS_SUPERVISOR",
+    "MAX_MODELS",
+    "MIN_MODELS",
+    "STANCES",
+    "SYNTHESIS_PROMPT",
+    "Answer",
+    "Consensus",
+    "ConsensusResult",
+    "OnAnswer",
+    "PanelCall",
+    "Seat",
+    "answer_heading",
+    "consensus_spec",
+    "consensus_text",
+    "panel_text",
+]

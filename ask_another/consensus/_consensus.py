@@ -1,0 +1,278 @@
+"""`Consensus`: one prompt to several allowed models at once, their replies side by side.
+
+    consensus = Consensus.of(runtime)
+    result = await consensus.ask(["gpt4", "claude", "gemini"], "Is this proof right? ...",
+                                 stances={"claude": "against"}, synthesize="gpt4")
+
+Each seat's call is its own `PanelCall` actor (consensus/_actor.py) with its own timeout, all
+started before any is awaited, so the wall time is the slowest model's, not the sum. A seat that
+fails or times out keeps its place with a one-line reason; the others still come back. When the
+caller is cancelled, every call still in flight is hung up (the HTTP requests are aborted).
+
+The panel's replies (and the synthesis) are stored in a conversation: a new consensus thread,
+bound to its panel, or the thread named by `conversation_id` (any conversation: the panel sees
+its history). A consensus thread can be continued by another consensus, and by `completion` or
+`discuss` with any model of its panel (conversations/).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import trio
+
+from ask_another.config import ModelEntry
+from ask_another.consensus._actor import (
+    CALLS_SUPERVISOR,
+    Ask,
+    CallSpec,
+    Hangup,
+    panel_call_spec,
+)
+from ask_another.consensus._panel import (
+    MAX_MODELS,
+    MIN_MODELS,
+    Answer,
+    ConsensusResult,
+    Seat,
+    one_line_reason,
+    stance_instruction,
+)
+from ask_another.conversations import NoSuchConversation, build_history
+from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.logs import get_logger
+from ask_another.services import Services
+from ask_another.store.conversations import (
+    ConversationRecord,
+    NewMessage,
+    append_messages,
+    conversation_messages,
+    get_conversation,
+    panel_binding,
+)
+from supervisors import ActorExited, ActorRef, DynamicSupervisorRef, SupervisorError
+
+__all__ = ["MAX_TIMEOUT", "SYNTHESIS_PROMPT", "Consensus", "OnAnswer", "panel_text"]
+
+log = get_logger("ask_another.consensus")
+
+MAX_TIMEOUT = 3600.0
+
+OnAnswer = Callable[[Answer, int, int], Awaitable[None]]
+"""Called as each seat's call ends: ``(answer, how many have ended, panel size)``."""
+
+SYNTHESIS_PROMPT = """Several models answered the same prompt. Compare their replies and write a \
+synthesis in three sections:
+1. Agreements: what the models agree on.
+2. Differences: where they disagree, and who said what.
+3. Single-model claims: claims only one model made, naming that model.
+Judge the arguments, not the majority. Be concise.
+
+The prompt:
+{prompt}
+
+The replies:
+{replies}"""
+
+
+def panel_text(answers: Sequence[Answer]) -> str:
+    """The panel's replies as one text, each under its model's name (stored in the thread and
+    shown to the synthesizer)."""
+    blocks = []
+    for answer in answers:
+        head = f"[{answer.model}" + (f", stance: {answer.stance}" if answer.stance else "") + "]"
+        if answer.result is not None:
+            blocks.append(f"{head}\n{answer.result.text.strip()}")
+        else:
+            blocks.append(f"{head}\n({answer.status}: {answer.reason})")
+    return "\n\n".join(blocks)
+
+
+class Consensus:
+    """Ask a panel of models (see the module docstring). Holds no state of its own."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    @classmethod
+    def of(cls, runtime: Any) -> Consensus:
+        """The consensus face of a running `Runtime` (anything with `config` and `registry`)."""
+        return cls(Services(runtime.config, runtime.registry))
+
+    def seats(self, models: Sequence[str], stances: Mapping[str, str] | None = None
+              ) -> list[Seat]:
+        """The panel for `models` (2-8 distinct allowed models) with their stances; raises
+        `InvalidArgument`, `ModelNotAllowed` or `AmbiguousModel`."""
+        names = [m.strip() for m in models if m.strip()]
+        if not MIN_MODELS <= len(names) <= MAX_MODELS:
+            raise InvalidArgument(f"a consensus needs {MIN_MODELS} to {MAX_MODELS} models, "
+                                  f"got {len(names)}")
+        config = self.services.config
+        entries = [config.resolve(name) for name in names]
+        ids = [e.model for e in entries]
+        for model in ids:
+            if ids.count(model) > 1:
+                raise InvalidArgument(f"{model} is named twice: name each model once")
+        stance_of: dict[str, str] = {}
+        for name, stance in (stances or {}).items():
+            model = config.resolve(name).model
+            if model not in ids:
+                raise InvalidArgument(f"a stance was given for {name!r}, which is not on the "
+                                      "panel")
+            if stance.strip():
+                stance_of[model] = stance.strip()
+        return [Seat(entry=e, stance=stance_of.get(e.model)) for e in entries]
+
+    async def ask(
+        self,
+        models: Sequence[str],
+        prompt: str,
+        *,
+        system: str | None = None,
+        stances: Mapping[str, str] | None = None,
+        synthesize: str | None = None,
+        conversation_id: str | None = None,
+        temperature: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - per model call, enforced by the gateway
+        on_answer: OnAnswer | None = None,
+    ) -> ConsensusResult:
+        """Ask every model of the panel `prompt` at once; see the module docstring.
+
+        `system` (kept for the thread) goes to every model, each seat's stance after it.
+        `synthesize`: an allowed model that then compares the replies (none by default).
+        Raises `InvalidArgument`, `ModelNotAllowed` / `AmbiguousModel`, `NoSuchConversation`;
+        provider failures are reported in their seats, never raised. Cancelling the caller
+        hangs up every call in flight; nothing is stored then.
+        """
+        if not prompt.strip():
+            raise InvalidArgument("the prompt is empty")
+        seats = self.seats(models, stances)
+        synthesizer = self.services.config.resolve(synthesize) if synthesize else None
+        if temperature is not None and not 0.0 <= temperature <= 2.0:
+            raise InvalidArgument(f"temperature must be between 0.0 and 2.0, got {temperature:g}")
+        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
+            raise InvalidArgument(
+                f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
+            )
+        seconds = timeout if timeout is not None else self.services.config.timeout
+        record, history = await self._thread(conversation_id, seats, system)
+        if system is not None:
+            record = ConversationRecord(id=record.id, model=record.model, system=system or None,
+                                        created_at=record.created_at,
+                                        updated_at=record.updated_at)
+        started = trio.current_time()
+        calls = [CallSpec(entry=seat.entry, stance=seat.stance, timeout=seconds,
+                          temperature=temperature,
+                          messages=self._messages(record.system, seat.stance, history, prompt))
+                 for seat in seats]
+        answers = await self._panel(calls, on_answer)
+        synthesis = None
+        answered = [a for a in answers if a.result is not None]
+        if synthesizer is not None:
+            synthesis = await self._synthesize(synthesizer, prompt, answers, seconds)
+        conversation = None
+        if answered:
+            reply = panel_text(answers)
+            if synthesis is not None and synthesis.result is not None:
+                reply += f"\n\n[synthesis by {synthesis.model}]\n{synthesis.result.text.strip()}"
+            db = await self.services.database()
+            await append_messages(db, record, [NewMessage(role="user", content=prompt),
+                                               NewMessage(role="assistant", content=reply)],
+                                  now=time.time())
+            conversation = record.id
+        wall = trio.current_time() - started
+        log.info("consensus.finished", models=len(seats), answered=len(answered),
+                 wall=round(wall, 3), conversation_id=conversation)
+        return ConsensusResult(answers=tuple(answers), synthesis=synthesis,
+                               conversation_id=conversation, wall=wall)
+
+    # ----- internals -------------------------------------------------------------------------
+
+    async def _thread(self, conversation_id: str | None, seats: list[Seat], system: str | None,
+                      ) -> tuple[ConversationRecord, list[dict[str, Any]]]:
+        wanted = (conversation_id or "").strip()
+        db = await self.services.database()
+        if not wanted:
+            now = time.time()
+            binding = panel_binding([seat.entry.model for seat in seats])
+            record = ConversationRecord(id=f"c-{secrets.token_hex(5)}", model=binding,
+                                        system=system or None, created_at=now, updated_at=now)
+            return record, []
+        found = await get_conversation(db, wanted)
+        if found is None:
+            raise NoSuchConversation(wanted)
+        return found, build_history(await conversation_messages(db, wanted))
+
+    @staticmethod
+    def _messages(system: str | None, stance: str | None, history: list[dict[str, Any]],
+                  prompt: str) -> list[dict[str, Any]]:
+        parts = [p for p in (system, stance_instruction(stance) if stance else None) if p]
+        messages: list[dict[str, Any]] = (
+            [{"role": "system", "content": "\n\n".join(parts)}] if parts else [])
+        return [*messages, *history, {"role": "user", "content": prompt}]
+
+    async def _panel(self, calls: list[CallSpec], on_answer: OnAnswer | None) -> list[Answer]:
+        """Every call at once, each its own actor; answers in the order of `calls`."""
+        answers: list[Answer | None] = [None] * len(calls)
+        refs: list[ActorRef | None] = [None] * len(calls)
+        ended = 0
+        send, receive = trio.open_memory_channel[tuple[int, Answer]](len(calls))
+        try:
+            async with trio.open_nursery() as nursery:
+                for i, call in enumerate(calls):
+                    nursery.start_soon(self._seat, i, call, refs, send.clone())
+                send.close()
+                async with receive:
+                    async for i, answer in receive:
+                        answers[i] = answer
+                        ended += 1
+                        if on_answer is not None:
+                            await on_answer(answer, ended, len(calls))
+        finally:
+            for i, ref in enumerate(refs):
+                if ref is not None and answers[i] is None:
+                    with contextlib.suppress(SupervisorError):
+                        ref.cast(Hangup())
+        return [a for a in answers if a is not None]
+
+    async def _seat(self, i: int, call: CallSpec, refs: list[ActorRef | None],
+                    send: trio.MemorySendChannel[tuple[int, Answer]]) -> None:
+        async with send:
+            started = trio.current_time()
+            try:
+                # Shielded: a call started but never asked (or hung up) would wait forever.
+                with trio.CancelScope(shield=True):
+                    ref = await self._start(call)
+                    refs[i] = ref
+                answer = await ref.call(Ask(), timeout=None)
+            except (ActorExited, AskAnotherError) as exc:
+                reason = (one_line_reason(exc) if isinstance(exc, AskAnotherError)
+                          else "the call crashed unexpectedly")
+                answer = Answer(model=call.entry.model, status="failed", stance=call.stance,
+                                latency=trio.current_time() - started, reason=reason)
+            await send.send((i, answer))
+
+    async def _start(self, call: CallSpec) -> ActorRef:
+        live = self.services.registry.whereis(CALLS_SUPERVISOR)
+        if not isinstance(live, DynamicSupervisorRef):
+            raise AskAnotherError("the consensus supervisor is restarting; try again shortly")
+        try:
+            return await live.start_child(panel_call_spec(call, self.services))
+        except SupervisorError as exc:
+            raise AskAnotherError(f"the call could not be started ({exc})") from None
+
+    async def _synthesize(self, entry: ModelEntry, prompt: str, answers: list[Answer],
+                          seconds: float) -> Answer:
+        answered = [a for a in answers if a.result is not None]
+        if not answered:
+            return Answer(model=entry.model, status="failed", latency=0.0,
+                          reason="not asked: no model of the panel answered")
+        text = SYNTHESIS_PROMPT.format(prompt=prompt.strip(), replies=panel_text(answers))
+        call = CallSpec(entry=entry, timeout=seconds,
+                        messages=[{"role": "user", "content": text}])
+        answer = (await self._panel([call], None))[0]
+        return answer
