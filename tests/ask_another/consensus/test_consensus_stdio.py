@@ -50,7 +50,9 @@ async def test_consensus_session(sim: Simulator, tmp_path: Path):
         async with stdio_client_for(server_env(sim, tmp_path / "home"), stderr) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert "consensus" in tools
-            await call(client, "list_models")  # litellm loaded: the timings below are the calls'
+            # litellm loaded in the gateway's worker process: the timings below are the calls'.
+            error, _ = await call(client, "completion", model="other", prompt="warm up")
+            assert not error
 
             # Five models at once: partial results, stances, synthesis, progress as each ends.
             progress: list[tuple[float, float | None, str | None]] = []
@@ -68,7 +70,8 @@ async def test_consensus_session(sim: Simulator, tmp_path: Path):
             wall = time.monotonic() - started
             text = text_of(result)
             assert not result.is_error, text
-            assert text.startswith("Consensus of 5 models (3 answered, 1 failed, 1 timed out)")
+            assert text.startswith("Consensus of 5 models (3 answered, 1 failed, 1 timed out)"), \
+                text
             for name in ("fast", "mid", "slow"):
                 assert f"[simulated {name}] answer to: Is P equal to NP?" in text
             assert "openai/broken · " in text and "failed: The provider is unavailable: " \
