@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ask_another.errors import AmbiguousModel, ModelNotAllowed
+from ask_another.errors import AmbiguousModel, InvalidArgument, ModelNotAllowed
 from ask_another.interaction.policy import Policy, PolicyError
 
 MODEL_PREFIX: Final = "MODEL_"
@@ -30,6 +30,8 @@ DEFAULT_POLL_SECONDS: Final = 5.0
 DEFAULT_RESEARCH_DEADLINE: Final = 3600.0  # a Gemini deep-research interaction, polled
 DEFAULT_RESEARCH_TIMEOUT: Final = 1800.0  # one completion of another deep-research model
 DEFAULT_PERMISSION_TIMEOUT: Final = 600.0  # how long a tool call waits for a person's answer
+DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in characters
+DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
 
@@ -101,6 +103,8 @@ class Config:
     permissions: Policy = field(default_factory=Policy)
     permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT
     searxng_url: str | None = None
+    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+    max_feedback_chars: int = DEFAULT_MAX_FEEDBACK_CHARS
     # Completions in a worker process (gateway_worker.py): None lets the entry point decide (the
     # stdio server: yes; the library and the people commands: no).
     gateway_process: bool | None = None
@@ -124,6 +128,10 @@ class Config:
                                              DEFAULT_PERMISSION_TIMEOUT, problems)
         searxng_url = _parse_searxng_url(env, problems)
         gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
+        max_prompt = _parse_count(env, "ASK_ANOTHER_MAX_PROMPT_CHARS", DEFAULT_MAX_PROMPT_CHARS,
+                                  problems)
+        max_feedback = _parse_count(env, "ASK_ANOTHER_MAX_FEEDBACK_CHARS",
+                                    DEFAULT_MAX_FEEDBACK_CHARS, problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -138,6 +146,8 @@ class Config:
             permission_timeout=permission_timeout,
             searxng_url=searxng_url,
             gateway_process=gateway_process,
+            max_prompt_chars=max_prompt,
+            max_feedback_chars=max_feedback,
         )
 
     @property
@@ -172,6 +182,15 @@ class Config:
         if len(by_provider) > 1:
             raise AmbiguousModel(wanted, [f"{m.shorthand} ({m.model})" for m in by_provider])
         raise ModelNotAllowed(wanted, self.similar(wanted))
+
+    def check_size(self, what: str, text: str | None, *, feedback: bool = False) -> None:
+        """Raise `InvalidArgument` when `text` (a prompt, a system prompt, feedback) is longer
+        than its configured cap, naming the setting that raises it."""
+        limit, setting = ((self.max_feedback_chars, "ASK_ANOTHER_MAX_FEEDBACK_CHARS") if feedback
+                          else (self.max_prompt_chars, "ASK_ANOTHER_MAX_PROMPT_CHARS"))
+        if text is not None and len(text) > limit:
+            raise InvalidArgument(f"the {what} is {len(text):,} characters long, over the limit "
+                                  f"of {limit:,} (set {setting} to raise it)")
 
     def stored_entry(self, model: str, variable: str | None) -> ModelEntry:
         """The entry a stored conversation or job was made with: the `MODEL_*` variable it
@@ -288,6 +307,19 @@ def _parse_positive(
         ))
         return default
     return value
+
+
+def _parse_count(
+    env: Mapping[str, str], variable: str, default: int, problems: list[ConfigProblem]
+) -> int:
+    raw = env.get(variable, "").strip().replace("_", "")
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) <= 0:
+        problems.append(ConfigProblem(
+            variable, f"must be a positive whole number, got {raw!r}; using {default}"))
+        return default
+    return int(raw)
 
 
 def _parse_hosts(env: Mapping[str, str], problems: list[ConfigProblem]) -> frozenset[str]:

@@ -27,12 +27,14 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
+import email.utils
 import gc
 import inspect
 import math
 import os
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -397,8 +399,11 @@ class Gateway:
         """
         if (prompt is None) == (messages is None):
             raise InvalidArgument("give either prompt or messages")
-        if temperature is not None and not 0.0 <= temperature <= 2.0:
-            raise InvalidArgument(f"temperature must be between 0.0 and 2.0, got {temperature}")
+        if isinstance(temperature, bool) or (temperature is not None
+                                             and not 0.0 <= temperature <= 2.0):
+            # `True` is an int to Python and would be sent as 1.
+            raise InvalidArgument(f"temperature must be a number between 0.0 and 2.0, got "
+                                  f"{temperature!r}")
         if not timeout > 0:
             raise InvalidArgument(f"timeout must be a positive number of seconds, got {timeout}")
         if messages is None:
@@ -541,7 +546,32 @@ def classify_failure(litellm: ModuleType | None, exc: BaseException,
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     kind = ProviderError if litellm is None else _classify(litellm, exc, status)
-    return kind, scrub_provider_text(_provider_text(exc), secrets), status
+    message = scrub_provider_text(_provider_text(exc), secrets)
+    if kind is RateLimited and (wait := _retry_after(exc)) is not None:
+        message += f" (the provider asks to retry in {wait:g} s)"
+    return kind, message, status
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider's `Retry-After` header asks to wait (seconds or an HTTP date)."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    try:
+        raw = headers.get("retry-after") if headers is not None else None
+    except Exception:  # a headers object of a shape we do not know: no hint, not a failure
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return max(0.0, round(seconds, 1)) if math.isfinite(seconds) else None
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -94,6 +94,8 @@ class Runtime(Services):
             )
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
+        self.config.check_size("prompt", prompt)
+        self.config.check_size("system prompt", system)
         log.debug("completion.started", model=entry.model)
         gateway = await self.gateway()
         result = await gateway.completion(
@@ -173,6 +175,8 @@ class Runtime(Services):
         """Store one piece of feedback with a timestamp."""
         if not issue.strip():
             raise InvalidArgument("the feedback is empty: describe the issue or suggestion")
+        self.config.check_size("feedback", issue, feedback=True)
+        self.config.check_size("tool name", tool_name, feedback=True)
         record = await add_feedback(await self.database(), issue.strip(), tool_name)
         log.info("feedback.recorded", id=record.id, tool_name=tool_name)
         return record

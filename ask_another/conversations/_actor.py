@@ -31,7 +31,7 @@ from ask_another.articles import READ_ARTICLE_NAME, read_article
 from ask_another.config import Config
 from ask_another.conversations._errors import ArticleUnreadable, ConversationBusy
 from ask_another.conversations._history import build_history, tool_exchange
-from ask_another.errors import AskAnotherError
+from ask_another.errors import AskAnotherError, StoreError
 from ask_another.gateway import CompletionResult
 from ask_another.logs import get_logger
 from ask_another.services import Services
@@ -126,10 +126,15 @@ class Info:
 
 @dataclass(frozen=True, slots=True)
 class TurnOutcome:
+    """A turn's answer. `not_stored` says why, when the provider answered (and billed) the turn
+    but the store could not keep it (a full disk): the answer is still the caller's."""
+
     conversation_id: str
     model: str
     result: CompletionResult
     stored: list[StoredMessage]
+    not_stored: str | None = None
+    continuable: bool = True  # the conversation exists in the store (False: a first turn lost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,8 +256,18 @@ class Conversation(Actor):
         result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
                                           timeout=turn.timeout, on_delta=turn.on_delta)
         record = msgspec.structs.replace(self.record, system=system or None)
-        written = await append_messages(
-            db, record, [*new, NewMessage(role="assistant", content=result.text)], now=time.time())
+        try:
+            written = await append_messages(
+                db, record, [*new, NewMessage(role="assistant", content=result.text)],
+                now=time.time())
+        except StoreError as exc:
+            # The provider answered and billed it: losing the answer too would cost twice.
+            log.error("conversation.not_stored", conversation_id=record.id, error=str(exc),
+                      prompt_tokens=result.usage.prompt_tokens,
+                      completion_tokens=result.usage.completion_tokens,
+                      cost_usd=result.usage.cost_usd)
+            return TurnOutcome(conversation_id=record.id, model=result.model, result=result,
+                               stored=[], not_stored=str(exc), continuable=bool(stored))
         self.record = record
         # The same event as a one-off completion: usage and cost per call, in one place to grep.
         log.info("completion.finished", model=entry.model, conversation_id=record.id,

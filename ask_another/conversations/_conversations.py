@@ -98,6 +98,8 @@ class Conversations:
         """
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
+        self.config.check_size("prompt", prompt)
+        self.config.check_size("system prompt", system)
         return await self._take(model, conversation_id, Turn(
             prompt=prompt, system=system, temperature=temperature,
             timeout=self._timeout(timeout, temperature), on_delta=on_delta))
@@ -126,6 +128,8 @@ class Conversations:
             raise InvalidArgument("No URL provided: give the address of the article to discuss")
         if not prompt.strip():
             prompt = DISCUSS_PROMPT
+        self.config.check_size("prompt", prompt)
+        self.config.check_size("system prompt", system)
         return await self._take(model, conversation_id, Turn(
             prompt=prompt, system=system, temperature=temperature,
             timeout=self._timeout(timeout, temperature), on_delta=on_delta,

@@ -43,8 +43,17 @@ def result_text(result: CompletionResult) -> str:
 
 
 def conversation_text(outcome: TurnOutcome) -> str:
-    """A turn's answer (`result_text`), then the conversation id to continue with."""
-    return f"{result_text(outcome.result)}\nconversation_id: {outcome.conversation_id}"
+    """A turn's answer (`result_text`), then the conversation id to continue with (or, when the
+    store could not keep the turn, why, and what that means for the conversation)."""
+    if outcome.not_stored is None:
+        return f"{result_text(outcome.result)}\nconversation_id: {outcome.conversation_id}"
+    if outcome.continuable:
+        what = (f"conversation {outcome.conversation_id} goes on without this turn "
+                f"(conversation_id: {outcome.conversation_id})")
+    else:
+        what = "there is no conversation to continue"
+    return (f"{result_text(outcome.result)}\n\nThis answer was NOT stored ({outcome.not_stored}); "
+            f"the provider answered and billed it, so here it is; {what}.")
 
 
 def progress_reporter(ctx: Context[Any, Any]) -> Callable[[str], Awaitable[None]] | None:
@@ -76,9 +85,11 @@ def register(server: MCPServer[Any]) -> None:
         system: Annotated[str | None, Field(description="Optional system prompt (kept for the "
                                             "rest of the conversation).")] = None,
         temperature: Annotated[float | None, Field(
+            strict=True,  # no true -> 1.0, no "0.5" -> 0.5: a wrong type is an error
             description="0.0 to 2.0. Leave unset unless you need it: it is sent only when "
                         "given.")] = None,
         timeout: Annotated[float | None, Field(  # noqa: ASYNC109 - the tool's public argument
+            strict=True,
             description="Seconds to wait for the answer (default 60, configurable with "
                         "ASK_ANOTHER_TIMEOUT).")] = None,
         conversation_id: Annotated[str | None, Field(

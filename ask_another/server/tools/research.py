@@ -195,6 +195,7 @@ def register(server: MCPServer[Any]) -> None:
                                     "agent and sequential methods).")],
         query: Annotated[str, Field(description="The research question, with any context.")],
         timeout: Annotated[float, Field(  # noqa: ASYNC109 - the tool's public argument
+            strict=True,  # true is not 1 second
             description="Seconds to wait for the report before leaving the job running in "
                         "the background (default 300, at most 3600).")] = 300,
         method: Annotated[str, Field(
@@ -247,9 +248,11 @@ def register(server: MCPServer[Any]) -> None:
         ctx: Context[Any, Any],
         job_id: Annotated[str | None, Field(description="A job id from start_research; "
                                             "leave empty to list every job.")] = None,
-        offset: Annotated[int, Field(description="Where to start reading a long report "
+        offset: Annotated[int, Field(
+            strict=True, description="Where to start reading a long report "
                                      "(characters).")] = 0,
-        max_chars: Annotated[int, Field(description="How many characters of the report to "
+        max_chars: Annotated[int, Field(
+            strict=True, description="How many characters of the report to "
                                         "return (default 20000).")] = DEFAULT_MAX_CHARS,
     ) -> str:
         with tool_errors("check_research"):

@@ -97,9 +97,11 @@ def register(server: MCPServer[Any]) -> None:
                                                 "query (see the description).",
                                                 json_schema_extra={"items": {"type": "object"}},
                                                 )],
-        include_sources: Annotated[bool, Field(description="Cite sources and list them "
+        include_sources: Annotated[bool, Field(
+            strict=True, description="Cite sources and list them "
                                                "(default true).")] = True,
-        include_methodology: Annotated[bool, Field(description="Add a Methodology section "
+        include_methodology: Annotated[bool, Field(
+            strict=True, description="Add a Methodology section "
                                                    "(default false).")] = False,
         citation_style: Annotated[str, Field(description="inline, footnote or endnote.",
                                              json_schema_extra={"enum": _STYLES})] = "inline",
