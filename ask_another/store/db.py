@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import outcome
 import trio
@@ -48,6 +48,9 @@ from supervisors import Actor, Caller, ExitReason
 
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
+
+BUSY_TIMEOUT_MS: Final = 5000
+"""How long a statement waits for another connection's (or process's) lock before failing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,10 +301,12 @@ def _connect(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
         conn.row_factory = sqlite3.Row
+        # The busy timeout first: switching a fresh file to WAL takes a lock, and another
+        # process starting at the same instant may hold it.
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA busy_timeout=5000")
         _migrate(conn, migrations)
         conn.isolation_level = ""  # back to implicit transactions, committed by `with conn:`
     except BaseException:
@@ -316,8 +321,8 @@ def _connect_reader(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
         conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA query_only=ON")
-        conn.execute("PRAGMA busy_timeout=5000")
     except BaseException:
         conn.close()
         raise
@@ -325,19 +330,27 @@ def _connect_reader(path: Path) -> sqlite3.Connection:
 
 
 def _migrate(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> None:
+    """Apply the migrations the file lacks, each in its own write transaction (with its version
+    bump: all or nothing), the write lock taken BEFORE the schema version is read. Processes
+    starting at once on one fresh home take turns, and each finds the version the previous one
+    left (reading it first let two of them both see 0 and both create the tables)."""
     versions = [m.version for m in migrations]
     if versions != list(range(1, len(versions) + 1)):
         raise StoreError(f"migration versions must be 1, 2, 3, ... in order; got {versions}")
-    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if current > len(migrations):
-        raise StoreError(
-            f"the database is at schema version {current}, newer than this ask-another "
-            f"({len(migrations)}); upgrade ask-another or point ASK_ANOTHER_HOME elsewhere"
-        )
-    for migration in migrations[current:]:
-        # One transaction per migration, including the version bump: all or nothing.
+    while True:
         conn.execute("BEGIN IMMEDIATE")
         try:
+            current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if current > len(migrations):
+                raise StoreError(
+                    f"the database is at schema version {current}, newer than this ask-another "
+                    f"({len(migrations)}); upgrade ask-another or point ASK_ANOTHER_HOME "
+                    "elsewhere"
+                )
+            if current == len(migrations):
+                conn.execute("COMMIT")
+                return
+            migration = migrations[current]
             for statement in _statements(migration.sql):
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {migration.version}")

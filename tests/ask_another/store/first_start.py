@@ -1,0 +1,33 @@
+"""One process's first start on a home: wait for the start signal, open the database, exit.
+
+Run by test_concurrent_first_starts.py as `python first_start.py DB GO`: it spins until the file
+GO exists (so twenty processes, started one by one, open the database at the same instant), then
+opens and migrates DB through the store's own code and prints nothing (exit 0 on success, the
+one-line error on stderr and exit 1 otherwise).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import trio
+
+from ask_another.errors import StoreError
+from ask_another.store import MIGRATIONS, open_database
+
+
+async def main(db: Path, go: Path) -> None:
+    while not go.exists():
+        time.sleep(0.001)
+    async with open_database(db) as database:
+        assert await database.schema_version() == len(MIGRATIONS)
+
+
+if __name__ == "__main__":
+    try:
+        trio.run(main, Path(sys.argv[1]), Path(sys.argv[2]))
+    except StoreError as exc:
+        sys.stderr.write(f"{exc}\n")
+        sys.exit(1)
