@@ -18,16 +18,17 @@ from ask_another.errors import StoreError
 from ask_another.store import MIGRATIONS, open_database
 
 
-async def main(db: Path, go: Path) -> None:
-    while not go.exists():
-        time.sleep(0.001)
+async def main(db: Path) -> None:
     async with open_database(db) as database:
         assert await database.schema_version() == len(MIGRATIONS)
 
 
 if __name__ == "__main__":
+    go = Path(sys.argv[2])
+    while not go.exists():
+        time.sleep(0.001)
     try:
-        trio.run(main, Path(sys.argv[1]), Path(sys.argv[2]))
+        trio.run(main, Path(sys.argv[1]))
     except StoreError as exc:
         sys.stderr.write(f"{exc}\n")
         sys.exit(1)
