@@ -115,9 +115,11 @@ async def _ask_user(call: ToolCall) -> object:
 
 
 def ask_user_tool() -> Tool:
-    """`ask_user` as a router tool (class read: asking is harmless, the person decides)."""
+    """`ask_user` as a router tool (class read: asking is harmless, the person decides). It never
+    asks permission to ask: under `read=ask` the person sees the question once, not a permission
+    request first (`deny` still keeps it from running)."""
     return Tool(name=ASK_USER_NAME, description=ASK_USER_DESCRIPTION, schema=ASK_USER_PARAMETERS,
-                class_="read", run=_ask_user, title="Ask the user")
+                class_="read", run=_ask_user, title="Ask the user", asks_the_person=True)
 
 
 def builtin_tools(

@@ -184,10 +184,11 @@ async def run_turn(
 
 
 async def _decide(
-    request: PermissionRequest, policy: Policy, interaction: Interaction | None
+    request: PermissionRequest, policy: Policy, interaction: Interaction | None,
+    asks_the_person: bool = False,
 ) -> Decision:
     rule = policy.decide(request.tool, request.class_)
-    if rule == "allow":
+    if rule == "allow" or (rule == "ask" and asks_the_person):
         return Allow()
     if rule == "deny" or interaction is None:
         return Deny("rejected")
@@ -235,7 +236,7 @@ async def _run_call(
         class_=tool.class_,
         arguments=arguments,
     )
-    decision = await _decide(request, policy, interaction)
+    decision = await _decide(request, policy, interaction, tool.asks_the_person)
     if isinstance(decision, Deny):
         message = (
             f"permission to run {tool.name} was denied ({decision.reason}); "

@@ -41,6 +41,10 @@ class Tool:
     run: ToolFunction
     server: str = "ask-another"
     title: str = field(default="")
+    # A tool whose whole work is to put a question to the person (ask_user): under an `ask`
+    # rule the question itself is the asking, so no permission request comes first. `deny`
+    # still denies it.
+    asks_the_person: bool = False
 
     def definition(self) -> dict[str, object]:
         """The OpenAI-format function definition sent to the model."""

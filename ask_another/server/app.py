@@ -20,20 +20,26 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import structlog
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import Tool as MCPTool
+from pydantic import ValidationError
 
 from ask_another.config import Config
 from ask_another.errors import AskAnotherError, ConfigError
 from ask_another.home import home_problem
 from ask_another.logs import ensure_logging, get_logger
 from ask_another.runtime import Runtime, open_runtime
-from ask_another.server.context import Unavailable
+from ask_another.server.context import Unavailable, arguments_text
+from ask_another.server.metadata import describe_tool, output_schemas
 from ask_another.server.tools import (
     articles,
     completion,
     consensus,
     feedback,
     models,
+    reports,
     research,
     sequential,
 )
@@ -94,6 +100,26 @@ def _version() -> str:
         return "0"
 
 
+class _Server(MCPServer[Any]):
+    """The SDK's server, with its argument validation errors worded like ours and its tool list
+    carrying titles, numeric limits and output schemas (server/metadata.py)."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        schemas = output_schemas()
+        return [describe_tool(tool, schemas) for tool in await super().list_tools()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None,
+                        ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(arguments_text(name, cause)) from cause
+
+
 def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPServer[Any]:
     """The MCP server with every tool registered; its lifespan opens the runtime.
 
@@ -123,7 +149,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPSer
                 return
             yield runtime
 
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _Server(
         "ask-another",
         title="ask-another",
         description="Ask other models for a second opinion, through litellm.",
@@ -140,6 +166,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPSer
     articles.register(server)
     sequential.register(server)
     feedback.register(server)
+    reports.register(server)
     return server
 
 

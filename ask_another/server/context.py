@@ -9,8 +9,9 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
-from ask_another.errors import AskAnotherError, error_text
+from ask_another.errors import AskAnotherError, InvalidArgument, error_text
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
 
@@ -51,3 +52,20 @@ def tool_errors(tool: str) -> Iterator[None]:
             log.exception("tool.crashed", tool=tool)
         raise ToolError(error_text(exc)) from None
 
+
+
+def arguments_text(tool: str, exc: ValidationError) -> str:
+    """The SDK's argument validation failure, worded like our other errors (one line per field,
+    no pydantic type codes or links) and ending with the feedback pointer."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in err["loc"]) or "the arguments"
+        if err["type"] == "missing":
+            problems.append(f"{field} is required")
+            continue
+        message = str(err["msg"])
+        message = message[len("Input "):] if message.startswith("Input ") else message
+        shown = repr(err.get("input"))
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        problems.append(f"{field} {message}, got {shown}")
+    return error_text(InvalidArgument(f"Invalid arguments for {tool}: {'; '.join(problems)}"))

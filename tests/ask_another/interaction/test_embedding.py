@@ -194,6 +194,34 @@ async def test_ask_user_goes_through_ask_choice(runtime: Runtime, sim: Simulator
     assert told["success"] is False and "no_answer" in told["error"]
 
 
+async def test_ask_user_under_read_ask_asks_the_question_once_not_permission_first(
+    make_config: Callable[..., Config], sim: Simulator
+):
+    options = [{"id": "yes", "label": "Go ahead"}, {"id": "no", "label": "Stop"}]
+    sim.script("m1", [ToolCalls([SimCall("ask_user", {"prompt": "Proceed?", "options": options},
+                                         id="q1")]), Reply("ok")])
+    host = Host(choice="yes")
+    async with open_runtime(make_config(ASK_ANOTHER_PERMISSIONS="read=ask"),
+                            prewarm_after=0) as rt:
+        await rt.run_turn("sim", "ask me", interaction=host)
+    assert [e for e in host.events if e[0] in ("permission", "choice")] == [
+        ("choice", "Proceed?")]
+    assert tool_results(sim) == [{"success": True, "option_id": "yes", "label": "Go ahead"}]
+
+
+async def test_ask_user_denied_by_the_policy_does_not_ask(
+    make_config: Callable[..., Config], sim: Simulator
+):
+    options = [{"id": "yes", "label": "Go ahead"}]
+    sim.script("m1", [ToolCalls([SimCall("ask_user", {"prompt": "Proceed?", "options": options},
+                                         id="q1")]), Reply("ok")])
+    host = Host(choice="yes")
+    async with open_runtime(make_config(ASK_ANOTHER_PERMISSIONS="ask_user=deny"),
+                            prewarm_after=0) as rt:
+        await rt.run_turn("sim", "ask me", interaction=host)
+    assert not [e for e in host.events if e[0] in ("permission", "choice")]
+
+
 async def test_host_can_cancel_one_running_call(runtime: Runtime, sim: Simulator):
     started = trio.Event()
     sim.script("m1", [ToolCalls([SimCall("slow_lookup", {}, id="s1")]), Reply("gave up")])

@@ -1,0 +1,49 @@
+"""Resources and prompts: a research job's report as `research://JOB_ID`, and a `second_opinion`
+prompt, so the capabilities the server advertises offer something."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+
+from ask_another.errors import AskAnotherError, error_text
+from ask_another.research import ResearchJobs
+from ask_another.server.context import runtime_of
+
+REPORT = """The report of a finished research job (start_research, check_research), as markdown \
+with its sources. A job still running, failed or cancelled is an error saying so."""
+
+SECOND_OPINION = """Ask another model for a second opinion on a question, then compare its \
+answer with your own."""
+
+
+def report_markdown(report: str, citations: list[str]) -> str:
+    sources = "".join(f"\n[{n}] {url}" for n, url in enumerate(citations, 1))
+    return f"{report}\n\nSources:{sources}\n" if citations else f"{report}\n"
+
+
+def register(server: MCPServer[Any]) -> None:
+    @server.resource("research://{job_id}", name="research_report", title="Research report",
+                     description=REPORT, mime_type="text/markdown")
+    async def research_report(job_id: str, ctx: Context[Any, Any]) -> str:
+        try:
+            record = await ResearchJobs.of(runtime_of(ctx)).get(job_id.strip())
+        except AskAnotherError as exc:
+            raise ResourceError(error_text(exc)) from None
+        except Exception as exc:  # a ToolError from runtime_of (the server is not working)
+            raise ResourceError(str(exc)) from None
+        if record.status != "completed" or record.report is None:
+            why = f": {record.error}" if record.error else ""
+            raise ResourceError(error_text(AskAnotherError(
+                f"Research job {record.id} is {record.status}{why}; its report is a resource "
+                "once it has completed")))
+        return report_markdown(record.report, record.citations)
+
+    @server.prompt(name="second_opinion", title="Second opinion", description=SECOND_OPINION)
+    def second_opinion(question: str, model: str = "") -> str:
+        whom = f"the model {model!r}" if model.strip() else "another model (call list_models)"
+        return (f"Get a second opinion from {whom} with the completion tool on the question "
+                "below. Then give me your own answer and theirs, and say where they agree, "
+                f"where they differ and which you find better supported.\n\nQuestion: {question}")
