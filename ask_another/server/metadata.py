@@ -26,6 +26,7 @@ TITLES: Final[Mapping[str, str]] = {
     "search_families": "Search model families",
     "search_models": "Search model IDs",
     "completion": "Ask another model",
+    "consensus": "Ask several models at once",
     "start_research": "Start a research job",
     "answer_permission": "Answer a research job's permission request",
     "answer_choice": "Answer a research job's question",
@@ -42,6 +43,8 @@ TITLES: Final[Mapping[str, str]] = {
 LIMITS: Final[Mapping[str, Mapping[str, Mapping[str, float]]]] = {
     "completion": {"temperature": {"minimum": 0.0, "maximum": 2.0},
                    "timeout": {"exclusiveMinimum": 0, "maximum": MAX_TIMEOUT}},
+    "consensus": {"temperature": {"minimum": 0.0, "maximum": 2.0},
+                  "timeout": {"exclusiveMinimum": 0, "maximum": MAX_TIMEOUT}},
     "start_research": {"timeout": {"minimum": 0, "maximum": MAX_WAIT}},
     "check_research": {"offset": {"minimum": 0}, "max_chars": {"minimum": 1, "maximum": 100_000}},
 }

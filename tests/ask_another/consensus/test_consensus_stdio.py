@@ -8,12 +8,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
 from stdio_server import stdio_client_for
 from tool_results import call, text_of
 
 from ask_another.consensus import STANCES
 from ask_another.simulator import Fail, SimRequest, Simulator, Slow, Step
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 FAKE_KEY = "sk-test-NEVER-SHOW-7d1e4c9a2b"
 PANEL = ["fast", "mid", "slow", "broken", "stuck"]

@@ -12,10 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from stdio_server import PYCACHE, REPO, stdio_client_for
 from tool_results import call, text_of
 
 from ask_another.simulator import Fail, Reply, Simulator
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 LONG_KEY = "sk-VERYSECRET1234-a9c8e7"
 SHORT_KEY = "sk-1234"  # litellm proxy's documented example key

@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from stdio_server import stdio_client_for
 from tool_results import call
 
 from ask_another.simulator import Reply, Simulator
+
+pytestmark = pytest.mark.slow  # starts real server processes
 
 WORK_KEY = "sk-work-1111aaaa2222"
 HOME_KEY = "sk-home-3333bbbb4444"

@@ -240,6 +240,7 @@ def test_child_process_serves_and_stops() -> None:
         httpx.post(f"{urls.openai_base}/chat/completions", json=CHAT, timeout=2)
 
 
+@pytest.mark.slow  # starts a process
 def test_module_entry_point_logs_json_on_stderr_and_nothing_on_stdout() -> None:
     child = subprocess.Popen(
         [sys.executable, "-m", "ask_another.simulator", "--latency", "0.01"],
@@ -260,6 +261,7 @@ def test_module_entry_point_logs_json_on_stderr_and_nothing_on_stdout() -> None:
     assert stdout == b""
 
 
+@pytest.mark.slow  # starts a process
 def test_module_entry_point_rejects_negative_latency() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "ask_another.simulator", "--latency", "-1"],
