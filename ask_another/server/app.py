@@ -33,6 +33,7 @@ from ask_another.logs import ensure_logging, get_logger
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.context import Unavailable, arguments_text
 from ask_another.server.metadata import describe_tool, output_schemas
+from ask_another.server.stdio import AskAnotherServer
 from ask_another.server.tools import (
     articles,
     completion,
@@ -100,9 +101,10 @@ def _version() -> str:
         return "0"
 
 
-class _Server(MCPServer[Any]):
-    """The SDK's server, with its argument validation errors worded like ours and its tool list
-    carrying titles, numeric limits and output schemas (server/metadata.py)."""
+class _Server(AskAnotherServer):
+    """The SDK's server with our stdio transport (server/stdio.py), its argument validation
+    errors worded like ours and its tool list carrying titles, numeric limits and output
+    schemas (server/metadata.py)."""
 
     async def list_tools(self) -> list[MCPTool]:
         schemas = output_schemas()

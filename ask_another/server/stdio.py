@@ -1,0 +1,153 @@
+"""The stdio transport, with an answer for every request the SDK's reader cannot parse.
+
+The MCP SDK (2.3) reads stdin line by line and parses each line with pydantic's JSON parser; a line
+that parser refuses (a lone surrogate escape such as ``"\\ud800"``, a number of more than 4,300
+digits) becomes an exception in the read stream, which the session drops: the client gets no reply
+at all and waits until its own timeout. ``AnsweringStdin`` sits between stdin and the SDK's reader:
+a line the SDK's parser refuses, but whose request id Python's own JSON parser can still read, is
+answered with a JSON-RPC parse error naming the reason, through the same write stream every reply
+takes (so frames never interleave). Every other line reaches the SDK unchanged, so anything it
+does not answer today stays as it was. See docs/server.md, "Known issues".
+
+``AskAnotherServer`` is the ``MCPServer`` whose ``run_stdio_async`` uses it. With its stdin given
+explicitly the SDK does not divert fd 0, so ``_claim_stdin`` does what it would have done: the
+wire is read from a private duplicate and fd 0 points at the null device while serving (a child
+process reading stdin gets EOF instead of the client's messages).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from io import TextIOWrapper
+from typing import Any, Final
+
+import anyio
+import mcp_types as types
+from anyio.abc import ObjectSendStream
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+
+from ask_another.logs import get_logger
+
+__all__ = ["AnsweringStdin", "AskAnotherServer"]
+
+log = get_logger("ask_another.server.stdio")
+
+_HINTS: Final = (
+    ("hex escape", "a lone surrogate such as \\ud800 is not valid Unicode"),
+    ("surrogate", "a lone surrogate such as \\ud800 is not valid Unicode"),
+    ("number out of range", "numbers are limited to 4,300 digits"),
+)
+
+
+def _bounded_int(text: str) -> int:
+    # Python refuses to convert more than 4,300 digits; the value is not needed, only the id.
+    return int(text) if len(text) <= 4300 else 0
+
+
+def _request_id(line: str) -> int | str | None:
+    """The id of the request on `line`, if Python's parser can read one (None otherwise, and for
+    a notification: nothing to answer)."""
+    try:
+        message = json.loads(line, parse_int=_bounded_int, parse_float=lambda _: 0.0)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    request_id = message.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    return request_id
+
+
+def _reason(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    detail = str(exc).splitlines()[0]
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            detail = str(errors()[0]["msg"])
+    hints = [hint for marker, hint in _HINTS if marker in detail]
+    return f"{detail} ({hints[0]})" if hints else detail
+
+
+class AnsweringStdin:
+    """The client's stdin as the SDK's reader iterates it (``async for line in stdin``); lines the
+    SDK cannot parse but that carry a request id are answered through `reply_through`'s stream."""
+
+    def __init__(self, lines: Any) -> None:
+        self._lines = lines  # an anyio AsyncFile[str]
+        self._replies: ObjectSendStream[SessionMessage] | None = None
+        self._ready = anyio.Event()
+
+    def reply_through(self, stream: ObjectSendStream[SessionMessage]) -> None:
+        """Answers go to `stream` (the transport's write stream); lines wait until it is set."""
+        self._replies = stream
+        self._ready.set()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            answer = self.answer_for(line)
+            if answer is None:
+                yield line
+                continue
+            await self._ready.wait()
+            assert self._replies is not None
+            try:
+                await self._replies.send(SessionMessage(answer))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return  # the session is over
+
+    @staticmethod
+    def answer_for(line: str) -> types.JSONRPCError | None:
+        """The error to answer `line` with, or None when the SDK can read it (or no one could
+        be answered: no request id)."""
+        if not line.strip():
+            return None
+        try:
+            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception as exc:
+            request_id = _request_id(line)
+            if request_id is None:
+                return None
+            reason = _reason(exc)
+            log.warning("stdio.unreadable_request", id=request_id, reason=reason)
+            return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
+                code=types.PARSE_ERROR, message=f"the request could not be read: {reason}"))
+        return None
+
+
+@contextlib.contextmanager
+def _claim_stdin() -> Iterator[int]:
+    """A private duplicate of fd 0 for reading the wire; fd 0 is the null device meanwhile."""
+    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(devnull, 0)
+    finally:
+        os.close(devnull)
+    try:
+        yield private
+    finally:
+        os.dup2(private, 0)
+        # Left open: the SDK's reading thread may still block on it after the session ends
+        # (the SDK keeps its own duplicate open for the same reason).
+
+
+class AskAnotherServer(MCPServer[Any]):
+    """``MCPServer`` whose stdio transport answers the requests the SDK's reader drops."""
+
+    async def run_stdio_async(self) -> None:
+        with _claim_stdin() as fd:
+            text = TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8",
+                                 errors="replace")
+            stdin = AnsweringStdin(anyio.wrap_file(text))
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+                stdin.reply_through(write_stream)
+                lowlevel = self._lowlevel_server
+                await lowlevel.run(read_stream, write_stream,
+                                   lowlevel.create_initialization_options())
