@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Walk the README's commands as a new user would and check what each prints.
+
+A fresh clone of this repository's HEAD in a temporary directory, with its own virtualenv (the
+first `uv run` makes it), its own tool directory for `uv tool install` and its own
+ASK_ANOTHER_HOME; no MODEL_* variable from the caller. Every step names the command as the
+README (or docs/server.md) writes it, and the check fails if that text is no longer there: the
+README and this script change together. Two substitutions only: `/path/to/ask-another` is the
+clone, and the simulator's port 8765 is a free one.
+
+Run it with any Python 3.11+ (standard library only): `python3 .ci/check_readme.py`. `.ci/run`
+runs it after the tests. Exit 0 when every step printed what it should.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = (REPO / "README.md").read_text() + (REPO / "docs" / "server.md").read_text()
+WHEEL = "dist/ask_another-0.1.0-py3-none-any.whl"
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def documented(command: str) -> None:
+    if command not in DOCS:
+        raise CheckFailed(f"the README no longer shows {command!r}: update .ci/check_readme.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Walk:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.clone = root / "ask-another"
+        self.port = free_port()
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("MODEL_", "ASK_ANOTHER_", "VIRTUAL_ENV", "UV_PROJECT"))}
+        self.env.update(ASK_ANOTHER_HOME=str(root / "home"), UV_TOOL_DIR=str(root / "tools"),
+                        UV_TOOL_BIN_DIR=str(root / "bin"), NO_COLOR="1")
+        self.steps = 0
+
+    def text(self, command: str) -> str:
+        """The README's command as run here."""
+        return (command.replace("/path/to/ask-another", str(self.clone))
+                .replace("8765", str(self.port)))
+
+    def run(self, command: str, *expected: str, where: str = "stdout", code: int = 0,
+            env: dict[str, str] | None = None, argv: list[str] | None = None,
+            timeout: float = 600) -> str:
+        documented(command)
+        began = time.monotonic()
+        done = subprocess.run(argv or shlex.split(self.text(command)), cwd=self.clone,
+                              env={**self.env, **(env or {})}, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        output = done.stdout if where == "stdout" else done.stderr
+        if done.returncode != code:
+            raise CheckFailed(f"{command!r} exited {done.returncode}, not {code}:\n"
+                              f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        for piece in expected:
+            if piece not in output:
+                raise CheckFailed(f"{command!r} did not print {piece!r} on {where}; it printed:\n"
+                                  f"{output[-3000:]}")
+        self.steps += 1
+        print(f"ok  {command}  ({time.monotonic() - began:.1f} s)", flush=True)
+        return output
+
+
+def by_hand_on_a_tty(walk: Walk, command: str, *expected: str) -> None:
+    """`command` with a terminal for stdin; its stderr must say `expected` within 120 s."""
+    documented(command)
+    controller, terminal = pty.openpty()
+    child = subprocess.Popen(shlex.split(walk.text(command)), cwd=walk.clone, env=walk.env,
+                             stdin=terminal, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    os.close(terminal)
+    said = b""
+    try:
+        assert child.stderr is not None
+        deadline = time.monotonic() + 120
+        while not all(p.encode() in said for p in expected) and time.monotonic() < deadline:
+            ready, _, _ = select.select([child.stderr], [], [], 1)
+            if ready:
+                chunk = os.read(child.stderr.fileno(), 4096)
+                if not chunk:
+                    break
+                said += chunk
+        os.write(controller, b"\x04")  # Ctrl-D ends the session
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+        os.close(controller)
+    for piece in expected:
+        if piece.encode() not in said:
+            raise CheckFailed(f"{command!r} on a terminal did not say {piece!r}; it said:\n"
+                              f"{said.decode(errors='replace')[-2000:]}")
+    walk.steps += 1
+    print(f"ok  {command}  (on a terminal)", flush=True)
+
+
+def walk_the_readme(root: Path) -> int:
+    walk = Walk(root)
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(walk.clone)], check=True)
+    print(f"fresh clone of {REPO} HEAD in {walk.clone}", flush=True)
+
+    # Install: run from the clone (the first `uv run` makes a fresh .venv in it).
+    walk.run("uv run ask-another --help", "serve MCP on stdio", "MODEL_<NAME>",
+             "ASK_ANOTHER_HOME", "ask-another demo")
+    if not (walk.clone / ".venv").is_dir():
+        raise CheckFailed("`uv run` made no .venv in the fresh clone")
+    # Quick start.
+    walk.run("uv run ask-another demo", "SIMULATED provider", "── completion",
+             "[simulated sim-chat] answer to: Is 1729", "── cancel_research", timeout=300)
+    simulator = "uv run python -m ask_another.simulator --port 8765"
+    documented(simulator)
+    served = subprocess.Popen(shlex.split(walk.text(simulator)), cwd=walk.clone, env=walk.env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert served.stderr is not None
+        listening = served.stderr.readline()
+        if "simulator.listening" not in listening:
+            raise CheckFailed(f"{simulator!r} did not say it listens: {listening!r}")
+        walk.steps += 1
+        print(f"ok  {simulator}", flush=True)
+        model = 'export MODEL_SIM="openai/m1;any-key;http://127.0.0.1:8765/v1"'
+        documented(model)
+        walk.env["MODEL_SIM"] = walk.text("openai/m1;any-key;http://127.0.0.1:8765/v1")
+        walk.run("uv run ask-another doctor", "configuration OK",
+                 "model: openai/m1 (shorthand: sim, openai)")
+        walk.run("uv run ask-another models", "Allowed models (1):", "openai/m1")
+        walk.run('uv run ask-another ask sim "Is 1 prime?"',
+                 "[simulated m1] answer to: Is 1 prime?")
+        by_hand_on_a_tty(walk, "uv run ask-another", "ask-another is an MCP server",
+                         "waiting on stdin", "ask-another demo")
+
+        # The other installs: the clone by path, installed as a tool, and a built wheel.
+        walk.run("uvx --from /path/to/ask-another ask-another --help", "MODEL_<NAME>",
+                 "serve MCP on stdio")
+        walk.run("uv tool install /path/to/ask-another", "ask-another", where="stderr")
+        installed = str(root / "bin" / "ask-another")
+        walk.run("uv run ask-another models", "openai/m1", argv=[installed, "models"])
+        walk.run("uv build", WHEEL, where="stderr")
+        if not (walk.clone / WHEEL).is_file():
+            raise CheckFailed(f"`uv build` made no {WHEEL}")
+        wheel_tools = {"UV_TOOL_DIR": str(root / "wheel-tools"),
+                       "UV_TOOL_BIN_DIR": str(root / "wheel-bin")}
+        walk.run(f"uv tool install {WHEEL}", "ask-another", where="stderr", env=wheel_tools)
+        from_wheel = str(root / "wheel-bin" / "ask-another")
+        walk.run("uv run ask-another doctor", "configuration OK",
+                 argv=[from_wheel, "doctor"], env=wheel_tools)
+        # A wheel has no docs/: its --help carries the reference itself.
+        help_text = walk.run("uv run ask-another --help", "ASK_ANOTHER_PERMISSIONS",
+                             argv=[from_wheel, "--help"], env=wheel_tools)
+        if "See docs/" in help_text:
+            raise CheckFailed("the installed wheel's --help points at docs/, which it lacks")
+    finally:
+        served.terminate()
+        served.wait(timeout=30)
+
+    # Development: the fast subset is selected by the marker (the suite itself runs in .ci/run).
+    walk.run('uv run pytest -m "not slow"', "deselected",
+             argv=["uv", "run", "pytest", "-m", "not slow", "--collect-only", "-q"])
+    print(f"README check: {walk.steps} commands printed what the README says", flush=True)
+    return 0
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="ask-another-readme-") as root:
+        try:
+            return walk_the_readme(Path(root))
+        except (CheckFailed, subprocess.TimeoutExpired, subprocess.CalledProcessError) as exc:
+            print(f"README check FAILED: {exc}", file=sys.stderr)
+            return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
