@@ -63,8 +63,10 @@ class Walk:
 
     def run(self, command: str, *expected: str, where: str = "stdout", code: int = 0,
             env: dict[str, str] | None = None, argv: list[str] | None = None,
-            timeout: float = 600) -> str:
+            timeout: float = 600, label: str = "") -> str:
+        """Run the README's `command` (or, for an installed program, `argv` under `label`)."""
         documented(command)
+        command = label or command
         began = time.monotonic()
         done = subprocess.run(argv or shlex.split(self.text(command)), cwd=self.clone,
                               env={**self.env, **(env or {})}, capture_output=True, text=True,
@@ -153,7 +155,8 @@ def walk_the_readme(root: Path) -> int:
                  "serve MCP on stdio")
         walk.run("uv tool install /path/to/ask-another", "ask-another", where="stderr")
         installed = str(root / "bin" / "ask-another")
-        walk.run("uv run ask-another models", "openai/m1", argv=[installed, "models"])
+        walk.run("uv run ask-another models", "openai/m1", argv=[installed, "models"],
+                 label="ask-another models  (the installed tool)")
         walk.run("uv build", WHEEL, where="stderr")
         if not (walk.clone / WHEEL).is_file():
             raise CheckFailed(f"`uv build` made no {WHEEL}")
@@ -162,10 +165,12 @@ def walk_the_readme(root: Path) -> int:
         walk.run(f"uv tool install {WHEEL}", "ask-another", where="stderr", env=wheel_tools)
         from_wheel = str(root / "wheel-bin" / "ask-another")
         walk.run("uv run ask-another doctor", "configuration OK",
-                 argv=[from_wheel, "doctor"], env=wheel_tools)
+                 argv=[from_wheel, "doctor"], env=wheel_tools,
+                 label="ask-another doctor  (installed from the wheel)")
         # A wheel has no docs/: its --help carries the reference itself.
         help_text = walk.run("uv run ask-another --help", "ASK_ANOTHER_PERMISSIONS",
-                             argv=[from_wheel, "--help"], env=wheel_tools)
+                             argv=[from_wheel, "--help"], env=wheel_tools,
+                             label="ask-another --help  (installed from the wheel)")
         if "See docs/" in help_text:
             raise CheckFailed("the installed wheel's --help points at docs/, which it lacks")
     finally:
@@ -174,7 +179,8 @@ def walk_the_readme(root: Path) -> int:
 
     # Development: the fast subset is selected by the marker (the suite itself runs in .ci/run).
     walk.run('uv run pytest -m "not slow"', "deselected",
-             argv=["uv", "run", "pytest", "-m", "not slow", "--collect-only", "-q"])
+             argv=["uv", "run", "pytest", "-m", "not slow", "--collect-only", "-q"],
+             label='uv run pytest -m "not slow" --collect-only')
     print(f"README check: {walk.steps} commands printed what the README says", flush=True)
     return 0
 
