@@ -4,7 +4,9 @@
 stops the server: it becomes a `ConfigProblem` (named in the start-up log, in `list_models`, in the
 server instructions and by `ask-another doctor`) and the valid models keep working.
 
-Models come from `MODEL_<NAME>="provider/model;api-key[;api_base]"`. A request may name a model by
+Models come from `MODEL_<NAME>="provider/model;api-key[;api_base]"`; web-search engines, the same
+way, from `SEARCH_<NAME>="provider;api-key[;api_base]"` (a provider of litellm's search API:
+tavily, searxng, exa_ai, brave, serper, ...). A request may name a model by
 its exact id (`openai/gpt-4o`), by its shorthand (the variable's suffix in lower case, `gpt4` for
 `MODEL_GPT4`) or by its provider (`openai`) when exactly one allowed model has that provider.
 
@@ -34,6 +36,14 @@ DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in c
 DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
+SEARCH_PREFIX: Final = "SEARCH_"
+SEARCH_FORMAT: Final = "provider;api-key[;api_base]"
+SEARCH_PROVIDERS: Final = frozenset({
+    # litellm's SearchProviders (litellm/types/utils.py, 1.110): checked here without importing it.
+    "perplexity", "tavily", "parallel_ai", "exa_ai", "brave", "google_pse", "dataforseo",
+    "firecrawl", "fastcrw", "searxng", "linkup", "duckduckgo", "searchapi", "serper", "you_com",
+    "apiserpent", "tinyfish", "agentcore", "nimble", "bing_grounding", "deepseek", "xai",
+})
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -77,6 +87,17 @@ class ModelEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchEntry:
+    """One web-search engine, from one `SEARCH_*` variable (litellm's search API)."""
+
+    variable: str  # "SEARCH_TAVILY"
+    shorthand: str  # "tavily"
+    provider: str  # litellm's search_provider: "tavily", "searxng", ...
+    api_key: Secret = field(repr=True)
+    api_base: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigProblem:
     """A variable that could not be used, and why (never quoting its value: it may hold a key)."""
 
@@ -102,7 +123,8 @@ class Config:
     log_level: str = "INFO"
     permissions: Policy = field(default_factory=Policy)
     permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT
-    searxng_url: str | None = None
+    searches: tuple[SearchEntry, ...] = ()
+    """Web-search engines, by variable name; research turns search with the first."""
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     max_feedback_chars: int = DEFAULT_MAX_FEEDBACK_CHARS
     # Completions in a worker process (gateway_worker.py): None lets the entry point decide (the
@@ -126,7 +148,7 @@ class Config:
         permissions = _parse_permissions(env, problems)
         permission_timeout = _parse_positive(env, "ASK_ANOTHER_PERMISSION_TIMEOUT",
                                              DEFAULT_PERMISSION_TIMEOUT, problems)
-        searxng_url = _parse_searxng_url(env, problems)
+        searches = _parse_searches(env, problems)
         gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
         max_prompt = _parse_count(env, "ASK_ANOTHER_MAX_PROMPT_CHARS", DEFAULT_MAX_PROMPT_CHARS,
                                   problems)
@@ -144,7 +166,7 @@ class Config:
             log_level=log_level,
             permissions=permissions,
             permission_timeout=permission_timeout,
-            searxng_url=searxng_url,
+            searches=tuple(searches),
             gateway_process=gateway_process,
             max_prompt_chars=max_prompt,
             max_feedback_chars=max_feedback,
@@ -154,9 +176,15 @@ class Config:
     def database_path(self) -> Path:
         return self.home / "ask-another.sqlite3"
 
+    @property
+    def search(self) -> SearchEntry | None:
+        """The search engine research turns use (`search_web`): the first `SEARCH_*` by name."""
+        return self.searches[0] if self.searches else None
+
     def secrets(self) -> list[str]:
         """Every non-empty API key, revealed: for scrubbing text, never for display."""
-        return [m.api_key.reveal() for m in self.models if m.api_key]
+        keys = [m.api_key.reveal() for m in self.models if m.api_key]
+        return keys + [s.api_key.reveal() for s in self.searches if s.api_key]
 
     def resolve(self, name: str) -> ModelEntry:
         """The allowed model `name` refers to: exact id, then shorthand, then unique provider.
@@ -340,18 +368,55 @@ def _parse_hosts(env: Mapping[str, str], problems: list[ConfigProblem]) -> froze
     return frozenset(hosts)
 
 
-def _parse_searxng_url(env: Mapping[str, str], problems: list[ConfigProblem]) -> str | None:
+def _parse_searches(env: Mapping[str, str], problems: list[ConfigProblem]) -> list[SearchEntry]:
+    found: list[SearchEntry] = []
+    for variable in sorted(k for k in env if k.startswith(SEARCH_PREFIX)):
+        entry = _parse_search(variable, env[variable], problems)
+        if entry is not None:
+            found.append(entry)
+    # The older setting: a SearXNG instance, now searched through litellm like any engine.
     raw = env.get("ASK_ANOTHER_SEARXNG_URL", "").strip()
-    if not raw:
+    if raw:
+        scheme, sep, rest = raw.partition("://")
+        if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+            problems.append(ConfigProblem(
+                "ASK_ANOTHER_SEARXNG_URL",
+                f"{raw!r} is not an http(s) URL such as http://localhost:8888; ignored"))
+        else:
+            found.append(SearchEntry(variable="ASK_ANOTHER_SEARXNG_URL", shorthand="searxng",
+                                     provider="searxng", api_key=Secret(""),
+                                     api_base=raw.rstrip("/")))
+    return found
+
+
+def _parse_search(variable: str, value: str, problems: list[ConfigProblem]
+                  ) -> SearchEntry | None:
+    def bad(message: str) -> None:
+        problems.append(ConfigProblem(variable, f"{message} (expected {SEARCH_FORMAT!r})"))
+
+    suffix = variable[len(SEARCH_PREFIX):]
+    if not suffix.strip():
+        bad("the variable needs a name after SEARCH_, like SEARCH_TAVILY")
         return None
-    scheme, sep, rest = raw.partition("://")
-    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
-        problems.append(ConfigProblem(
-            "ASK_ANOTHER_SEARXNG_URL",
-            f"{raw!r} is not an http(s) URL such as http://localhost:8888; web search is off",
-        ))
+    fields = [f.strip() for f in value.split(";")]
+    if not value.strip() or len(fields) < 2 or len(fields) > 3:
+        bad("needs 'provider;api-key' and optionally ';api_base' "
+            "(write 'searxng;;http://host:8888' for an engine without a key)")
         return None
-    return raw.rstrip("/")
+    provider, key = fields[0].lower(), fields[1]
+    base = fields[2] if len(fields) == 3 else ""
+    if provider not in SEARCH_PROVIDERS:
+        bad(f"{provider!r} is not a search provider of litellm; use one of "
+            f"{', '.join(sorted(SEARCH_PROVIDERS))}")
+        return None
+    if base and not (base.startswith(("http://", "https://")) and base.split("://", 1)[1]):
+        bad("the third field must be an http:// or https:// API base URL")
+        return None
+    if provider == "searxng" and not base:
+        bad("searxng needs the instance's URL as the third field")
+        return None
+    return SearchEntry(variable=variable, shorthand=suffix.lower(), provider=provider,
+                       api_key=Secret(key), api_base=base.rstrip("/") or None)
 
 
 def _parse_switch(env: Mapping[str, str], variable: str, problems: list[ConfigProblem]

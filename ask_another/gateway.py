@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
-from ask_another.config import ModelEntry
+from ask_another.config import ModelEntry, SearchEntry
 from ask_another.errors import (
     AskAnotherError,
     AuthenticationFailed,
@@ -70,6 +70,8 @@ __all__ = [
     "GatewayActor",
     "GatewayStatistics",
     "GetGateway",
+    "SearchHit",
+    "SearchResult",
     "ToolCall",
     "Usage",
     "open_gateway",
@@ -116,6 +118,23 @@ class CompletionResult:
     tool_calls: tuple[ToolCall, ...] = ()
     citations: tuple[str, ...] = ()
     finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    title: str
+    url: str
+    snippet: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One web search through litellm's search API: the hits, and what the search cost."""
+
+    query: str
+    provider: str
+    hits: tuple[SearchHit, ...] = ()
+    usage: Usage = field(default_factory=Usage)
 
 
 SWITCH_INTERVAL = 0.001
@@ -464,6 +483,50 @@ class Gateway:
         except Exception as exc:
             raise self.map_error(litellm, exc, entry.model) from None
 
+    # ----- search ----------------------------------------------------------------------------
+
+    async def search(
+        self,
+        entry: SearchEntry,
+        query: str,
+        *,
+        max_results: int = 8,
+        timeout: float = 30.0,  # noqa: ASYNC109 - forwarded to litellm as well as enforced here
+    ) -> SearchResult:
+        """One web search with `entry`'s engine (`litellm.asearch`), on the gateway's loop.
+
+        Raises `ProviderTimeout` after `timeout` seconds and the other `ProviderError`s on
+        failure (named ``<provider>/search``). The cost is litellm's price per query for the
+        provider (None when it has none). Cancellation aborts the HTTP request.
+        """
+        query = query.strip()
+        if not query:
+            raise InvalidArgument("the search query is empty")
+        kwargs: dict[str, Any] = {"query": query, "search_provider": entry.provider,
+                                  "max_results": max_results, "timeout": timeout}
+        if entry.api_key:
+            kwargs["api_key"] = entry.api_key.reveal()
+        if entry.api_base:
+            kwargs["api_base"] = entry.api_base
+        name = f"{entry.provider}/search"
+
+        async def call(litellm: ModuleType, _deliver: Deliver) -> SearchResult:
+            return search_result(litellm, await litellm.asearch(**kwargs), query,
+                                 entry.provider)
+
+        litellm: ModuleType | None = None
+        try:
+            litellm = await self.ready()
+            with trio.fail_after(timeout):
+                return await self.run(call)
+        except trio.TooSlowError:
+            raise ProviderTimeout(f"no search results within {timeout:g} seconds",
+                                  model=name) from None
+        except AskAnotherError:
+            raise
+        except Exception as exc:
+            raise self.map_error(litellm, exc, name) from None
+
     def map_error(
         self, litellm: ModuleType | None, exc: BaseException, model: str
     ) -> ProviderError:
@@ -646,6 +709,23 @@ def _result(litellm: ModuleType, response: Any, model: str) -> CompletionResult:
         citations=_citations(response, message),
         finish_reason=getattr(choices[0], "finish_reason", None),
     )
+
+
+def search_result(litellm: ModuleType, response: Any, query: str, provider: str
+                  ) -> SearchResult:
+    """A litellm `SearchResponse` as a `SearchResult`, priced per query from the model map."""
+    hits = tuple(
+        SearchHit(title=str(getattr(r, "title", "") or getattr(r, "url", "")),
+                  url=str(r.url), snippet=str(getattr(r, "snippet", "") or ""))
+        for r in getattr(response, "results", None) or [] if getattr(r, "url", None))
+    hidden = getattr(response, "_hidden_params", None)
+    cost: float | None = None
+    if isinstance(hidden, dict) and isinstance(hidden.get("response_cost"), int | float):
+        cost = float(hidden["response_cost"])
+    else:
+        price = (litellm.model_cost.get(f"{provider}/search") or {}).get("input_cost_per_query")
+        cost = float(price) if isinstance(price, int | float) else None
+    return SearchResult(query=query, provider=provider, hits=hits, usage=Usage(cost_usd=cost))
 
 
 def _citations(response: Any, message: Any) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ from ask_another.config import Config
 from ask_another.consensus import Consensus, consensus_spec
 from ask_another.conversations import conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
-from ask_another.gateway import CompletionResult, GatewayActor
+from ask_another.gateway import CompletionResult, Gateway, GatewayActor
 from ask_another.interaction import Interaction, Policy, Tool, ToolRegistry, valid
 from ask_another.interaction.builtin import builtin_tools
 from ask_another.interaction.model import gateway_model
@@ -119,12 +119,14 @@ class Runtime(Services):
         `wait`, `cancel`, `answer_permission`, `answer_choice` (see research/jobs.py)."""
         return ResearchJobs.of(self)
 
-    def tools(self, extra: Iterable[Tool] | ToolRegistry = ()) -> ToolRegistry:
-        """The built-in tools (`read_article` with the configured allow_hosts, `ask_user`) and
-        `extra`, a host's own tools of either class (a name already taken raises
-        `ToolRegistryError`)."""
+    def tools(self, extra: Iterable[Tool] | ToolRegistry = (), *,
+              gateway: Gateway | None = None) -> ToolRegistry:
+        """The built-in tools (`read_article` with the configured allow_hosts, `ask_user`, and
+        `search_web` through `gateway` when a `SEARCH_*` engine is configured) and `extra`, a
+        host's own tools of either class (a name already taken raises `ToolRegistryError`)."""
+        engine = self.config.search
         return builtin_tools(self.config.allow_hosts, extra,
-                             searxng_url=self.config.searxng_url)
+                             search=(gateway, engine) if gateway and engine else None)
 
     async def run_turn(
         self,
@@ -165,9 +167,10 @@ class Runtime(Services):
             raise InvalidArgument(
                 f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
             )
-        call = gateway_model(await self.gateway(), entry, temperature=temperature,
+        gateway = await self.gateway()
+        call = gateway_model(gateway, entry, temperature=temperature,
                              timeout=timeout if timeout is not None else self.config.timeout)
-        return await run_turn(call, messages, self.tools(tools),
+        return await run_turn(call, messages, self.tools(tools, gateway=gateway),
                               policy=policy if policy is not None else self.config.permissions,
                               interaction=interaction, max_rounds=max_rounds)
 

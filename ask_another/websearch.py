@@ -1,21 +1,24 @@
-"""`search_web`: web search through a SearXNG instance the user runs or trusts.
+"""`search_web`: web search through litellm's search API, with the configured engine.
 
-Configured with `ASK_ANOTHER_SEARXNG_URL` (for example ``http://localhost:8888``); without it no
-search tool is offered. The instance is the user's own choice, so unlike `read_article` it may be
-on a private or loopback address. SearXNG must have the JSON format enabled
-(``search.formats: [html, json]`` in its settings.yml); a 403 says so.
+The engine comes from a `SEARCH_<NAME>="provider;api-key[;api_base]"` variable (config.py): any
+provider of `litellm.asearch` (tavily, searxng, exa_ai, brave, serper, firecrawl, parallel_ai,
+duckduckgo, perplexity, ...). The call itself is the gateway's (`Gateway.search`), so the key is
+handed to litellm per call and scrubbed from every error, like a model's. Without an engine no
+search tool is offered.
 
 Like `read_article` it never raises for a failed search: the result is
-``{"success": False, "error": ...}`` with a reason the model (or a person) can act on.
+``{"success": False, "error": ...}`` with a reason the model (or a person) can act on. Each search
+that reached the provider is reported to `on_usage` (a job counts it with its provider calls).
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from typing import Any, Final
 
-import trio
-
+from ask_another.config import SearchEntry
+from ask_another.errors import AskAnotherError
+from ask_another.gateway import Gateway, SearchResult
 from ask_another.logs import get_logger
 
 __all__ = [
@@ -41,60 +44,31 @@ SEARCH_WEB_PARAMETERS: Final[dict[str, Any]] = {
     "required": ["query"],
 }
 MAX_RESULTS: Final = 8
-_MAX_BYTES: Final = 2_000_000
 _SNIPPET_CHARS: Final = 500
 
 
 async def search_web(
+    gateway: Gateway,
+    engine: SearchEntry,
     query: str,
     *,
-    base_url: str,
     max_results: int = MAX_RESULTS,
-    timeout: float = 15.0,  # noqa: ASYNC109 - bounds the whole search, like read_article's
+    timeout: float = 30.0,  # noqa: ASYNC109 - bounds the whole search, like read_article's
+    on_usage: Callable[[SearchResult], None] | None = None,
 ) -> dict[str, Any]:
-    """Search `query` on the SearXNG instance at `base_url`; at most `max_results` results."""
-    import httpx  # only when a search runs: keeps the server's start-up light
-
+    """Search `query` with `engine`; at most `max_results` results (title, url, snippet)."""
     query = (query or "").strip()
     if not query:
         return {"success": False, "error": "No search query provided"}
-    failure = f"Could not search the web for {query!r}"
     try:
-        with trio.fail_after(timeout):
-            async with httpx.AsyncClient(trust_env=False, timeout=timeout) as client:
-                response = await client.get(
-                    f"{base_url}/search",
-                    params={"q": query, "format": "json"},
-                    headers={"Accept": "application/json"},
-                )
-    except trio.TooSlowError:
-        return _failed(failure, f"the search engine took longer than {timeout:g} s", query)
-    except httpx.HTTPError as exc:
-        return _failed(failure, f"the search engine at {base_url} is unreachable ({exc})", query)
-    if response.status_code == 403:
-        return _failed(failure, "the SearXNG instance refuses the JSON format; enable it "
-                       "with search.formats: [html, json] in its settings.yml", query)
-    if response.status_code != 200:
-        return _failed(failure, f"the search engine answered {response.status_code}", query)
-    if len(response.content) > _MAX_BYTES:
-        return _failed(failure, "the search engine's answer is too large", query)
-    try:
-        raw = json.loads(response.content)
-        results = [
-            {
-                "title": str(item.get("title") or item.get("url")),
-                "url": str(item["url"]),
-                "snippet": str(item.get("content") or "")[:_SNIPPET_CHARS],
-            }
-            for item in raw.get("results", [])
-            if isinstance(item, dict) and item.get("url")
-        ][:max_results]
-    except (ValueError, AttributeError, TypeError):
-        return _failed(failure, "the search engine's answer is not SearXNG JSON", query)
-    log.info("websearch.done", results=len(results))
+        found = await gateway.search(engine, query, max_results=max_results, timeout=timeout)
+    except AskAnotherError as exc:
+        log.warning("websearch.failed", provider=engine.provider, error=type(exc).__name__)
+        return {"success": False,
+                "error": f"Could not search the web for {query!r} ({engine.provider}): {exc}"}
+    if on_usage is not None:
+        on_usage(found)
+    results = [{"title": hit.title, "url": hit.url, "snippet": hit.snippet[:_SNIPPET_CHARS]}
+               for hit in found.hits[:max_results]]
+    log.info("websearch.done", provider=engine.provider, results=len(results))
     return {"success": True, "type": "search_results", "query": query, "results": results}
-
-
-def _failed(failure: str, reason: str, query: str) -> dict[str, Any]:
-    log.warning("websearch.failed", reason=reason, query_chars=len(query))
-    return {"success": False, "error": f"{failure}: {reason}"}

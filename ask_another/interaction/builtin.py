@@ -1,5 +1,5 @@
 """The built-in tools of a router turn: `read_article` and `search_web` (class read; web
-search only when `ASK_ANOTHER_SEARXNG_URL` is set) and `ask_user`.
+search only when a `SEARCH_*` engine is configured) and `ask_user`.
 
 `read_article` is the articles package's reader, unchanged, with the configured
 `ASK_ANOTHER_ALLOW_HOSTS`. `ask_user` puts a multiple-choice question to the person through the
@@ -9,8 +9,8 @@ so. Both are ordinary `Tool`s: an agent host registers its own next to them.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
-from typing import Any, Final
+from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Any, Final
 
 from ask_another.articles import (
     READ_ARTICLE_DESCRIPTION,
@@ -27,6 +27,10 @@ from ask_another.websearch import (
     SEARCH_WEB_PARAMETERS,
     search_web,
 )
+
+if TYPE_CHECKING:
+    from ask_another.config import SearchEntry
+    from ask_another.gateway import Gateway, SearchResult
 
 __all__ = [
     "ASK_USER_NAME",
@@ -86,11 +90,14 @@ def read_article_tool(allow_hosts: Collection[str] = ()) -> Tool:
                 schema=READ_ARTICLE_PARAMETERS, class_="read", run=run, title="Read an article")
 
 
-def search_web_tool(base_url: str) -> Tool:
-    """`search_web` as a router tool (class read), searching the SearXNG instance at `base_url`."""
+def search_web_tool(gateway: Gateway, engine: SearchEntry,
+                    on_usage: Callable[[SearchResult], None] | None = None) -> Tool:
+    """`search_web` as a router tool (class read), searching with `engine` through `gateway`;
+    every search that reached the engine is reported to `on_usage`."""
 
     async def run(call: ToolCall) -> object:
-        return await search_web(str(call.arguments.get("query", "")), base_url=base_url)
+        return await search_web(gateway, engine, str(call.arguments.get("query", "")),
+                                on_usage=on_usage)
 
     return Tool(name=SEARCH_WEB_NAME, description=SEARCH_WEB_DESCRIPTION,
                 schema=SEARCH_WEB_PARAMETERS, class_="read", run=run, title="Search the web")
@@ -126,13 +133,14 @@ def builtin_tools(
     allow_hosts: Collection[str] = (),
     extra: Iterable[Tool] = (),
     *,
-    searxng_url: str | None = None,
+    search: tuple[Gateway, SearchEntry] | None = None,
+    on_search: Callable[[SearchResult], None] | None = None,
 ) -> ToolRegistry:
-    """A registry with `read_article`, `search_web` (when a SearXNG URL is configured) and
-    `ask_user`, then `extra` (a host's own tools)."""
+    """A registry with `read_article`, `search_web` (when `search` gives a gateway and an
+    engine) and `ask_user`, then `extra` (a host's own tools)."""
     registry = ToolRegistry([read_article_tool(allow_hosts), ask_user_tool()])
-    if searxng_url:
-        registry.register(search_web_tool(searxng_url))
+    if search is not None:
+        registry.register(search_web_tool(*search, on_usage=on_search))
     for tool in extra:
         registry.register(tool)
     return registry

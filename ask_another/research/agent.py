@@ -17,15 +17,16 @@ effect tool twice is worse than failing once.
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import trio
 
 from ask_another.errors import AskAnotherError
+from ask_another.gateway import CompletionResult, SearchResult
 from ask_another.interaction.builtin import builtin_tools
-from ask_another.interaction.model import gateway_model
 from ask_another.interaction.protocol import CallHandle, Interaction
-from ask_another.interaction.router import run_turn
+from ask_another.interaction.router import Message, run_turn
 from ask_another.interaction.types import (
     Choice,
     ChoiceFailed,
@@ -34,6 +35,7 @@ from ask_another.interaction.types import (
     ToolUpdate,
 )
 from ask_another.logs import get_logger
+from ask_another.research.citations import read_sources
 from ask_another.research.messages import (
     AskChoice,
     AskPermission,
@@ -56,8 +58,9 @@ TAIL: Final = 200
 
 SYSTEM_PROMPT: Final = (
     "You are a careful research assistant. Answer the user's question with a well-organised "
-    "report. You may call read_article to read a web page in full, and ask_user when a decision "
-    "belongs to the person you work for. Cite the URLs you relied on."
+    "report. You may call search_web (when offered) to find sources, read_article to read a "
+    "web page in full, and ask_user when a decision belongs to the person you work for. Cite "
+    "the URLs you relied on."
 )
 
 
@@ -142,10 +145,25 @@ class HostInteraction:
 
 
 async def run_agent(ctx: JobContext) -> ResearchResult:
-    """One router turn for the job's query; the report is the model's final answer."""
+    """One router turn for the job's query; the report is the model's final answer, its
+    citations the articles the turn read, its usage every model call and search of the turn."""
+    engine = ctx.config.search
+
+    def searched(found: SearchResult) -> None:
+        ctx.usage.add(found.usage, search=True)
+
     tools = builtin_tools(ctx.config.allow_hosts, ctx.tools or (),
-                          searxng_url=ctx.config.searxng_url)
-    model = gateway_model(ctx.gateway, ctx.entry, timeout=ctx.config.research_timeout)
+                          search=(ctx.gateway, engine) if engine else None, on_search=searched)
+
+    async def model(messages: list[Message], definitions: list[dict[str, object]],
+                    on_delta: Callable[[str], Awaitable[None]] | None) -> CompletionResult:
+        # gateway_model's call, counted in the job's usage.
+        result = await ctx.gateway.completion(
+            ctx.entry, messages=messages, tools=[dict(t) for t in definitions] or None,
+            timeout=ctx.config.research_timeout, on_delta=on_delta)
+        ctx.usage.add(result.usage)
+        return result
+
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": ctx.query}]
     ctx.report(f"asking {ctx.entry.model} (agent turn with tools: {', '.join(tools.names())})")
@@ -160,6 +178,6 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
             ctx.interaction.finish()
     calls = [{"tool_call_id": c.id, "tool": c.tool, "status": c.status} for c in result.calls]
     log.info("research.agent_done", job_id=ctx.job_id, rounds=result.rounds, tool_calls=len(calls))
-    return ResearchResult(report=result.text,
+    return ResearchResult(report=result.text, citations=tuple(read_sources(result.calls)),
                           detail={"rounds": result.rounds, "tool_calls": calls,
-                                  "model": ctx.entry.model})
+                                  "model": ctx.entry.model, "usage": ctx.usage.as_dict()})

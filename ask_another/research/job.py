@@ -211,7 +211,8 @@ class ResearchJob(Actor):
                 pass
             case TaskDone(value=ResearchResult() as result):
                 await self._finish("completed", step="completed", report=result.report,
-                                   citations=list(result.citations), detail=result.detail)
+                                   citations=[c.as_dict() for c in result.citations],
+                                   detail=result.detail)
             case TaskDone(value=_Failure(message=message, report=report)):
                 await self._finish("failed", step="failed", error=message, report=report)
             case TaskDone(value=None):
@@ -275,6 +276,7 @@ class ResearchJob(Actor):
             gateway=await self.services.gateway(), attempt=attempt, started_at=started,
             handle=stored.provider_handle, report=self._report, save_handle=self._save_handle,
             interaction=self._interaction(), tools=self.options.tools,
+            depth=str(stored.detail.get("depth") or "standard"),
         )
         try:
             return await method.run(ctx)
@@ -315,6 +317,8 @@ class ResearchJob(Actor):
         if self.record.finished:
             return
         self.record.step = step
+        if "usage" in detail:  # the job's usage so far, shown by check_research
+            self.record.detail = {**self.record.detail, "usage": detail["usage"]}
         self.unwritten.append(JobEvent(job_id=self.record.id, at=time.time(), step=step,
                                        detail=_jsonable(detail)))
         self._write_soon()

@@ -36,7 +36,7 @@ from ask_another.research.messages import (
     Status,
     Subscribe,
 )
-from ask_another.research.providers import METHODS
+from ask_another.research.providers import DEPTHS, METHODS
 from ask_another.research.supervisor import JOBS_SUPERVISOR, job_spec
 from ask_another.store.jobs import JobEvent, JobRecord, finish_job, get_job, insert_job, list_jobs
 from supervisors import (
@@ -87,14 +87,15 @@ class ResearchJobs:
 
     async def start(self, model: str, query: str, method: str = "auto", *,
                     interaction: Interaction | None = None,
-                    tools: Iterable[Tool] = ()) -> JobRecord:
+                    tools: Iterable[Tool] = (), depth: str = "standard") -> JobRecord:
         """Store a new job and start its actor; returns the job as stored (pending).
 
         `method`: a name in `METHODS` ("provider", "agent", "sequential") or "auto": "provider"
         for deep-research models, "sequential" (the local pipeline) for every other model. For
         an agent job, `interaction` (an embedding host's) answers its permission requests and
         choices instead of `answer_permission` / `answer_choice`, and `tools` are offered next
-        to the built-in ones.
+        to the built-in ones. `depth` (shallow, standard, deep): how many queries the local
+        pipeline plans.
         Raises `ModelNotAllowed` / `AmbiguousModel` or `InvalidArgument` for a bad request.
         """
         entry = self.services.config.resolve(model)
@@ -103,6 +104,9 @@ class ResearchJobs:
         if method not in METHODS:
             raise InvalidArgument(f"unknown research method {method!r}; use auto or one of "
                                   f"{', '.join(sorted(METHODS))}")
+        if depth not in DEPTHS:
+            raise InvalidArgument(f"unknown research depth {depth!r}; use one of "
+                                  f"{', '.join(DEPTHS)}")
         tools = tuple(tools)
         if (interaction is not None or tools) and method != "agent":
             raise InvalidArgument(f"an interaction and tools apply to method 'agent' only, not "
@@ -121,7 +125,8 @@ class ResearchJobs:
             raise InvalidArgument(f"the research query is {len(query)} characters long; at "
                                   f"most {MAX_QUERY} are allowed")
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
-                           created_at=time.time(), entry=entry.variable)
+                           created_at=time.time(), entry=entry.variable,
+                           detail={"depth": depth})
         db = await self.services.database()
         await insert_job(db, record)
         try:

@@ -43,10 +43,13 @@ from ask_another.gateway import Gateway
 from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.logs import scrub_answer, scrub_provider_text
+from ask_another.research.usage import JobUsage
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
+    "DEPTHS",
     "METHODS",
+    "Cited",
     "JobContext",
     "Method",
     "ResearchFailed",
@@ -54,6 +57,8 @@ __all__ = [
     "is_gemini_agent",
 ]
 
+DEPTHS: Final = ("shallow", "standard", "deep")
+"""How thorough a research job is: the local pipeline plans fewer or more queries."""
 MAX_POLL_INTERVAL: Final = 60.0
 POLL_GROWTH: Final = 1.5
 REMOTE_CANCEL_TIMEOUT: Final = 10.0
@@ -78,11 +83,32 @@ class ResearchFailed(AskAnotherError):
 
 
 @dataclass(frozen=True, slots=True)
+class Cited:
+    """One source a report cites: its URL, its title when known, and the research query it
+    supports (the pipeline's query text; None for the provider's own research)."""
+
+    url: str
+    title: str | None = None
+    query: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        found = {"url": self.url, "title": self.title or self.url}
+        if self.query:
+            found["query"] = self.query
+        return found
+
+
+def cited_urls(urls: Iterable[str], titles: dict[str, str] | None = None) -> tuple[Cited, ...]:
+    """URLs (and any titles known for them) as citations, in order, each once."""
+    return tuple(Cited(url, (titles or {}).get(url)) for url in dict.fromkeys(urls))
+
+
+@dataclass(frozen=True, slots=True)
 class ResearchResult:
     """What a finished method returns."""
 
     report: str
-    citations: tuple[str, ...] = ()
+    citations: tuple[Cited, ...] = ()
     detail: dict[str, Any] = field(default_factory=dict)  # usage, provider status, ...
 
 
@@ -110,6 +136,11 @@ class JobContext:
     """Agent jobs: the Interaction of the turn (the job itself, or an embedding host's)."""
     tools: Iterable[Tool] = ()
     """Agent jobs: a host's own tools, next to the built-in ones."""
+    depth: str = "standard"
+    """One of `DEPTHS`: how many queries the sequential pipeline plans."""
+    usage: JobUsage = field(default_factory=JobUsage)
+    """Every provider call of the job adds its usage here (see research/usage.py); a progress
+    report with a ``usage`` detail shows the sum so far."""
 
 
 MethodFn = Callable[[JobContext], Awaitable[ResearchResult]]
@@ -146,11 +177,9 @@ async def provider_method(ctx: JobContext) -> ResearchResult:
 async def _long_completion(ctx: JobContext) -> ResearchResult:
     ctx.report(f"asking {ctx.entry.model} (one long completion)")
     result = await ctx.gateway.completion(ctx.entry, ctx.query, timeout=ctx.config.research_timeout)
-    usage = {"prompt_tokens": result.usage.prompt_tokens,
-             "completion_tokens": result.usage.completion_tokens,
-             "cost_usd": result.usage.cost_usd}
-    return ResearchResult(report=result.text, citations=result.citations,
-                          detail={"usage": usage, "model": result.model})
+    ctx.usage.add(result.usage)
+    return ResearchResult(report=result.text, citations=cited_urls(result.citations),
+                          detail={"usage": ctx.usage.as_dict(), "model": result.model})
 
 
 def _credentials(entry: ModelEntry) -> dict[str, Any]:
@@ -227,10 +256,14 @@ async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
                        interaction_id=interaction_id, polls=polls)
             last_status = status
         if status == "completed":
-            report, citations = _report_of(response)
+            report, citations, titles = _report_of(response)
             report = scrub_answer(report, ctx.config.secrets())  # an echoed key stays out
-            return ResearchResult(report=report, citations=citations,
-                                  detail={"usage": getattr(response, "usage", None) or {},
+            reported = getattr(response, "usage", None)
+            reported = reported if isinstance(reported, dict) else getattr(
+                reported, "__dict__", None) or {}
+            ctx.usage.add_reported(reported)
+            return ResearchResult(report=report, citations=cited_urls(citations, titles),
+                                  detail={"usage": ctx.usage.as_dict(),
                                           "interaction_id": interaction_id, "polls": polls})
         if status not in _KEEP_POLLING:
             keys = ctx.config.secrets()
@@ -250,20 +283,26 @@ async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
         polls += 1
 
 
-def _report_of(response: Any) -> tuple[str, tuple[str, ...]]:
-    """The report text and cited URLs of an interaction (new `steps` or legacy `outputs`)."""
+def _report_of(response: Any) -> tuple[str, tuple[str, ...], dict[str, str]]:
+    """The report text, cited URLs and their titles of an interaction (new `steps` or legacy
+    `outputs`)."""
     contents: list[dict[str, Any]] = []
     for step in getattr(response, "steps", None) or []:
         if isinstance(step, dict) and step.get("type") == "model_output":
             contents.extend(c for c in step.get("content") or [] if isinstance(c, dict))
     contents.extend(o for o in getattr(response, "outputs", None) or [] if isinstance(o, dict))
-    texts, urls = [], []
+    texts: list[str] = []
+    urls: list[str] = []
+    titles: dict[str, str] = {}
     for content in contents:
         if content.get("type", "text") == "text" and content.get("text"):
             texts.append(str(content["text"]))
-        urls.extend(str(note["url"]) for note in content.get("annotations") or []
-                    if isinstance(note, dict) and note.get("url"))
-    return "\n\n".join(texts), tuple(dict.fromkeys(urls))
+        for note in content.get("annotations") or []:
+            if isinstance(note, dict) and note.get("url"):
+                urls.append(str(note["url"]))
+                if note.get("title"):
+                    titles.setdefault(str(note["url"]), str(note["title"]))
+    return "\n\n".join(texts), tuple(dict.fromkeys(urls)), titles
 
 
 def _ended_message(response: Any, status: str) -> str:

@@ -50,7 +50,7 @@ import trio
 from ask_another.articles import READ_ARTICLE_NAME
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
-from ask_another.gateway import Gateway
+from ask_another.gateway import CompletionResult, Gateway, SearchResult
 from ask_another.interaction import (
     Choice,
     ChoiceFailed,
@@ -64,19 +64,24 @@ from ask_another.interaction import (
 from ask_another.interaction.builtin import read_article_tool, search_web_tool
 from ask_another.interaction.router import Message, TurnResult, run_turn
 from ask_another.logs import get_logger
-from ask_another.research.providers import JobContext, ResearchFailed, ResearchResult
+from ask_another.research.citations import read_sources, search_titles
+from ask_another.research.providers import DEPTHS, Cited, JobContext, ResearchFailed, ResearchResult
+from ask_another.research.usage import JobUsage
 from ask_another.sequential.compile import compile_report
 from ask_another.sequential.contracts import (
     Citation,
     CompileRequest,
+    Depth,
     Plan,
     PlanRequest,
     Query,
     RawResult,
     Report,
     ResultSchema,
+    SequentialInputError,
 )
-from ask_another.sequential.plan import build_plan
+from ask_another.sequential.plan import QUERY_COUNTS, build_plan, plan_from_model
+from ask_another.websearch import SEARCH_WEB_NAME
 from supervisors import (
     Actor,
     ChildSpec,
@@ -94,14 +99,16 @@ __all__ = [
     "QUERY_ATTEMPTS",
     "AnswerInvalid",
     "check_answer",
+    "make_plan",
+    "read_json",
     "research_tools",
     "run_pipeline",
 ]
 
 log = get_logger("ask_another.sequential")
 
-DEPTH: Final = "standard"
-"""The plan depth the pipeline uses: 5 queries plus one per focus area, in 3 phases."""
+DEPTH: Final[Depth] = "standard"
+"""The plan depth when the job names none."""
 MAX_TOPIC: Final = 200
 QUERY_ATTEMPTS: Final = 2
 """Runs of one query before it is reported failed (a crash of the first run is retried once)."""
@@ -119,14 +126,18 @@ _SHAPES: Final[dict[str, type | tuple[type, ...]]] = {
 # ----- the read tools ---------------------------------------------------------------------------
 
 
-def research_tools(config: Config) -> ToolRegistry:
+def research_tools(ctx: JobContext) -> ToolRegistry:
     """The tools a query's turn may use: the built-in read_article (class "read", allowed by the
-    default policy) with ``ASK_ANOTHER_ALLOW_HOSTS``, and search_web when
-    ``ASK_ANOTHER_SEARXNG_URL`` is set. Not ask_user: nobody is there to answer while a job
-    runs."""
-    tools = [read_article_tool(config.allow_hosts)]
-    if config.searxng_url:
-        tools.append(search_web_tool(config.searxng_url))
+    default policy) with ``ASK_ANOTHER_ALLOW_HOSTS``, and search_web when a ``SEARCH_*`` engine
+    is configured (each search counted in the job's usage). Not ask_user: nobody is there to
+    answer while a job runs."""
+    tools = [read_article_tool(ctx.config.allow_hosts)]
+    engine = ctx.config.search
+    if engine is not None:
+        def counted(found: SearchResult) -> None:
+            ctx.usage.add(found.usage, search=True)
+
+        tools.append(search_web_tool(ctx.gateway, engine, on_usage=counted))
     return ToolRegistry(tools)
 
 
@@ -140,6 +151,30 @@ class AnswerInvalid(AskAnotherError):
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+def read_json(text: str) -> dict[str, Any]:
+    """The one JSON object in a model's answer: inside a code fence or not, with any text
+    before or after it; `AnswerInvalid` (one line) when there is none."""
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    starts = [i for i, c in enumerate(body) if c == "{"][:50]
+    if not starts:
+        raise AnswerInvalid("the answer holds no JSON object")
+    decoder, first_error = json.JSONDecoder(), None
+    for start in starts:
+        try:
+            # raw_decode stops at the object's end, so trailing text (even with braces) is
+            # ignored; a brace in prose before the object is skipped by trying the next one.
+            value, _end = decoder.raw_decode(body[start:])
+        except json.JSONDecodeError as exc:
+            first_error = first_error or exc
+            continue
+        if isinstance(value, dict):
+            return value
+    assert first_error is not None
+    raise AnswerInvalid(f"the answer is not valid JSON ({first_error.msg}, line "
+                        f"{first_error.lineno} column {first_error.colno})")
+
+
 def check_answer(text: str, schema: ResultSchema) -> tuple[dict[str, Any], list[Citation]]:
     """The `data` and `sources` of a model's answer, or `AnswerInvalid` saying what is wrong.
 
@@ -148,18 +183,7 @@ def check_answer(text: str, schema: ResultSchema) -> tuple[dict[str, Any], list[
     needs every required field of `schema` with its type (a string must not be blank); each
     source needs a `title`; a missing id becomes `S<n>`, an unknown `source_type` becomes "web".
     """
-    fenced = _FENCE.search(text)
-    body = fenced.group(1) if fenced else text
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end < start:
-        raise AnswerInvalid("the answer holds no JSON object")
-    try:
-        value = json.loads(body[start:end + 1])
-    except json.JSONDecodeError as exc:
-        raise AnswerInvalid(f"the answer is not valid JSON ({exc.msg}, line {exc.lineno} "
-                            f"column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise AnswerInvalid("the answer must be a JSON object")
+    value = read_json(text)
     if "data" in value:
         data = value["data"]
     else:  # the fields given at the top level: taken as the data
@@ -182,7 +206,7 @@ def check_answer(text: str, schema: ResultSchema) -> tuple[dict[str, Any], list[
             problems.append(f"data.{name} is blank")
     sources = _check_sources(value.get("sources", []), problems)
     if problems:
-        raise AnswerInvalid("; ".join(problems))
+        raise AnswerInvalid("; ".join(dict.fromkeys(problems)))
     return data, sources
 
 
@@ -245,8 +269,10 @@ def query_messages(question: str, query: Query, schema: ResultSchema, tools: Too
     """The system and user messages of one query's turn."""
     fields = "\n".join(f"- {f.field_name} ({f.field_type}): {f.description}"
                        for f in schema.required_fields)
-    tool_line = (f"You may call these tools to read sources: {', '.join(tools.names())}. "
-                 if len(tools) else "")
+    tool_line = (f"You may call these tools to find and read sources: "
+                 f"{', '.join(tools.names())}. " if len(tools) else "")
+    if SEARCH_WEB_NAME in tools:
+        tool_line += "Search the web first, then read the most relevant results. "
     system = SYSTEM.format(tools=tool_line, fields=fields,
                            example=json.dumps(schema.example, ensure_ascii=False))
     lines = [f"Research question: {question}", "",
@@ -263,6 +289,64 @@ def query_messages(question: str, query: Query, schema: ResultSchema, tools: Too
     if failed:
         lines += ["", f"Earlier queries {', '.join(failed)} failed; research without them."]
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
+
+
+# ----- the plan: made by the model, checked against the contract ---------------------------
+
+PLAN_SYSTEM = """You are the planner of a research pipeline. Break the research question into \
+{low} to {high} focused sub-queries that together answer it; other researchers will each \
+answer one query, later queries seeing the findings of the queries they depend on. Write \
+query texts as real research questions about the subject (never echo the question's own \
+wording as a template). Answer with ONLY a JSON object, no other text:
+{{"summary": "one sentence on the approach",
+ "queries": [{{"query_id": "q1", "query_text": "...", "query_type": "definition", \
+"extraction_goals": ["..."], "priority": "critical", "depends_on": []}}],
+ "result_schemas": [{{"query_id": "q1", "required_fields": [{{"field_name": "summary", \
+"field_type": "string", "description": "..."}}]}}],
+ "execution_order": [["q1"]]}}
+query_type is a short word such as definition, current_state, comparison, trade_offs, \
+evidence, history, applications, challenges, future_outlook. priority is one of critical, \
+high, medium, low. field_type is one of string, array, object, number, boolean. Every query \
+needs a result schema with 1 to 5 fields. execution_order lists the phases: each query once, \
+after the queries it depends on."""
+
+PLAN_REPAIR = """Your plan does not fit the contract: {problems}. Answer again with ONLY the \
+corrected JSON plan object."""
+
+
+async def make_plan(ctx: JobContext, topic: str, depth: Depth) -> tuple[Plan, str | None]:
+    """The job's plan: asked of the job's model, checked against the plan contract, repaired
+    once; the template planner's plan when the model cannot make a valid one. The second value
+    says why the template was used (None for a model-made plan)."""
+    low, high = QUERY_COUNTS[depth]
+    messages: list[Message] = [
+        {"role": "system", "content": PLAN_SYSTEM.format(low=low, high=high)},
+        {"role": "user", "content": f"Research question: {ctx.query}\nDepth: {depth}"}]
+    problem = ""
+    for attempt in (1, 2):
+        try:
+            answer = await _complete(ctx, messages)
+        except AskAnotherError as exc:
+            problem = f"the model could not be asked for a plan: {exc}"
+            break
+        try:
+            return plan_from_model(read_json(answer.text), topic=topic, depth=depth), None
+        except (AnswerInvalid, SequentialInputError) as exc:
+            problem = str(exc)
+            log.info("sequential.plan_invalid", job_id=ctx.job_id, attempt=attempt,
+                     problems=problem)
+            messages = [*messages, {"role": "assistant", "content": answer.text},
+                        {"role": "user", "content": PLAN_REPAIR.format(problems=problem)}]
+    reason = (problem if problem.startswith("the model could not") else
+              f"the model's plan did not fit the plan contract, even after one repair: {problem}")
+    return build_plan(PlanRequest(topic=topic, depth=depth)), reason
+
+
+async def _complete(ctx: JobContext, messages: list[Message]) -> CompletionResult:
+    result = await ctx.gateway.completion(ctx.entry, messages=messages,
+                                          timeout=ctx.config.timeout)
+    ctx.usage.add(result.usage)
+    return result
 
 
 # ----- one query: a supervised worker -----------------------------------------------------------
@@ -305,6 +389,7 @@ class Shared:
     tools: ToolRegistry
     policy: Policy
     outbox: trio.MemorySendChannel[QueryUpdate | QueryDone]
+    usage: JobUsage
 
 
 class _Watcher:
@@ -387,6 +472,9 @@ class QueryWorker(Actor):
                                f"even after one repair: {again}")
             notes.append("answer repaired once")
         sources = _with_read_sources(sources, turn)
+        titles = search_titles(turn.calls)
+        sources = [msgspec.structs.replace(s, title=titles[s.url]) if s.url in titles and (
+            s.title == s.url) else s for s in sources]
         reads = sum(1 for c in turn.calls if c.tool == READ_ARTICLE_NAME
                     and c.status == "completed")
         if reads:
@@ -401,9 +489,11 @@ class QueryWorker(Actor):
 
         async def model_call(history: list[Message], definitions: list[dict[str, object]],
                              _on_delta: Callable[[str], Awaitable[None]] | None) -> Any:
-            return await shared.gateway.completion(
+            result = await shared.gateway.completion(
                 shared.entry, messages=history, tools=definitions or None,
                 timeout=shared.config.timeout)
+            shared.usage.add(result.usage)
+            return result
 
         return await run_turn(model_call, messages, shared.tools, policy=shared.policy,
                               interaction=watcher, max_rounds=MAX_ROUNDS)
@@ -446,19 +536,14 @@ def _with_read_sources(sources: list[Citation], turn: TurnResult) -> list[Citati
     ids = {s.id for s in sources}
     today = datetime.now(UTC).date().isoformat()
     extra: list[Citation] = []
-    for call in turn.calls:
-        if call.tool != READ_ARTICLE_NAME or call.status != "completed":
+    for read in read_sources(turn.calls):
+        if read.url in listed:
             continue
-        result = call.result if isinstance(call.result, dict) else {}
-        url = str(result.get("url") or "")
-        if not url or not result.get("success") or url in listed:
-            continue
-        listed.add(url)
         source_id = f"read-{len(extra) + 1}"
         while source_id in ids:
             source_id += "x"
-        extra.append(Citation(id=source_id, source_type="web", title=url, url=url,
-                              accessed_date=today))
+        extra.append(Citation(id=source_id, source_type="web", title=read.title or read.url,
+                              url=read.url, accessed_date=today))
     return [*sources, *extra]
 
 
@@ -531,20 +616,26 @@ class _Progress:
             self.states[query_id] = state
         summary = ", ".join(f"{q} {s}" for q, s in self.states.items())
         self.ctx.report(f"phase {self.phase}/{self.phases}: {summary}", phase=self.phase,
-                        phases=self.phases, queries=dict(self.states))
+                        phases=self.phases, queries=dict(self.states),
+                        usage=self.ctx.usage.as_dict())
 
 
 async def run_pipeline(ctx: JobContext) -> ResearchResult:
     """Plan, execute phase by phase, compile (see the module docstring)."""
-    plan = build_plan(PlanRequest(topic=topic_of(ctx.query), depth=DEPTH))
+    depth: Depth = ctx.depth if ctx.depth in DEPTHS else DEPTH  # type: ignore[assignment]
+    ctx.report(f"asking {ctx.entry.model} for a {depth} research plan",
+               usage=ctx.usage.as_dict())
+    plan, fallback = await make_plan(ctx, topic_of(ctx.query), depth)
     schemas = {s.query_id: s for s in plan.result_schemas}
     queries = {q.query_id: q for q in plan.queries}
-    ctx.report(f"planned {len(plan.queries)} queries in {len(plan.execution_order)} phases",
-               plan_id=plan.plan_id, execution_order=plan.execution_order)
-    tools = research_tools(ctx.config)
+    made_by = "the template planner" if fallback else "the model"
+    ctx.report(f"planned {len(plan.queries)} queries in {len(plan.execution_order)} phases "
+               f"({made_by})", plan_id=plan.plan_id, execution_order=plan.execution_order,
+               plan_source="template" if fallback else "model", usage=ctx.usage.as_dict())
+    tools = research_tools(ctx)
     send, receive = trio.open_memory_channel[QueryUpdate | QueryDone](math.inf)
     shared = Shared(entry=ctx.entry, gateway=ctx.gateway, config=ctx.config, tools=tools,
-                    policy=ctx.config.permissions, outbox=send)
+                    policy=ctx.config.permissions, outbox=send, usage=ctx.usage)
     results: dict[str, RawResult] = {}
     progress = _Progress(ctx, len(plan.execution_order))
     # Each query can crash at most QUERY_ATTEMPTS times (each crash is one restart), so this
@@ -574,7 +665,7 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
                             results[result.query_id] = result
                             pending.discard(result.query_id)
                             progress.show(result.query_id, _outcome(result))
-    return _compile(plan, results)
+    return _compile(plan, results, fallback, ctx.usage)
 
 
 def _outcome(result: RawResult) -> str:
@@ -583,30 +674,71 @@ def _outcome(result: RawResult) -> str:
     return "failed"
 
 
-def _compile(plan: Plan, results: Mapping[str, RawResult]) -> ResearchResult:
+def distinct_failures(results: Sequence[RawResult]) -> list[RawResult]:
+    """The results with each failure reason spelt out once: a query that failed for the same
+    reason as an earlier one says so by naming it, so a report never repeats one reason."""
+    first: dict[str, str] = {}
+    out: list[RawResult] = []
+    for result in results:
+        if result.success or not result.error:
+            out.append(result)
+            continue
+        earlier = first.setdefault(result.error, result.query_id)
+        if earlier == result.query_id:
+            out.append(result)
+        else:
+            out.append(msgspec.structs.replace(
+                result, error=f"the same reason as {earlier}"))
+    return out
+
+
+def failure_summary(results: Sequence[RawResult]) -> str:
+    """One clause per distinct failure reason, naming the queries that failed with it."""
+    by_reason: dict[str, list[str]] = {}
+    for result in results:
+        if not result.success:
+            by_reason.setdefault(result.error or "an unknown error", []).append(result.query_id)
+    return "; ".join(f"{', '.join(ids)}: {reason}" for reason, ids in by_reason.items())
+
+
+def _compile(plan: Plan, results: Mapping[str, RawResult], fallback: str | None,
+             usage: JobUsage) -> ResearchResult:
     ordered = renumber([results[q.query_id] for q in plan.queries if q.query_id in results])
-    report = compile_report(CompileRequest(plan=plan, raw_results=ordered,
+    report = compile_report(CompileRequest(plan=plan, raw_results=distinct_failures(ordered),
                                            include_methodology=True))
-    text = report_text(report)
+    text = report_text(report, fallback)
     if report.statistics.queries_succeeded == 0:
-        errors = "; ".join(f"{r.query_id}: {r.error}" for r in ordered if not r.success)
-        raise ResearchFailed(f"every query of the research plan failed ({errors})", report=text)
-    citations = tuple(dict.fromkeys(s.url for s in report.sources if s.url))
+        raise ResearchFailed("every query of the research plan failed "
+                             f"({failure_summary(ordered)})", report=text)
+    query_of = {r.query_id: results_query(plan, r.query_id) for r in ordered}
+    supports = {s.url: query_of[r.query_id] for r in ordered if r.success
+                for s in r.sources if s.url}
+    citations = tuple({s.url: Cited(s.url, s.title, supports.get(s.url))
+                       for s in report.sources if s.url}.values())
     return ResearchResult(report=text, citations=citations, detail={
         "method": "sequential", "plan_id": plan.plan_id, "report_id": report.report_id,
+        "depth": plan.metadata.depth, "plan_source": "template" if fallback else "model",
         "statistics": msgspec.to_builtins(report.statistics), "warnings": report.warnings,
-        "execution_order": plan.execution_order,
+        "execution_order": plan.execution_order, "usage": usage.as_dict(),
     })
 
 
-def report_text(report: Report) -> str:
-    """The job's report: the compiled markdown, then its warnings and statistics."""
+def results_query(plan: Plan, query_id: str) -> str | None:
+    return next((q.query_text for q in plan.queries if q.query_id == query_id), None)
+
+
+def report_text(report: Report, fallback: str | None = None) -> str:
+    """The job's report: the compiled markdown (the methodology saying who made the plan), then
+    its warnings and statistics."""
     s = report.statistics
-    parts = [report.markdown_report.rstrip()]
+    markdown = report.markdown_report.rstrip()
+    who = ("The research plan was made by the template planner, because " + fallback + "."
+           if fallback else "The research plan was made by the model.")
+    markdown = markdown.replace("## Methodology\n\n", f"## Methodology\n\n{who} ", 1)
+    parts = [markdown]
     if report.warnings:
         parts.append("### Warnings\n\n" + "\n".join(f"- {w}" for w in report.warnings))
     parts.append(f"*Research statistics: {s.queries_executed} queries executed, "
                  f"{s.queries_succeeded} succeeded, {s.queries_failed} failed; "
                  f"{s.total_sources} sources; {s.word_count} words.*")
     return "\n\n".join(parts) + "\n"
-

@@ -421,3 +421,151 @@ def sequential_research_plan(
     Raises `SequentialInputError` naming the offending field for invalid arguments.
     """
     return to_json_obj(build_plan(decode(arguments, PlanRequest), now=now))
+
+
+# ----- plans made by a model ---------------------------------------------------------------------
+
+QUERY_COUNTS: dict[str, tuple[int, int]] = {"shallow": (2, 5), "standard": (3, 8), "deep": (5, 12)}
+"""How many queries a model-made plan may have at each depth (inclusive bounds)."""
+
+_PRIORITIES = ("critical", "high", "medium", "low")
+_FIELD_TYPES = ("string", "array", "object", "number", "boolean")
+
+
+def plan_from_model(
+    value: object, *, topic: str, depth: str, now: datetime | None = None
+) -> Plan:
+    """A `Plan` from the JSON object a model wrote, checked against the plan contract.
+
+    The model gives `queries` (each with `query_id`, `query_text`, `query_type`,
+    `extraction_goals`, `priority`, `depends_on`), `result_schemas` (one per query, each with at
+    least one field) and optionally `summary` and `execution_order` (checked against the
+    dependencies when given, computed otherwise). `plan_id`, `created_at`, `estimated_sources`
+    and `metadata` are filled in here. Raises `SequentialInputError` (field `plan`) whose message
+    lists every problem, once each, so the model can be asked to repair them.
+    """
+    problems: list[str] = []
+    if not isinstance(value, dict):
+        raise SequentialInputError("plan", "the plan must be a JSON object")
+    raw_queries = value.get("queries")
+    if not isinstance(raw_queries, list) or not raw_queries:
+        raise SequentialInputError("plan", '"queries" must be a non-empty array of queries')
+    low, high = QUERY_COUNTS.get(depth, (1, MAX_LIST_ITEMS))
+    if not low <= len(raw_queries) <= high:
+        problems.append(f"a {depth} plan needs {low} to {high} queries, not {len(raw_queries)}")
+    queries: list[Query] = []
+    for i, raw in enumerate(raw_queries):
+        query = _model_query(i, raw, problems)
+        if query is not None:
+            if any(q.query_id == query.query_id for q in queries):
+                problems.append(f"queries[{i}].query_id {query.query_id!r} is used twice")
+                continue
+            queries.append(query)
+    schemas = _model_schemas(value.get("result_schemas"), queries, problems)
+    phases: list[list[str]] = []
+    if not problems:
+        try:
+            phases = execution_phases(queries)
+        except SequentialInputError as exc:
+            problems.append(str(exc))
+    given = value.get("execution_order")
+    if not problems and given is not None and not _order_fits(given, queries, phases):
+        problems.append('"execution_order" must list every query once, each in a later phase '
+                        "than the queries it depends on (or leave it out)")
+    if problems:
+        raise SequentialInputError("plan", "; ".join(dict.fromkeys(problems)))
+    order = given if given is not None else phases
+    created_at, epoch_ms = timestamp(now)
+    summary = value.get("summary")
+    return Plan(
+        plan_id=make_id("plan", epoch_ms, msgspec.json.encode([topic, depth, value])),
+        topic=topic,
+        created_at=created_at,
+        summary=_clean_text(summary) if isinstance(summary, str) and summary.strip() else (
+            f'Research plan for "{topic}" with {len(queries)} queries at {depth} depth, made by '
+            f"the model. Execution in {len(order)} phases."),
+        queries=queries,
+        result_schemas=schemas,
+        execution_order=order,
+        estimated_sources=sum(_SOURCES_PER_PRIORITY[q.priority] for q in queries),
+        metadata=PlanMetadata(depth=depth if depth in QUERY_COUNTS else "standard"),  # type: ignore[arg-type]
+    )
+
+
+def _text(value: object) -> str:
+    return _clean_text(value) if isinstance(value, str) else ""
+
+
+def _model_query(i: int, raw: object, problems: list[str]) -> Query | None:
+    where = f"queries[{i}]"
+    if not isinstance(raw, dict):
+        problems.append(f"{where} must be an object")
+        return None
+    query_id, text, kind = _text(raw.get("query_id")), _text(raw.get("query_text")), _text(
+        raw.get("query_type"))
+    for name, got in (("query_id", query_id), ("query_text", text), ("query_type", kind)):
+        if not got:
+            problems.append(f"{where}.{name} must be a non-empty string")
+    goals = raw.get("extraction_goals", [])
+    if not isinstance(goals, list) or not all(isinstance(g, str) and g.strip() for g in goals):
+        problems.append(f"{where}.extraction_goals must be an array of strings")
+        goals = []
+    priority = raw.get("priority", "medium")
+    if priority not in _PRIORITIES:
+        problems.append(f"{where}.priority must be one of {', '.join(_PRIORITIES)}")
+    depends = raw.get("depends_on", [])
+    if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
+        problems.append(f"{where}.depends_on must be an array of query ids")
+        depends = []
+    if not (query_id and text and kind) or priority not in _PRIORITIES:
+        return None
+    return Query(query_id=query_id, query_text=text[:MAX_TOPIC_CHARS], query_type=kind,
+                 extraction_goals=[_clean_text(g) for g in goals][:MAX_LIST_ITEMS],
+                 priority=priority, depends_on=list(dict.fromkeys(d.strip() for d in depends)))
+
+
+def _model_schemas(raw: object, queries: Sequence[Query], problems: list[str]
+                   ) -> list[ResultSchema]:
+    if not isinstance(raw, list):
+        problems.append('"result_schemas" must be an array with one schema per query')
+        return []
+    by_id: dict[str, ResultSchema] = {}
+    for i, item in enumerate(raw):
+        where = f"result_schemas[{i}]"
+        if not isinstance(item, dict):
+            problems.append(f"{where} must be an object")
+            continue
+        query_id = _text(item.get("query_id"))
+        fields_raw = item.get("required_fields")
+        if not isinstance(fields_raw, list) or not fields_raw:
+            problems.append(f"{where}.required_fields must be a non-empty array")
+            continue
+        fields: list[FieldSpec] = []
+        for j, spec in enumerate(fields_raw):
+            name = _text(spec.get("field_name")) if isinstance(spec, dict) else ""
+            kind = spec.get("field_type") if isinstance(spec, dict) else None
+            if not name or kind not in _FIELD_TYPES:
+                problems.append(f"{where}.required_fields[{j}] needs a field_name and a "
+                                f"field_type (one of {', '.join(_FIELD_TYPES)})")
+                continue
+            description = _text(spec.get("description")) or name.replace("_", " ")
+            fields.append(FieldSpec(field_name=name, field_type=kind, description=description))
+        if fields:
+            by_id[query_id] = ResultSchema(
+                query_id=query_id, required_fields=fields,
+                example={f.field_name: _EXAMPLE_VALUES[f.field_type] for f in fields})
+    missing = [q.query_id for q in queries if q.query_id not in by_id]
+    if missing:
+        problems.append(f"result_schemas lacks a schema for {', '.join(missing)}")
+    return [by_id[q.query_id] for q in queries if q.query_id in by_id]
+
+
+def _order_fits(given: object, queries: Sequence[Query], phases: list[list[str]]) -> bool:
+    if not isinstance(given, list) or not all(
+            isinstance(p, list) and p and all(isinstance(q, str) for q in p) for p in given):
+        return False
+    phase_of = {q: n for n, phase in enumerate(given) for q in phase}
+    listed = [q for phase in given for q in phase]
+    if sorted(listed) != sorted(q.query_id for q in queries):
+        return False
+    return all(phase_of[d] < phase_of[q.query_id] for q in queries for d in q.depends_on)

@@ -21,6 +21,7 @@ from starlette.routing import Route
 from . import _openai, _responses
 from ._directives import parse_directives, strip_directives
 from ._interactions import Interactions, InteractionScript
+from ._pipeline import pipeline_step
 from ._steps import Drop, Fail, Malformed, Reply, Scripts, SimRequest, Slow, Step, ToolCalls
 
 Scope = MutableMapping[str, Any]
@@ -31,6 +32,18 @@ Send = Callable[[Message], Awaitable[None]]
 _SEND_KEY = "ask_another.simulator.send"
 _DEFAULT_INTERACTION = InteractionScript(statuses=("in_progress", "in_progress", "completed"))
 _RESEARCH_WORDS = ("research", "sonar")
+SEARCH_MODEL = "search"
+"""The `SimRequest.model` of a web search: `sim.script("search", [Fail(503)])` fails the next."""
+
+
+def search_hits(base_url: str, query: str, count: int) -> list[dict[str, str]]:
+    """The simulated results of a web search for `query`: pages on the simulator itself."""
+    slug = "-".join("".join(c if c.isalnum() else " " for c in query.lower()).split()[:8])
+    topic = " ".join(query.split())[:80] or "the query"
+    return [{"title": f"Simulated source {i} on {topic}",
+             "url": f"{base_url}/sources/search/{slug or 'query'}/{i}",
+             "content": f"A simulated page about {topic} (result {i}); it holds no real "
+                        "information."} for i in range(1, count + 1)]
 
 
 class SimulatorState:
@@ -180,6 +193,36 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
             "<p>It contains no real information.</p></article></body></html>"
         )
 
+    async def search(request: Request) -> Response:
+        # Tavily's wire format (POST {"query", "max_results"}) and SearXNG's (GET ?q=&format=json):
+        # litellm.asearch with search_provider "tavily" or "searxng" and api_base=sim.url.
+        if request.method == "GET":
+            query = request.query_params.get("q", "")
+            sim_request = await _record(state, request, SEARCH_MODEL)
+            assert sim_request is not None
+            wanted = 10
+        else:
+            sim_request = await _record(state, request, SEARCH_MODEL)
+            if sim_request is None:
+                return _bad_json()
+            query = str(sim_request.json.get("query") or "")
+            wanted = int(sim_request.json.get("max_results") or 5)
+        step = await _settle(state.scripts.next_for(sim_request))
+        if state.latency > 0:
+            await asyncio.sleep(state.latency)
+        if step is None:
+            directives = parse_directives(query)
+            step = directives.step if not isinstance(directives.step, ToolCalls) else None
+        if step is not None:
+            return await _answer(state, request, sim_request, step, "chat")
+        hits = search_hits(state.base_url, strip_directives(query), min(wanted, 5))
+        if request.method == "GET":
+            return JSONResponse({"query": query, "number_of_results": len(hits), "results": [
+                {**hit, "engine": "simulated", "engines": ["simulated"]} for hit in hits]})
+        return JSONResponse({"query": query, "answer": None, "images": [], "results": [
+            {**hit, "score": round(0.9 - 0.1 * i, 2)} for i, hit in enumerate(hits)],
+            "response_time": 0.01})
+
     async def models(request: Request) -> Response:
         await _record(state, request)
         return JSONResponse({"object": "list", "data": []})
@@ -199,6 +242,7 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
                 methods=["POST"],
             ),
             Route("/sources/{rest:path}", source_page, methods=["GET"]),
+            Route("/search", search, methods=["GET", "POST"]),
         ]
     )
 
@@ -316,8 +360,11 @@ def _last_role(request: SimRequest) -> str | None:
     return turns[-1][0] if turns else None
 
 
-def _default_step(state: SimulatorState, request: SimRequest) -> Reply:
+def _default_step(state: SimulatorState, request: SimRequest) -> Step:
     model = request.model or "simulated"
+    pipeline = pipeline_step(request, model, state.base_url)
+    if pipeline is not None:
+        return pipeline
     if _last_role(request) == "tool":
         results = [text[:100] for role, text in request.turns if role == "tool"]
         return Reply(

@@ -6,7 +6,8 @@ table is the truth about every job that is not running, and after a crash or a r
 Terminal states are final at this level too: every update except `insert_job` carries the guard
 ``status NOT IN ('completed', 'failed', 'cancelled')`` and reports whether it changed a row, so a
 late writer (a result arriving after a cancel, a recovery racing a job) can never flip a finished
-job. Times are Unix timestamps (seconds, float); citations are a JSON list of strings.
+job. Times are Unix timestamps (seconds, float); citations are a JSON list of objects (`url`,
+`title`, and `query` for the local pipeline; rows from before titles hold bare URLs).
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ class JobRecord(msgspec.Struct, kw_only=True):
     attempts: int = 0
     provider_handle: str | None = None
     report: str | None = None
-    citations: list[str] = msgspec.field(default_factory=list)
+    citations: list[dict[str, str]] = msgspec.field(default_factory=list)
+    """Each cited source: ``url``, ``title`` and, for the local pipeline, the ``query`` it
+    supports."""
     error: str | None = None
     detail: dict[str, Any] = msgspec.field(default_factory=dict)
     entry: str | None = None  # the MODEL_* variable it was made with (None: made before v4)
@@ -104,11 +107,17 @@ def _record(row: sqlite3.Row) -> JobRecord:
         attempts=row["attempts"],
         provider_handle=row["provider_handle"],
         report=row["report"],
-        citations=json.loads(row["citations"]) if row["citations"] else [],
+        citations=_citations(row["citations"]),
         error=row["error"],
         detail=json.loads(row["detail"]) if row["detail"] else {},
         entry=row["entry"],
     )
+
+
+def _citations(raw: str | None) -> list[dict[str, str]]:
+    # Rows written before citations had titles hold bare URLs.
+    return [{"url": c, "title": c} if isinstance(c, str) else c
+            for c in (json.loads(raw) if raw else [])]
 
 
 def _encode(column: str, value: Any) -> Any:

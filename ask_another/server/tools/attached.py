@@ -109,8 +109,8 @@ class Finished:
     record: JobRecord
 
 
-def _key(model: str, query: str, timeout: float, method: str) -> str:
-    text = json.dumps([model, query, timeout, method], ensure_ascii=False)
+def _key(model: str, query: str, timeout: float, method: str, depth: str) -> str:
+    text = json.dumps([model, query, timeout, method, depth], ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -164,7 +164,7 @@ def _question(job_id: str, w: dict[str, Any]) -> Question:
 
 async def attachment(ctx: Context[Any, Any], model: str, query: str,
                      timeout: float,  # noqa: ASYNC109 - start_research's argument, by name
-                     method: str) -> Attachment:
+                     method: str, depth: str = "standard") -> Attachment:
     """Start the job (first round), or find it again (a 2026-07-28 retry with answers)."""
     with tool_errors("start_research"):
         runtime = runtime_of(ctx)
@@ -173,7 +173,7 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
         for key in [k for k, atts in table.items()
                     if all(a.deadline + KEEP_ATTACHED < now for a in atts)]:
             del table[key]
-        key = _key(model, query, timeout, method)
+        key = _key(model, query, timeout, method, depth)
         if ctx.request_state is not None:
             found = table.get(key)
             if found:
@@ -183,7 +183,8 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
         if not 0 <= timeout <= MAX_WAIT:
             raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
                                   f"got {timeout:g}")
-        record = await runtime.jobs.start(model, query, method.strip() or "auto")
+        record = await runtime.jobs.start(model, query, method.strip() or "auto",
+                                          depth=depth.strip() or "standard")
         attached = Attachment(key, record, timeout, time.monotonic(), now + timeout)
         table.setdefault(key, []).append(attached)
         return attached

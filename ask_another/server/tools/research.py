@@ -202,6 +202,10 @@ def register(server: MCPServer[Any]) -> None:
             description="auto (default: provider for deep-research models, sequential for "
                         "every other model), provider, agent or sequential.",
             json_schema_extra={"enum": ["auto", "provider", "agent", "sequential"]})] = "auto",
+        depth: Annotated[str, Field(
+            description="How thorough the local pipeline (method sequential) is: shallow (2-5 "
+                        "queries), standard (default, 3-8) or deep (5-12).",
+            json_schema_extra={"enum": ["shallow", "standard", "deep"]})] = "standard",
     ) -> str:
         # The resolvers started the job, waited on it and elicited its questions (attached.py).
         with tool_errors("start_research"):

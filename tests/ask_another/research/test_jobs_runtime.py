@@ -58,7 +58,8 @@ async def test_gemini_job_polls_until_completed_and_keeps_the_interaction_id(
     final = await jobs.wait(record.id, 30)
     assert final.status == "completed", final
     assert final.report == "Deep report [1]"
-    assert final.citations == ["http://example.test/a"]
+    assert [c["url"] for c in final.citations] == ["http://example.test/a"]
+    assert all(c["title"] for c in final.citations)
     (interaction,) = sim.interactions.values()
     assert final.provider_handle == interaction.id
     assert interaction.polls == 3

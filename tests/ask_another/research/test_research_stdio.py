@@ -64,7 +64,7 @@ async def test_research_session(sim: Simulator, tmp_path: Path):
             assert not result.is_error, text_of(result)
             body = json.loads(text_of(result))
             assert body["report"] == "The answer is 42 [1]."
-            assert body["citations"] == ["http://example.test/42"]
+            assert [c["url"] for c in body["citations"]] == ["http://example.test/42"]
             assert body["model"] == "gemini/deep-research-pro-preview-12-2025"
             assert body["elapsed_seconds"] >= 0 and body["status"] == "completed"
             first_job = body["job_id"]

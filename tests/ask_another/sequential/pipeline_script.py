@@ -1,8 +1,9 @@
 """A scripted model for the pipeline tests: a simulator responder keyed on the query in the
 request (imported by module name by the runtime and stdio tests).
 
-For a research question on any topic, the standard plan has q1 definition, then q2 current state,
-q3 comparison and q4 types in parallel, then q5 future outlook. The script:
+The plan request gets an answer that is no plan (twice: the first answer and the repair), so
+the pipeline falls back to the template planner, whose standard plan has q1 definition, then q2
+current state, q3 comparison and q4 types in parallel, then q5 future outlook. The script:
 
 - definition: asks for read_article on a simulator page first, then answers citing it;
 - current state: answers at once with two sources;

@@ -73,7 +73,7 @@ async def test_pipeline_plans_runs_phases_repairs_and_compiles(runtime: Runtime,
             stats["total_sources"]) == (5, 4, 1, 5)
     assert "5 queries executed, 4 succeeded, 1 failed; 5 sources" in report
     # Sources of different queries (each numbered S1 by its model) stay distinct.
-    assert set(result.citations) == {f"{sim.url}/sources/photonic-intro",
+    assert {c.url for c in result.citations} == {f"{sim.url}/sources/photonic-intro",
                                      "https://example.org/market", "https://example.org/paper",
                                      "https://example.org/taxonomy",
                                      "https://example.org/outlook"}
@@ -98,7 +98,8 @@ async def test_pipeline_plans_runs_phases_repairs_and_compiles(runtime: Runtime,
 
     # Progress: the plan, each phase, and each query's state.
     texts = [step for step, _ in steps]
-    assert texts[0] == "planned 5 queries in 3 phases"
+    assert texts[0] == "asking openai/m1 for a standard research plan"
+    assert texts[1] == "planned 5 queries in 3 phases (the template planner)"
     assert any(t.startswith("phase 2/3:") and "q4 repairing the answer" in t for t in texts)
     assert any("q1 Read an article in progress" in t for t in texts)
     assert any("q3 attempt 2" in t for t in texts)

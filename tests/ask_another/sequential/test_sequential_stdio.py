@@ -70,8 +70,11 @@ async def test_sequential_session_over_stdio(sim: Simulator, tmp_path: Path):
             assert "Query q3 failed and was skipped in the report" in job_report
             assert FAILURE in job_report
             assert "5 queries executed, 4 succeeded, 1 failed; 5 sources" in job_report
-            assert f"{sim.url}/sources/photonic-intro" in body["citations"]
-            assert len(body["citations"]) == 5
+            urls = [c["url"] for c in body["citations"]]
+            assert f"{sim.url}/sources/photonic-intro" in urls
+            assert len(urls) == 5
+            assert {"url": f"{sim.url}/sources/photonic-intro", "title": "Photonic intro",
+                    "query": "What is photonic computing"} in body["citations"]
             kinds = [query_of(r)[1] for r in sim.requests_for(MODEL)]
             assert kinds.count("comparison") == 2  # the failing query, retried once
             repairs = [r for r in sim.requests_for(MODEL) if REPAIR_MARK in r.last_user_text]

@@ -1,0 +1,86 @@
+"""What a research job spent: every provider call it made, summed.
+
+A method adds the `Usage` of each call it makes (the plan, each query turn's rounds, repairs,
+searches, the compile, a Gemini interaction's reported usage) to its context's `JobUsage`; the job
+shows the sum while it runs (check_research: "so far") and stores it with the result ("total").
+The price is litellm's (`Usage.cost_usd`); a call whose price litellm does not know is counted in
+`unpriced_calls`, so a total is never presented as complete when it is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ask_another.gateway import Usage
+
+__all__ = ["JobUsage", "usage_text"]
+
+
+@dataclass(slots=True)
+class JobUsage:
+    """The running sum of one job's provider calls (mutated by the job's own tasks only)."""
+
+    provider_calls: int = 0
+    searches: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+
+    def add(self, usage: Usage, *, search: bool = False) -> None:
+        """Count one provider call (a completion, or a web search when `search`)."""
+        self.provider_calls += 1
+        self.searches += int(search)
+        self.prompt_tokens += usage.prompt_tokens or 0
+        self.completion_tokens += usage.completion_tokens or 0
+        if usage.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += usage.cost_usd
+
+    def add_reported(self, reported: Mapping[str, Any]) -> None:
+        """Count one call whose provider reported its usage as a mapping (a Gemini
+        interaction: ``total_input_tokens`` / ``total_output_tokens``, or OpenAI's names)."""
+        def number(*names: str) -> int:
+            for name in names:
+                value = reported.get(name)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    return int(value)
+            return 0
+
+        cost = reported.get("cost_usd")
+        self.add(Usage(prompt_tokens=number("total_input_tokens", "input_tokens",
+                                            "prompt_tokens"),
+                       completion_tokens=number("total_output_tokens", "output_tokens",
+                                                "completion_tokens"),
+                       cost_usd=float(cost) if isinstance(cost, int | float) else None))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The sum as stored and shown: `cost_usd` is None when no call had a known price."""
+        priced = self.provider_calls - self.unpriced_calls
+        return {"provider_calls": self.provider_calls, "searches": self.searches,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cost_usd": round(self.cost_usd, 8) if priced else None,
+                "unpriced_calls": self.unpriced_calls}
+
+
+def usage_text(usage: Mapping[str, Any]) -> str:
+    """One line for people: calls, tokens, cost (and how many calls had no known price)."""
+    calls = int(usage.get("provider_calls") or 0)
+    searches = int(usage.get("searches") or 0)
+    text = f"{calls} provider call{'s' if calls != 1 else ''}"
+    if searches:
+        text += f" ({searches} web search{'es' if searches != 1 else ''})"
+    text += (f", {int(usage.get('prompt_tokens') or 0):,} tokens in, "
+             f"{int(usage.get('completion_tokens') or 0):,} out")
+    cost = usage.get("cost_usd")
+    unpriced = int(usage.get("unpriced_calls") or 0)
+    if cost is None:
+        text += ", cost unknown"
+    else:
+        text += f", ${float(cost):.6f}"
+        if unpriced:
+            text += f" (plus {unpriced} call{'s' if unpriced != 1 else ''} of unknown price)"
+    return text

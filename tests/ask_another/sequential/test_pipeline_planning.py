@@ -1,0 +1,165 @@
+"""The pipeline's model-made plan, web search through litellm, usage and citations, on a real
+runtime against the simulator's default pipeline script (its plan, its search, its answers)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ask_another.config import Config
+from ask_another.research import JobContext
+from ask_another.research.providers import ResearchFailed
+from ask_another.runtime import Runtime, open_runtime
+from ask_another.sequential.pipeline import run_pipeline
+from ask_another.simulator import Fail, Reply, Simulator
+
+KEY = "sk-test-PLANNING-9f8e7d"
+SEARCH_KEY = "tvly-test-SEARCH-5c4b3a"
+COMPARE = "Compare SQLite and PostgreSQL for an embedded analytics product"
+PLAN_MARK = "You are the planner of a research pipeline"
+
+
+def env(sim: Simulator, home: Path, **extra: str) -> dict[str, str]:
+    return {"ASK_ANOTHER_HOME": str(home), "ASK_ANOTHER_POLL_SECONDS": "0.05",
+            "ASK_ANOTHER_GATEWAY_PROCESS": "0",
+            "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}", **extra}
+
+
+@pytest.fixture
+async def runtime(sim: Simulator, tmp_path: Path) -> AsyncIterator[Runtime]:
+    config = Config.from_env(env(sim, tmp_path / "home",
+                                 SEARCH_TAVILY=f"tavily;{SEARCH_KEY};{sim.url}"))
+    async with open_runtime(config, prewarm_after=0) as rt:
+        yield rt
+
+
+async def context(runtime: Runtime, query: str, depth: str = "standard",
+                  steps: list[tuple[str, dict[str, Any]]] | None = None) -> JobContext:
+    async def save_handle(_handle: str) -> None:
+        raise AssertionError("the pipeline has no provider handle to save")
+
+    seen = steps if steps is not None else []
+    return JobContext(
+        job_id="r-plan", entry=runtime.config.resolve("sim"), query=query,
+        config=runtime.config, gateway=await runtime.gateway(), attempt=1,
+        started_at=time.time(), handle=None, depth=depth,
+        report=lambda step, detail=None, **more: seen.append((step, {**(detail or {}),
+                                                                     **more})),
+        save_handle=save_handle)
+
+
+def plan_requests(sim: Simulator) -> list[Any]:
+    return [r for r in sim.requests_for("m1")
+            if r.messages and str(r.messages[0].get("content", "")).startswith(PLAN_MARK)]
+
+
+async def test_model_plan_for_a_comparison_has_no_template_artefacts(runtime: Runtime,
+                                                                     sim: Simulator):
+    steps: list[tuple[str, dict[str, Any]]] = []
+    result = await run_pipeline(await context(runtime, COMPARE, steps=steps))
+
+    assert result.detail["plan_source"] == "model"
+    queries = [r.messages[1]["content"] for r in sim.requests_for("m1")
+               if "Query q" in str(r.messages[-1].get("content", ""))]
+    texts = " ".join(queries)
+    assert "What is Compare" not in texts and "Compare Compare" not in texts
+    assert "What are the strengths and limits of SQLite for an embedded analytics product?" \
+        in texts
+    assert "The research plan was made by the model." in result.report
+    assert any("(the model)" in step for step, _ in steps)
+
+
+async def test_search_results_become_titled_citations_with_their_query(runtime: Runtime,
+                                                                       sim: Simulator):
+    result = await run_pipeline(await context(runtime, COMPARE))
+
+    searches = sim.requests_for("search")
+    assert len(searches) == 3  # one search_web call per query, through litellm to "Tavily"
+    assert all(r.method == "POST" and r.headers["authorization"] == f"Bearer {SEARCH_KEY}"
+               for r in searches)
+    assert result.citations
+    for cited in result.citations:
+        assert cited.url.startswith(f"{sim.url}/sources/search/")
+        assert cited.title and cited.title.startswith("Simulated source ")
+        assert cited.query and cited.query.endswith("?")
+    assert {c.query for c in result.citations} >= {
+        "How do SQLite and PostgreSQL differ for an embedded analytics product, and when is "
+        "each the better choice?"}
+    assert "### References" in result.report
+
+
+async def test_usage_sums_every_provider_call(runtime: Runtime, sim: Simulator):
+    steps: list[tuple[str, dict[str, Any]]] = []
+    result = await run_pipeline(await context(runtime, COMPARE, steps=steps))
+
+    usage = result.detail["usage"]
+    completions = sim.requests_for("m1")
+    searches = sim.requests_for("search")
+    # 1 plan call, and per query: a search round and an answer round.
+    assert (len(completions), len(searches)) == (7, 3)
+    assert usage["provider_calls"] == len(completions) + len(searches)
+    assert usage["searches"] == 3
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    # openai/m1 has no price in litellm's map; Tavily's is $0.008 a query.
+    assert usage["unpriced_calls"] == 7
+    assert usage["cost_usd"] == pytest.approx(3 * 0.008)
+    so_far = [d["usage"]["provider_calls"] for _, d in steps if "usage" in d]
+    assert so_far == sorted(so_far) and so_far[-1] <= usage["provider_calls"]
+
+
+async def test_depth_deep_plans_more_queries(runtime: Runtime, sim: Simulator):
+    result = await run_pipeline(await context(runtime, "photonic computing", depth="deep"))
+    assert result.detail["statistics"]["queries_executed"] == 5
+    assert "Depth: deep" in plan_requests(sim)[0].messages[1]["content"]
+
+
+async def test_an_invalid_plan_is_repaired_once(runtime: Runtime, sim: Simulator):
+    sim.script("m1", [Reply("Here is my plan: first look things up, then compare.")])
+    result = await run_pipeline(await context(runtime, COMPARE))
+
+    assert result.detail["plan_source"] == "model"
+    first, second = plan_requests(sim)
+    assert "Your plan does not fit the contract: the answer holds no JSON object" in str(
+        second.messages[-1]["content"])
+    assert len(first.messages) == 2 and len(second.messages) == 4
+
+
+async def test_a_plan_still_invalid_after_the_repair_falls_back_to_the_template(
+        runtime: Runtime, sim: Simulator):
+    bad = {"queries": [{"query_id": "q1", "query_text": "only one", "query_type": "x",
+                        "priority": "urgent"}], "result_schemas": []}
+    sim.script("m1", [Reply("```json\n" + json.dumps(bad) + "\n```\nHope this helps!")] * 2)
+    result = await run_pipeline(await context(runtime, "photonic computing"))
+
+    assert result.detail["plan_source"] == "template"
+    assert len(plan_requests(sim)) == 2
+    report = result.report
+    assert ("The research plan was made by the template planner, because the model's plan "
+            "did not fit the plan contract, even after one repair: ") in report
+    assert "queries[0].priority must be one of critical, high, medium, low" in report
+    assert "## Overview" in report  # the template's definition query ran
+
+
+async def test_errors_are_one_line_per_distinct_reason(runtime: Runtime, sim: Simulator):
+    def respond(request: Any) -> Any:
+        if str(request.messages[0].get("content", "")).startswith(PLAN_MARK):
+            return None  # the default plan
+        return Fail(500, "the query backend exploded")
+
+    sim.script("m1", respond)
+    with pytest.raises(ResearchFailed) as failed:
+        await run_pipeline(await context(runtime, COMPARE))
+
+    message = str(failed.value)
+    assert message.count("the query backend exploded") == 1
+    assert "q1, q2, q3: gave up after 2 attempts" in message
+    assert "\n" not in message
+    report = failed.value.report or ""
+    # Once in the warnings and once in the methodology, instead of once per query in each.
+    assert report.count("the query backend exploded") == 2
+    assert report.count("the same reason as q1") == 4
