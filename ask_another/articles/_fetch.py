@@ -17,9 +17,17 @@ How a fetch stays on addresses it has checked (no DNS-rebinding window):
 
 Proxies from the environment are ignored (``trust_env=False``): a proxy would make the
 connection to an address nobody checked. Bodies are streamed and refused as soon as they pass
-``max_bytes`` (after decompression, so a gzip bomb is stopped too); a ``Content-Length`` that is
-already too large is refused before reading. Every failure is a ``FetchError`` whose ``reason``
-a person can act on.
+``max_bytes``; a ``Content-Length`` that is already too large is refused before reading. Every
+failure is a ``FetchError`` whose ``reason`` a person can act on.
+
+Compressed bodies are decoded here, not by httpx: httpx decodes every ``Content-Encoding`` layer
+of a chunk in one call, so ``gzip, gzip`` turns 2 kB on the wire into a gigabyte before any size
+check sees it. ``_BodyDecoder`` runs the layers (``gzip``, ``deflate``, at most
+``MAX_ENCODING_LAYERS`` of them) as a pipeline in which no layer hands on more than
+``_STEP`` bytes at a time, counts the decoded bytes as they come out and stops at ``max_bytes``:
+memory stays within the limit plus a few zlib windows, whatever the ratio. Decoding runs in a
+worker thread, one wire chunk at a time, so the trio loop keeps answering other calls. ``br`` and
+``zstd`` are not asked for and are refused if a server sends them anyway.
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import ssl
-from collections.abc import AsyncGenerator, Collection, Iterable
+import zlib
+from collections.abc import AsyncGenerator, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -55,6 +64,14 @@ _HEADERS: Final = {
     # No brotli/zstd: their compression ratios make bigger bombs, and gzip is universal.
     "Accept-Encoding": "gzip, deflate",
 }
+
+
+#: Content-Encoding layers decoded at most (``gzip, gzip`` is two); more is refused.
+MAX_ENCODING_LAYERS: Final = 3
+# Bytes one decoding layer hands on at a time: the pipeline's memory per layer.
+_STEP: Final = 64 * 1024
+_WBITS: Final = {"gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16,
+                 "deflate": zlib.MAX_WBITS}
 
 
 class FetchError(AskAnotherError):
@@ -238,18 +255,100 @@ def _parse_content_type(value: str | None) -> tuple[str, str | None]:
     return media_type.strip().lower(), charset
 
 
+class _Layer:
+    """One ``gzip`` or ``deflate`` layer; ``decode`` yields its output ``_STEP`` bytes at most at
+    a time (zlib's ``max_length``), so a bomb never expands in one piece."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self.wbits = _WBITS[coding]
+        self.inflater = zlib.decompressobj(self.wbits)
+        self.started = False
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            try:
+                out = self.inflater.decompress(data, _STEP)
+            except zlib.error as exc:
+                if self.coding == "deflate" and not self.started:
+                    # Servers send raw deflate under this name too (httpx accepts both).
+                    self.wbits, self.inflater = -zlib.MAX_WBITS, zlib.decompressobj(-zlib.MAX_WBITS)
+                    self.started = True
+                    continue
+                raise FetchError(f"its {self.coding} compression is corrupt ({exc})") from exc
+            self.started = True
+            data = self.inflater.unconsumed_tail
+            if self.inflater.eof and self.inflater.unused_data:
+                # Another member follows (concatenated gzip streams are one body).
+                data = self.inflater.unused_data
+                self.inflater = zlib.decompressobj(self.wbits)
+            if out:
+                yield out
+
+
+class _BodyDecoder:
+    """Decodes a body's ``Content-Encoding`` layers as it streams; refuses more than
+    ``max_bytes`` of decoded bytes. ``feed`` is blocking (CPU): run it in a worker thread."""
+
+    def __init__(self, codings: list[str], max_bytes: int) -> None:
+        # The header lists the codings in the order they were applied: undo them last first.
+        self.layers = [_Layer(c) for c in reversed(codings)]
+        self.max_bytes = max_bytes
+        self.total = 0
+
+    def feed(self, raw: bytes) -> bytes:
+        out: list[bytes] = []
+        for piece in self._through(0, raw):
+            self.total += len(piece)
+            if self.total > self.max_bytes:
+                raise FetchError(f"the page is larger than the {human_size(self.max_bytes)} "
+                                 "limit (after decompression)")
+            out.append(piece)
+        return b"".join(out)
+
+    def _through(self, index: int, data: bytes) -> Iterator[bytes]:
+        if index == len(self.layers):
+            yield data
+            return
+        for piece in self.layers[index].decode(data):
+            yield from self._through(index + 1, piece)
+
+
+def _codings(response: httpx.Response) -> list[str]:
+    """The response's content codings, in the order they were applied (identity left out)."""
+    codings = [c.strip().lower()
+               for value in response.headers.get_list("content-encoding")
+               for c in value.split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    unknown = sorted({c for c in codings if c not in _WBITS})
+    if unknown:
+        raise FetchError(f"its content encoding {', '.join(unknown)} is not supported "
+                         "(only gzip and deflate are read)")
+    if len(codings) > MAX_ENCODING_LAYERS:
+        raise FetchError(f"it is compressed {len(codings)} times over; at most "
+                         f"{MAX_ENCODING_LAYERS} layers of compression are read")
+    return codings
+
+
 async def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         raise FetchError(
             f"the page is {human_size(int(declared))}, over the {human_size(max_bytes)} limit"
         )
+    codings = _codings(response)
+    decoder = _BodyDecoder(codings, max_bytes) if codings else None
     chunks: list[bytes] = []
     total = 0
-    # httpx types aiter_bytes as an iterator, but it is an async generator: close it promptly.
-    stream = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+    # The raw bytes, undecoded (see the module docstring). httpx types aiter_raw as an iterator,
+    # but it is an async generator: close it promptly.
+    stream = cast(AsyncGenerator[bytes, None], response.aiter_raw())
     async with contextlib.aclosing(stream) as body:
-        async for chunk in body:
+        async for raw in body:
+            if decoder is None:
+                chunk = raw
+            else:
+                chunk = await trio.to_thread.run_sync(decoder.feed, raw)
             total += len(chunk)
             if total > max_bytes:
                 raise FetchError(f"the page is larger than the {human_size(max_bytes)} limit")
