@@ -2,7 +2,8 @@
 
     ask-another                  serve MCP over stdio (what an MCP client runs)
     ask-another models           the allowed models and what litellm knows of each
-    ask-another ask MODEL PROMPT one completion, streamed to stdout
+    ask-another ask MODEL PROMPT one completion, streamed to stdout (a progress line until then)
+    ask-another research MODEL QUERY  a research job, with live progress; the report to stdout
     ask-another ask M1,M2 PROMPT a consensus: every model at once, replies side by side
     ask-another doctor           check the configuration; exit 1 naming every problem once
     ask-another feedback TEXT    record feedback (or a bug) in the local store, as the MCP tool does
@@ -95,6 +96,16 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--synthesize", metavar="MODEL",
                      help="several models: this model compares their replies afterwards")
     ask.add_argument("--conversation", metavar="ID", help="continue this conversation")
+    research = commands.add_parser("research", help="run a research job with live progress "
+                                   "(permission requests asked here); the report goes to stdout")
+    research.add_argument("model", help="a deep-research model, or any model for the agent and "
+                                        "sequential methods")
+    research.add_argument("query", help="the research question, with any context")
+    research.add_argument("--method", default="auto",
+                          choices=["auto", "provider", "agent", "sequential"],
+                          help="auto (default): provider for deep-research models, sequential "
+                               "for the others; agent: one model with tools, whose permission "
+                               "requests and questions are asked at this terminal")
     commands.add_parser("doctor", help="check the configuration; exit 1 if anything is wrong")
     feedback = commands.add_parser("feedback", help="record feedback or a bug report in the "
                                    "local store (what the MCP feedback tool does)")
@@ -124,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return trio.run(_consensus, config, args)
         if command == "ask":
             return trio.run(_ask, config, args)
+        if command == "research":
+            return trio.run(_research, config, args)
         if command == "doctor":
             return trio.run(_doctor, config)
         if command == "feedback":
@@ -173,32 +186,81 @@ async def _models(config: Config) -> int:
 
 async def _ask(config: Config, args: argparse.Namespace) -> int:
     from ask_another.runtime import open_runtime
+    from ask_another.terminal import open_progress
 
     streamed = False
 
-    async def show(text: str) -> None:
-        nonlocal streamed
-        streamed = True
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    async with open_runtime(config, prewarm_after=0) as runtime, open_progress() as progress:
+        progress.set(f"asking {args.model}")
 
-    async with open_runtime(config, prewarm_after=0) as runtime:
+        async def show(text: str) -> None:
+            nonlocal streamed
+            if not streamed:
+                progress.stop()  # the answer takes the line from here
+            streamed = True
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
         try:
             result = await runtime.complete(
                 args.model, args.prompt, system=args.system, temperature=args.temperature,
                 timeout=args.timeout, on_delta=show,
             )
         except AskAnotherError as exc:
+            progress.stop()
             if streamed:
                 print()
             print(person_text(exc, config), file=sys.stderr)
             return 1
+        progress.stop()
     if not streamed:
         sys.stdout.write(result.text)
     print()
     for n, url in enumerate(result.citations, 1):
         print(f"[{n}] {url}")
     print(f"— {result.model} · {result.usage.describe()}", file=sys.stderr)
+    return 0
+
+
+async def _research(config: Config, args: argparse.Namespace) -> int:
+    from ask_another.research import JobUpdate, ResearchJobs
+    from ask_another.runtime import open_runtime
+    from ask_another.terminal import TerminalInteraction, open_progress
+
+    unusable = await trio.to_thread.run_sync(home_problem, config.home)
+    if unusable is not None:
+        print(unusable, file=sys.stderr)
+        return 1
+    async with open_runtime(config, prewarm_after=0) as runtime, open_progress() as progress:
+        jobs = ResearchJobs.of(runtime)
+        person = TerminalInteraction(progress) if args.method == "agent" else None
+        job = await jobs.start(args.model, args.query, args.method, interaction=person)
+        print(f"research job {job.id} ({job.model}, method {job.method})", file=sys.stderr)
+        progress.set(f"{job.id} pending")
+
+        async def update(change: JobUpdate) -> None:
+            status = change.status.replace("_", " ")
+            step = f": {change.step}" if change.step and change.step != change.status else ""
+            progress.set(f"{change.job_id} {status}{step}")
+
+        try:
+            final = await jobs.wait(job.id, timeout=float("inf"), on_progress=update)
+        except KeyboardInterrupt:
+            progress.stop()
+            await jobs.cancel(job.id)
+            print(f"research job {job.id} cancelled", file=sys.stderr)
+            raise
+        progress.stop()
+    if final.status != "completed" or final.report is None:
+        reason = f": {final.error}" if final.error else ""
+        print(person_text(AskAnotherError(f"Research job {final.id} {final.status}{reason}"),
+                          config), file=sys.stderr)
+        return 1
+    print(final.report)
+    for n, url in enumerate(final.citations, 1):
+        print(f"[{n}] {url}")
+    print(f"— {final.id} · {final.model} · completed in {final.elapsed(final.ended_at or 0):.0f} s",
+          file=sys.stderr)
     return 0
 
 

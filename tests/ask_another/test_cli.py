@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ask_another.simulator import Fail, Reply, Simulator
+from ask_another.simulator import Fail, Reply, Simulator, Slow, ToolCalls
+from ask_another.simulator import ToolCall as SimCall
 
 pytestmark = pytest.mark.slow  # starts real server processes
 
@@ -119,7 +120,8 @@ def test_ask_speaks_to_a_person_of_commands_not_tools(tmp_path: Path):
 
     done = run(["ask", "sim", "hello"], env)
     assert done.returncode == 1
-    (line,) = done.stderr.splitlines()  # one line: no log line before it
+    (line,) = [ln for ln in done.stderr.splitlines()
+               if not ln.startswith("… ")]  # one line besides the progress: no log line
     assert line.startswith("The provider is unavailable (openai/m1)")
     assert f"tried {base}" in line and "status=500" not in line
 
@@ -180,3 +182,69 @@ def test_ask_several_models_prints_them_side_by_side(sim: Simulator, tmp_path: P
     assert done.returncode == 2 and "MODEL=STANCE" in done.stderr
     done = run(["ask", "sim,nope", "x"], env)
     assert done.returncode == 1 and "Model not allowed: 'nope'" in done.stderr
+
+
+def test_ask_shows_a_progress_line_then_the_answer_off_a_terminal(sim: Simulator, tmp_path: Path):
+    sim.script("m1", [Slow(1.5)])
+    done = run(["ask", "sim", "slow one"], {"ASK_ANOTHER_HOME": str(tmp_path),
+                                           "MODEL_SIM": f"openai/m1;k;{sim.openai_base}"})
+    assert done.returncode == 0, done
+    assert done.stdout == "[simulated m1] answer to: slow one\n"
+    assert done.stderr.startswith("… asking sim (0 s)\n")  # a plain line: no spinner in a pipe
+    assert "\r" not in done.stderr
+
+
+def test_ask_on_a_terminal_draws_a_spinner_and_erases_it(sim: Simulator, tmp_path: Path):
+    sim.script("m1", [Slow(1.0)])
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    controller, terminal = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ask_another", "ask", "sim", "spin"], cwd=REPO,
+        stdout=subprocess.PIPE, stderr=terminal, text=True,
+        env={**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), "ASK_ANOTHER_HOME": str(tmp_path),
+             "MODEL_SIM": f"openai/m1;k;{sim.openai_base}"})
+    os.close(terminal)
+    drawn = b""
+    try:
+        out, _ = child.communicate(timeout=120)
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        child.kill()
+        os.close(controller)
+    assert child.returncode == 0
+    assert out == "[simulated m1] answer to: spin\n"
+    screen = drawn.decode()
+    assert "\r⠋ asking sim · 0 s" in screen or "asking sim · " in screen
+    assert "\r\x1b[K" in screen  # erased before the answer
+
+
+def test_research_agent_asks_permission_and_questions_at_the_terminal(
+        sim: Simulator, tmp_path: Path):
+    options = [{"id": "short", "label": "A short report"}, {"id": "long", "label": "A long one"}]
+    sim.script("m1", [
+        ToolCalls([SimCall("read_article", {"url": "http://example.test/a"}, id="c1")]),
+        ToolCalls([SimCall("ask_user", {"prompt": "How long?", "options": options}, id="c2")]),
+        Reply("The final report."),
+    ])
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "ask_another", "research", "sim", "Tides?", "--method", "agent"],
+        cwd=REPO, input="n\n2\n", capture_output=True, text=True, timeout=120,
+        env={**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), "ASK_ANOTHER_HOME": str(tmp_path),
+             "MODEL_SIM": f"openai/m1;k;{sim.openai_base}", "ASK_ANOTHER_PERMISSIONS": "read=ask"})
+    assert done.returncode == 0, done
+    assert done.stdout == "The final report.\n"
+    assert "wants to run read_article(url='http://example.test/a') [read]. Allow it? [y/N]" in (
+        done.stderr)
+    assert "The research agent asks: How long?" in done.stderr
+    assert "research job r-" in done.stderr and "completed in" in done.stderr
+    results = [m["content"] for m in sim.requests_for("m1")[-1].messages if m["role"] == "tool"]
+    assert "was denied" in results[0]
+    assert '"option_id": "long"' in results[1]

@@ -1,0 +1,172 @@
+"""What the people commands show on a terminal while they wait, and how they ask a person.
+
+`open_progress(stream)` keeps one live status line on `stream` (stderr): on a terminal a spinner
+redrawn in place, with the seconds waited; anywhere else (a pipe, a log file) a plain line when
+the status changes and a "still ..." line every `every` seconds, so nothing is drawn over.
+`TerminalInteraction` is an `Interaction` for an agent research job run from a terminal: it
+shows each tool call on the status line, asks each permission request and each `ask_user`
+question on the terminal and reads the answer from stdin (end of input, or no terminal to ask,
+denies).
+
+Only `cli.py` writes through these; the server never does (stdout is its protocol).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TextIO
+
+import trio
+
+from ask_another.interaction import (
+    ALLOW,
+    CallHandle,
+    Choice,
+    ChoiceFailed,
+    Decision,
+    Deny,
+    PermissionRequest,
+    ToolUpdate,
+)
+
+__all__ = ["Progress", "TerminalInteraction", "open_progress"]
+
+FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class Progress:
+    """The status line; made by `open_progress`."""
+
+    def __init__(self, stream: TextIO, live: bool, every: float) -> None:
+        self._stream = stream
+        self._live = live
+        self._every = every
+        self._text = ""
+        self._shown = False
+        self._stopped = False
+        self._began = trio.current_time()
+        self._said_at = self._began
+
+    def set(self, text: str) -> None:
+        """A new status. Off a terminal it is printed as a line at once."""
+        if text == self._text or self._stopped:
+            return
+        self._text = text
+        if not self._live:
+            self._line(text)
+        else:
+            self._draw()
+
+    def stop(self) -> None:
+        """Erase the status line for good (the answer is about to be written)."""
+        self._erase()
+        self._stopped = True
+
+    @asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """The line erased and not redrawn while a question is asked."""
+        was = self._stopped
+        self.stop()
+        try:
+            yield
+        finally:
+            self._stopped = was
+
+    def _elapsed(self) -> float:
+        return trio.current_time() - self._began
+
+    def _line(self, text: str) -> None:
+        self._said_at = trio.current_time()
+        print(f"… {text} ({self._elapsed():.0f} s)", file=self._stream, flush=True)
+
+    def _draw(self) -> None:
+        if self._stopped or not self._text:
+            return
+        frame = FRAMES[int(self._elapsed() * 10) % len(FRAMES)]
+        self._stream.write(f"\r{frame} {self._text} · {self._elapsed():.0f} s\x1b[K")
+        self._stream.flush()
+        self._shown = True
+
+    def _erase(self) -> None:
+        if self._shown:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._shown = False
+
+    async def _tick(self) -> None:
+        while True:
+            await trio.sleep(0.1 if self._live else 1.0)
+            if self._live:
+                self._draw()
+            elif (not self._stopped and self._text
+                  and trio.current_time() - self._said_at >= self._every):
+                self._line(f"still {self._text}")
+
+
+@asynccontextmanager
+async def open_progress(stream: TextIO | None = None, *, live: bool | None = None,
+                        every: float = 10.0) -> AsyncIterator[Progress]:
+    """A status line on `stream` (stderr) for the block; erased when it ends. `live`: draw a
+    spinner in place (default: when `stream` is a terminal)."""
+    out = stream if stream is not None else sys.stderr
+    progress = Progress(out, out.isatty() if live is None else live, every)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(progress._tick)
+        try:
+            yield progress
+        finally:
+            progress.stop()
+            nursery.cancel_scope.cancel()
+
+
+class TerminalInteraction:
+    """An agent job's person, at this terminal: questions on `out`, answers read by `read_line`
+    (stdin's `readline` by default; "" means end of input)."""
+
+    def __init__(self, progress: Progress, out: TextIO | None = None,
+                 read_line: Callable[[], str] | None = None) -> None:
+        self.progress = progress
+        self.out = out if out is not None else sys.stderr
+        self.read_line = read_line if read_line is not None else sys.stdin.readline
+        self.handles: dict[str, CallHandle] = {}
+
+    async def _ask(self, question: str) -> str | None:
+        async with self.progress.paused():
+            print(question, end="", file=self.out, flush=True)
+            line = await trio.to_thread.run_sync(self.read_line, abandon_on_cancel=True)
+        if not line:
+            print("(no answer: end of input)", file=self.out, flush=True)
+            return None
+        return line.strip()
+
+    async def tool_updated(self, update: ToolUpdate) -> None:
+        step = f": {update.current_step}" if update.current_step else ""
+        self.progress.set(f"{update.title} {update.status.replace('_', ' ')}{step}")
+
+    async def request_permission(self, request: PermissionRequest) -> Decision:
+        arguments = ", ".join(f"{k}={v!r}" for k, v in request.arguments.items())
+        answer = await self._ask(f"The research agent wants to run {request.tool}({arguments}) "
+                                 f"[{request.class_}]. Allow it? [y/N] ")
+        return ALLOW if answer is not None and answer.lower() in ("y", "yes") else Deny()
+
+    async def register_call(self, tool_call_id: str, handle: CallHandle) -> None:
+        self.handles[tool_call_id] = handle
+
+    async def ask_choice(self, choice: Choice) -> str | ChoiceFailed:
+        lines = [f"The research agent asks: {choice.prompt}"]
+        lines += [f"  {n}. {o.label}" for n, o in enumerate(choice.options, 1)]
+        while True:
+            answer = await self._ask("\n".join(lines) + f"\nYour pick (1-{len(choice.options)}): ")
+            if answer is None:
+                return ChoiceFailed("no_answer")
+            if answer.isdigit() and 1 <= int(answer) <= len(choice.options):
+                return choice.options[int(answer) - 1].id
+            picked = next((o.id for o in choice.options if answer in (o.id, o.label)), None)
+            if picked is not None:
+                return picked
+            lines = [f"{answer!r} is not one of the options."]
+
+    async def text_delta(self, text: str) -> None:
+        self.progress.set("writing the report")
