@@ -45,6 +45,8 @@ configuration (environment variables, read once at start):
   ASK_ANOTHER_PERMISSIONS           tool policy for research agents (read=allow,effect=ask)
   ASK_ANOTHER_PERMISSION_TIMEOUT    seconds a permission request waits for a person (600)
   ASK_ANOTHER_ALLOW_HOSTS           internal hosts read_article may fetch (host or host:port)
+  SEARCH_<NAME>="provider;api-key[;api_base]"
+                    a web-search engine for research (tavily, searxng, exa_ai, brave, ...)
   ASK_ANOTHER_SEARXNG_URL           a SearXNG instance for research web search
   ASK_ANOTHER_LOG_LEVEL             DEBUG, INFO, WARNING or ERROR (server log on stderr)
   ASK_ANOTHER_GATEWAY_PROCESS       1: completions in a litellm worker process (server

@@ -16,12 +16,34 @@ import structlog
 from ._app import SimulatorState
 from ._server import SimulatorURLs, bind_socket, make_server
 
+EPILOG = """\
+base URLs (PORT is --port, or the free port named in the simulator.listening event on stderr):
+  http://127.0.0.1:PORT/v1   OpenAI-compatible chat completions (JSON and SSE), for
+                             MODEL_SIM="openai/m1;any-key;http://127.0.0.1:PORT/v1"
+                             and MODEL_PPLX="perplexity/sonar-deep-research;any-key;<same>"
+  http://127.0.0.1:PORT      Gemini interactions (deep research), for
+                             MODEL_GDR="gemini/deep-research-pro-preview-12-2025;any-key;<this>"
+  any model name is answered "[simulated MODEL] answer to: PROMPT"
+
+directives (markers in the last user message; removed from the echoed prompt):
+  [[sim:fail=429]]  [[sim:fail=503 upstream overloaded]]   answer with that HTTP error
+  [[sim:delay=0.5]]                 wait that many extra seconds first
+  [[sim:drop]]                      close the connection without a response
+  [[sim:malformed]]                 answer 200 with a body that is not JSON
+  [[sim:tool=NAME {"arg": "..."}]]  ask for that tool call (repeatable), answer once results
+                                    are back
+  [[sim:polls=N]]  [[sim:status=failed]]   interactions: in progress for N polls, then that
+                                    end status (completed by default)
+a malformed directive gets a 400 naming it."""
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m ask_another.simulator",
         description="Serve the ask-another simulated LLM provider (a simulation, not a real "
         "model) on 127.0.0.1.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     parser.add_argument(

@@ -282,3 +282,14 @@ def test_public_names_are_complete_and_sorted() -> None:
         and getattr(value, "__module__", "").startswith("ask_another.simulator.")
     }
     assert public <= set(exported)
+
+
+def test_help_shows_the_base_urls_and_the_directives(capsys: pytest.CaptureFixture[str]) -> None:
+    from ask_another.simulator.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = capsys.readouterr().out
+    for piece in ("http://127.0.0.1:PORT/v1", "MODEL_SIM=", "[[sim:fail=429]]", "[[sim:delay=",
+                  "[[sim:drop]]", "[[sim:malformed]]", "[[sim:tool=", "[[sim:polls=N]]"):
+        assert piece in shown
