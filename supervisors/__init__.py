@@ -5,14 +5,9 @@ monitors and links, supervisors with OTP's restart strategies, a dynamic supervi
 registry. See docs/supervisors.md.
 """
 
-from ._actor import DEFAULT_MAILBOX_SIZE as DEFAULT_MAILBOX_SIZE
-from ._actor import NOREPLY as NOREPLY
 from ._actor import Actor as Actor
-from ._actor import ActorRef as ActorRef
-from ._actor import Caller as Caller
-from ._actor import TaskHandle as TaskHandle
-from ._actor import TaskStatus as TaskStatus
-from ._actor import spawn as spawn
+from ._call import NOREPLY as NOREPLY
+from ._call import Caller as Caller
 from ._dynamic import DynamicSupervisorRef as DynamicSupervisorRef
 from ._dynamic import dynamic_supervisor_spec as dynamic_supervisor_spec
 from ._dynamic import open_dynamic_supervisor as open_dynamic_supervisor
@@ -31,12 +26,18 @@ from ._reasons import Crash as Crash
 from ._reasons import Down as Down
 from ._reasons import Exit as Exit
 from ._reasons import ExitReason as ExitReason
+from ._reasons import IdleTimeout as IdleTimeout
 from ._reasons import Killed as Killed
 from ._reasons import Normal as Normal
 from ._reasons import Shutdown as Shutdown
 from ._reasons import TaskCancelled as TaskCancelled
 from ._reasons import TaskDone as TaskDone
+from ._ref import ActorRef as ActorRef
+from ._ref import ActorStatistics as ActorStatistics
+from ._ref import MonitorRef as MonitorRef
 from ._registry import Registry as Registry
+from ._spawn import DEFAULT_MAILBOX_SIZE as DEFAULT_MAILBOX_SIZE
+from ._spawn import spawn as spawn
 from ._spec import ChildSpec as ChildSpec
 from ._spec import ChildType as ChildType
 from ._spec import Restart as Restart
@@ -52,6 +53,8 @@ from ._supervisor import SupervisorRef as SupervisorRef
 from ._supervisor import open_supervisor as open_supervisor
 from ._supervisor import start_supervisor as start_supervisor
 from ._supervisor import supervisor_spec as supervisor_spec
+from ._tasks import TaskHandle as TaskHandle
+from ._tasks import TaskState as TaskState
 
 __all__ = [
     "DEFAULT_MAILBOX_SIZE",
@@ -60,6 +63,7 @@ __all__ = [
     "Actor",
     "ActorExited",
     "ActorRef",
+    "ActorStatistics",
     "CallTimeout",
     "CallToSelf",
     "Caller",
@@ -73,10 +77,12 @@ __all__ = [
     "DynamicSupervisorRef",
     "Exit",
     "ExitReason",
+    "IdleTimeout",
     "InvalidSpec",
     "Killed",
     "MailboxFull",
     "MaxChildren",
+    "MonitorRef",
     "NameTaken",
     "Normal",
     "Registry",
@@ -91,7 +97,7 @@ __all__ = [
     "TaskCancelled",
     "TaskDone",
     "TaskHandle",
-    "TaskStatus",
+    "TaskState",
     "UnknownChild",
     "child_spec",
     "dynamic_supervisor_spec",

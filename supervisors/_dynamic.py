@@ -18,18 +18,18 @@ from typing import Any, Literal, final
 
 import trio
 
-from ._actor import ActorRef, Caller, _fail_start, _init_cannot_suspend, _spawn_now, spawn
-from ._errors import InvalidSpec, MaxChildren, NameTaken, StartError, UnknownChild
-from ._log import debug_enabled, logger
-from ._mailbox import YIELD_EVERY
+from ._call import Caller
+from ._errors import InvalidSpec, MaxChildren, StartError, UnknownChild
+from ._log import logger
 from ._reasons import Down, ExitReason
+from ._ref import ActorRef
 from ._registry import Registry
+from ._spawn import DEFAULT_MAILBOX_SIZE, check_start
 from ._spec import ChildSpec, Start
 from ._supervisor import (
     ChildCounts,
     ChildInfo,
     _CallError,
-    _cause,
     _check_limits,
     _Child,
     _count,
@@ -42,11 +42,6 @@ from ._supervisor import (
 _PRUNE_MIN = 64
 """The table of children is first pruned of exited temporary children at this size."""
 
-_streak = 0
-"""Starts done in their caller's task since one of them last yielded (see `start_child`). One
-count for the process: a task that never yields is the only one counting, so it yields in
-time; others counting too only make it yield sooner."""
-
 
 class DynamicSupervisor(_SupervisorBase):
     _children: dict[ActorRef, _Child]
@@ -57,7 +52,7 @@ class DynamicSupervisor(_SupervisorBase):
         self, max_children: int | None = None, max_restarts: int = 3, max_seconds: float = 5
     ) -> None:
         _check_max(max_children)
-        self._setup_intensity(max_restarts, max_seconds)
+        await self._setup(max_restarts, max_seconds)
         self._max_children = max_children
         self._children = {}
         self._prune_at = _PRUNE_MIN
@@ -69,7 +64,7 @@ class DynamicSupervisor(_SupervisorBase):
         gone = [
             ref
             for ref, child in children.items()
-            if ref._reason is not None and child.spec.restart == "temporary"
+            if not ref.alive and child.spec.restart == "temporary"
         ]
         for ref in gone:
             del children[ref]
@@ -85,7 +80,6 @@ class DynamicSupervisor(_SupervisorBase):
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
         # A bad request is answered with the error as a value: it must not crash the supervisor.
-        # start_child is matched first and inline: it is the request a busy system sends most.
         try:
             match msg:
                 case ("start_child", ChildSpec() as spec):
@@ -118,42 +112,16 @@ class DynamicSupervisor(_SupervisorBase):
         child = _Child(spec)
         ref = await self._start(child, monitor=spec.restart != "temporary")
         self._children[ref] = child
-        # A dynamic supervisor may start thousands of children: build the event only if kept.
-        if debug_enabled():
-            _log_started(self.ref, spec, ref)
+        _log_started(self.ref, spec, ref)
         return ref
-
-    def _start_child_now(self, spec: ChildSpec) -> tuple[ActorRef, ExitReason | None]:
-        """`_start_child` in one synchronous step, for a child whose init cannot suspend, run
-        by the task that asked while this supervisor is idle (see `start_child`). Returns the
-        ref and None, or the ref and the reason its init failed (nothing is recorded then)."""
-        self._make_room()
-        start = spec.start
-        try:
-            ref, failed = _spawn_now(
-                self.ref._nursery,
-                start.actor,
-                start.args,
-                start.kwargs,
-                start.name,
-                start.registry,
-                start.mailbox_size,
-            )
-        except NameTaken as exc:
-            raise self._start_failed(spec, exc) from exc
-        if failed is None:
-            if spec.restart != "temporary":
-                self.monitor(ref)
-            self._children[ref] = _Child(spec, ref, 0, "running")
-            if debug_enabled():
-                _log_started(self.ref, spec, ref)
-        return ref, failed
 
     async def handle_info(self, msg: Any) -> None:
         if isinstance(msg, Down):
-            child = self._children.pop(msg.ref, None)
-            if child is not None:
+            child = self._children.get(msg.ref)
+            if child is not None and child.monitor is msg.monitor:
+                del self._children[msg.ref]
                 child.ref = None
+                child.monitor = None
                 child.status = "stopped"
                 if _should_restart(child.spec, msg.reason):
                     await self._restart_child(child, msg.reason)
@@ -215,59 +183,25 @@ class DynamicSupervisorRef(ActorRef):
         """Start a child from `spec` and return its ref once its init finished. Raises
         `MaxChildren` when full, `StartError` (naming the child id) if init fails.
 
-        Always a cancel point. It is a request to the supervisor, handled after the requests
-        queued before it; but when the supervisor is idle (parked on an empty mailbox, so it
-        would handle this one next and nothing it does can interleave) and the child's init
-        cannot suspend (no ``await`` in it), the start runs in the caller's task instead, in
-        one synchronous step, with the same checks, table, errors and logs, and init in the
-        supervisor's contextvars context (the child inherits it, as always). Such a start
-        yields to the scheduler only every `YIELD_EVERY` times in a row, like a busy actor
-        reading its mailbox: a task starting children in a loop never starves the others.
-        """
+        A request to the supervisor, handled in order with the others. A burst is queued: when
+        the supervisor's mailbox is full the request waits for room (within `timeout`) rather
+        than fail."""
         if not isinstance(spec, ChildSpec):
             raise InvalidSpec(f"start_child needs a ChildSpec, got {spec!r}")
-        supervisor = self._actor
-        if (
-            self._mailbox._reader is not None
-            and _init_cannot_suspend(spec.start.actor)
-            and type(supervisor) is DynamicSupervisor
-        ):
-            # Counted before the work, so a start that fails (MaxChildren, StartError) counts
-            # too: a task retrying in a loop still lets the children it waits for run.
-            global _streak
-            _streak += 1
-            if _streak >= YIELD_EVERY:
-                _streak = 0
-                await trio.lowlevel.checkpoint()
-            else:
-                await trio.lowlevel.checkpoint_if_cancelled()
-            task = self._task
-            # Still idle? (A yield above lets others send it requests, or stop it.)
-            if self._mailbox._reader is not None and task is not None:
-                ref, failed = task.context.run(supervisor._start_child_now, spec)
-                if failed is not None:
-                    try:
-                        await _fail_start(ref, failed)
-                    except StartError as exc:
-                        raise supervisor._start_failed(spec, exc) from _cause(exc)
-                return ref
-        result = await self.call(("start_child", spec), timeout=timeout)
-        if type(result) is _CallError:
-            raise result.error
-        assert isinstance(result, ActorRef)
+        result: ActorRef = await _request(self, ("start_child", spec), timeout)
         return result
 
     async def terminate_child(self, ref: ActorRef, timeout: float | None = None) -> None:  # noqa: ASYNC109
         """Stop a child through its shutdown ladder and forget it (`UnknownChild` if not ours)."""
         await _request(self, ("terminate_child", ref), timeout)
 
-    async def which_children(self, timeout: float | None = 5.0) -> list[ChildInfo]:  # noqa: ASYNC109
-        """Every running child in start order."""
+    async def which_children(self, timeout: float | None = None) -> list[ChildInfo]:  # noqa: ASYNC109
+        """Every running child in start order (no timeout by default, as in OTP)."""
         result: list[ChildInfo] = await _request(self, ("which_children",), timeout)
         return result
 
-    async def count_children(self, timeout: float | None = 5.0) -> ChildCounts:  # noqa: ASYNC109
-        """How many children, running, supervisors and workers."""
+    async def count_children(self, timeout: float | None = None) -> ChildCounts:  # noqa: ASYNC109
+        """How many children, running, supervisors and workers (no timeout by default)."""
         result: ChildCounts = await _request(self, ("count_children",), timeout)
         return result
 
@@ -283,18 +217,23 @@ async def start_dynamic_supervisor(
     *,
     name: Hashable | None = None,
     registry: Registry | None = None,
+    mailbox_size: int = DEFAULT_MAILBOX_SIZE,
 ) -> DynamicSupervisorRef:
-    """Start an empty DynamicSupervisor in `nursery`."""
+    """Start an empty DynamicSupervisor in `nursery`. `mailbox_size` bounds its own mailbox;
+    `start_child` and its other requests wait for room rather than fail."""
+    from ._spawn import start_actor
+
     _check_max(max_children)
     _check_limits(max_restarts, max_seconds)
-    ref = await spawn(
+    check_start(DynamicSupervisor, name, registry, mailbox_size)
+    ref = await start_actor(
         nursery,
         DynamicSupervisor,
-        max_children,
-        max_restarts,
-        max_seconds,
-        name=name,
-        registry=registry,
+        (max_children, max_restarts, max_seconds),
+        {},
+        name,
+        registry,
+        mailbox_size,
     )
     assert isinstance(ref, DynamicSupervisorRef)
     return ref
@@ -310,6 +249,7 @@ def dynamic_supervisor_spec(
     shutdown: float | Literal["brutal_kill", "infinity"] = "infinity",
     name: Hashable | None = None,
     registry: Registry | None = None,
+    mailbox_size: int = DEFAULT_MAILBOX_SIZE,
 ) -> ChildSpec:
     """A `ChildSpec` for a DynamicSupervisor nested under another supervisor."""
     _check_max(max_children)
@@ -321,6 +261,7 @@ def dynamic_supervisor_spec(
             (max_children, max_restarts, max_seconds),
             name=name,
             registry=registry,
+            mailbox_size=mailbox_size,
         ),
         restart=restart,
         shutdown=shutdown,
@@ -336,11 +277,19 @@ async def open_dynamic_supervisor(
     *,
     name: Hashable | None = None,
     registry: Registry | None = None,
+    mailbox_size: int = DEFAULT_MAILBOX_SIZE,
 ) -> AsyncIterator[DynamicSupervisorRef]:
-    """``async with open_dynamic_supervisor() as sup:`` — scoped like `open_supervisor`."""
+    """``async with open_dynamic_supervisor() as sup:`` — scoped like `open_supervisor` (an
+    exception in the block comes out as itself; a cancelled scope shuts the children down)."""
     async with _scoped(
         lambda nursery: start_dynamic_supervisor(
-            nursery, max_children, max_restarts, max_seconds, name=name, registry=registry
+            nursery,
+            max_children,
+            max_restarts,
+            max_seconds,
+            name=name,
+            registry=registry,
+            mailbox_size=mailbox_size,
         )
     ) as ref:
         yield ref

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._actor import ActorRef, TaskHandle
+    from ._ref import ActorRef, MonitorRef
+    from ._tasks import TaskHandle
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +55,8 @@ class Crash:
 
 @dataclass(frozen=True, slots=True)
 class Killed:
-    """The actor was cancelled without running `terminate`: brutal kill, a shutdown timeout
-    that ran out, or cancellation of the nursery it runs in."""
+    """The actor was cancelled without running `terminate` to its end: brutal kill, a shutdown
+    timeout that ran out, or a cancelled nursery's shutdown that outlasted `cancel_shutdown`."""
 
     def __str__(self) -> str:
         return "killed"
@@ -72,10 +73,12 @@ def is_abnormal(reason: ExitReason) -> bool:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Down:
-    """A monitored actor exited with `reason` (see `Actor.monitor`)."""
+    """A monitored actor exited with `reason`; `monitor` is the monitor this answers (what
+    `Actor.monitor` returned). Match it as ``Down(ref, reason)`` or ``Down(ref, reason, mon)``."""
 
     ref: ActorRef
     reason: ExitReason
+    monitor: MonitorRef
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -84,6 +87,13 @@ class Exit:
 
     ref: ActorRef
     reason: ExitReason
+
+
+@dataclass(frozen=True, slots=True)
+class IdleTimeout:
+    """No message arrived for `seconds` (see `Actor.set_idle_timeout`; OTP's ``timeout``)."""
+
+    seconds: float
 
 
 @dataclass(frozen=True, slots=True, eq=False)

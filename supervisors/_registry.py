@@ -1,14 +1,18 @@
-"""Unique names for actors: `whereis(name)`, bound at spawn time, released when the actor exits."""
+"""Unique names for actors: `whereis(name)`, bound at spawn time, released when the actor exits,
+and `call(name, msg)`, which waits for the name's next holder while a child restarts."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterator
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
-from ._errors import NameTaken
+import trio
+
+from ._errors import CallTimeout, NameTaken
 
 if TYPE_CHECKING:
-    from ._actor import ActorRef
+    from ._ref import ActorRef
 
 
 @final
@@ -20,10 +24,11 @@ class Registry:
     actor when a supervisor restarts the child. Not thread-safe: use it from trio tasks.
     """
 
-    __slots__ = ("_names",)
+    __slots__ = ("_bound", "_names")
 
     def __init__(self) -> None:
         self._names: dict[Hashable, ActorRef] = {}
+        self._bound: trio.lowlevel.ParkingLot | None = None
 
     def whereis(self, name: Hashable) -> ActorRef | None:
         """The live actor bound to `name`, or None."""
@@ -37,18 +42,44 @@ class Registry:
         holder = self._names.get(name)
         if holder is not None and holder is not ref:
             raise NameTaken(name, repr(holder))
-        ref._bind_name(self, name)
+        from ._ref import process_of
+
+        process_of(ref).bind_name(self, name)
         self._names[name] = ref
+        if self._bound:
+            self._bound.unpark_all()
 
     def unregister(self, name: Hashable) -> None:
         """Release `name` (no error if it is not bound)."""
         ref = self._names.pop(name, None)
         if ref is not None:
-            ref._unbind_name(self, name)
+            from ._ref import process_of
 
-    def _release(self, name: Hashable, ref: ActorRef) -> None:
-        if self._names.get(name) is ref:
-            del self._names[name]
+            process_of(ref).unbind_name(self, name)
+
+    async def call(self, name: Hashable, msg: Any, timeout: float | None = 5.0) -> Any:  # noqa: ASYNC109
+        """`call` the actor bound to `name`, waiting (within `timeout`) for the name to be bound
+        to a live actor: while its supervisor restarts it, the call goes to the new actor.
+
+        A message is never sent twice: once it is queued, the call has the rules of
+        `ActorRef.call` (`ActorExited` if that actor exits before replying). Raises `CallTimeout`
+        if no reply (or no actor under `name`) within `timeout`.
+        """
+        from ._call import call, check_timeout
+        from ._ref import process_of
+
+        check_timeout("call", timeout)
+        deadline = math.inf if timeout is None else trio.current_time() + timeout
+        with trio.CancelScope(deadline=deadline):
+            while True:
+                ref = self._names.get(name)
+                if ref is not None and process_of(ref).accepting:
+                    return await call(process_of(ref), msg, None, wait_for_room=False)
+                # Unbound, or bound to an actor that is exiting: wait for the next binding.
+                if self._bound is None:
+                    self._bound = trio.lowlevel.ParkingLot()
+                await self._bound.park()
+        raise CallTimeout(repr(name), 0.0 if timeout is None else timeout)
 
     def names(self) -> list[Hashable]:
         """Every bound name, in binding order."""
@@ -65,3 +96,9 @@ class Registry:
 
     def __repr__(self) -> str:
         return f"<Registry with {len(self._names)} names>"
+
+
+def release_name(registry: Registry, name: Hashable, ref: ActorRef) -> None:
+    """Drop `name` if `ref` still holds it (the actor exited)."""
+    if registry._names.get(name) is ref:
+        del registry._names[name]

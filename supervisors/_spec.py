@@ -7,8 +7,10 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, final
 
-from ._actor import DEFAULT_MAILBOX_SIZE, Actor, ActorRef, _spawn, check_mailbox_size
+from ._actor import Actor
 from ._errors import InvalidSpec
+from ._ref import ActorRef
+from ._spawn import DEFAULT_MAILBOX_SIZE, check_mailbox_size, start_actor
 
 if TYPE_CHECKING:
     import trio
@@ -47,7 +49,7 @@ class Start:
     async def spawn(self, nursery: trio.Nursery) -> ActorRef:
         """Start one incarnation in `nursery` (raises `StartError` if its init fails)."""
         # Checked once in __post_init__, so a restart does not check again.
-        return await _spawn(
+        return await start_actor(
             nursery,
             self.actor,
             self.args,

@@ -18,11 +18,14 @@ from typing import Any, Literal, final
 
 import trio
 
-from ._actor import Actor, ActorRef, Caller, _spawn
+from ._actor import Actor
+from ._call import Caller, call
 from ._errors import ActorExited, InvalidSpec, NameTaken, StartError, SupervisorError, UnknownChild
 from ._log import logger
 from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
+from ._ref import ActorRef, MonitorRef, process_of
 from ._registry import Registry
+from ._spawn import DEFAULT_MAILBOX_SIZE, check_start
 from ._spec import ChildSpec, ChildType, Start
 
 Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
@@ -62,6 +65,7 @@ class _Child:
     ref: ActorRef | None = None
     restarts: int = 0
     status: ChildStatus = "stopped"
+    monitor: MonitorRef | None = None
 
     def info(self) -> ChildInfo:
         return ChildInfo(self.spec.id, self.ref, self.status, self.restarts, self.spec.type)
@@ -86,44 +90,38 @@ def _check_limits(max_restarts: object, max_seconds: object) -> None:
 class _SupervisorBase(Actor):
     """What static and dynamic supervisors share: intensity, starting and stopping children."""
 
-    _owns_nursery = True
+    cancel_shutdown = None
     _max_restarts: int
     _max_seconds: float
     _restart_times: deque[float]
+    _nursery: trio.Nursery
 
-    def _setup_intensity(self, max_restarts: int, max_seconds: float) -> None:
+    async def _setup(self, max_restarts: int, max_seconds: float) -> None:
         _check_limits(max_restarts, max_seconds)
         self._max_restarts = max_restarts
         self._max_seconds = float(max_seconds)
         self._restart_times = deque()
+        self._nursery = await process_of(self.ref).host_children()
 
     def _allow_restart(self) -> bool:
-        """Record one restart; False when that exceeds max_restarts within max_seconds."""
+        """Record one restart; False when that exceeds max_restarts within max_seconds.
+
+        OTP's window: the restarts at times ``>= now - max_seconds`` count, so with 1 in 5 s,
+        crashes at t=0 and t=5 are two restarts within the period."""
         now = trio.current_time()
         times = self._restart_times
         times.append(now)
-        while times and now - times[0] >= self._max_seconds:
+        while times and now - times[0] > self._max_seconds:
             times.popleft()
         return len(times) <= self._max_restarts
 
     async def _start(self, child: _Child, *, monitor: bool = True) -> ActorRef:
         spec = child.spec
-        start = spec.start
         try:
-            # Start.spawn without its extra frame: a DynamicSupervisor may start thousands.
-            ref = await _spawn(
-                self.ref._nursery,
-                start.actor,
-                start.args,
-                start.kwargs,
-                start.name,
-                start.registry,
-                start.mailbox_size,
-            )
+            ref = await spec.start.spawn(self._nursery)
         except (NameTaken, StartError) as exc:
             raise self._start_failed(spec, exc) from _cause(exc)
-        if monitor:
-            self.monitor(ref)
+        child.monitor = self.monitor(ref) if monitor else None
         child.ref = ref
         child.status = "running"
         return ref
@@ -143,7 +141,9 @@ class _SupervisorBase(Actor):
         child.status = "stopped"
         if ref is None:
             return Killed()
-        self.demonitor(ref)
+        if child.monitor is not None:
+            self.demonitor(child.monitor, flush=True)
+            child.monitor = None
         policy = child.spec.shutdown
         if policy == "brutal_kill":
             ref.kill()
@@ -203,7 +203,7 @@ class Supervisor(_SupervisorBase):
             raise InvalidSpec(
                 f"strategy must be 'one_for_one', 'one_for_all' or 'rest_for_one', got {strategy!r}"
             )
-        self._setup_intensity(max_restarts, max_seconds)
+        await self._setup(max_restarts, max_seconds)
         self._strategy = strategy
         seen: set[Hashable] = set()
         self._children = []
@@ -272,9 +272,9 @@ class Supervisor(_SupervisorBase):
 
     async def handle_info(self, msg: Any) -> None:
         match msg:
-            case Down(ref, reason):
+            case Down(ref, reason, monitor):
                 for index, child in enumerate(self._children):
-                    if child.ref is ref:
+                    if child.ref is ref and child.monitor is monitor:
                         await self._child_exited(index, child, reason)
                         return
             case _:
@@ -282,6 +282,7 @@ class Supervisor(_SupervisorBase):
 
     async def _child_exited(self, index: int, child: _Child, reason: ExitReason) -> None:
         child.ref = None
+        child.monitor = None
         child.status = "stopped"
         logger().info(
             "supervisor.child_exited",
@@ -371,7 +372,8 @@ def _log_started(sup: ActorRef, child: _Child) -> None:
 
 
 async def _request(ref: ActorRef, msg: tuple[Any, ...], timeout: float | None) -> Any:  # noqa: ASYNC109
-    result = await ref.call(msg, timeout=timeout)
+    # A supervisor's requests wait for room in its mailbox: a burst is queued, never refused.
+    result = await call(process_of(ref), msg, timeout, wait_for_room=True)
     if isinstance(result, _CallError):
         raise result.error
     return result
@@ -383,13 +385,14 @@ class SupervisorRef(ActorRef):
 
     __slots__ = ()
 
-    async def which_children(self, timeout: float | None = 5.0) -> list[ChildInfo]:  # noqa: ASYNC109
-        """Every child in start order: id, ref (None when not running), status, restarts."""
+    async def which_children(self, timeout: float | None = None) -> list[ChildInfo]:  # noqa: ASYNC109
+        """Every child in start order: id, ref (None when not running), status, restarts.
+        No timeout by default, as in OTP (the supervisor may be busy restarting)."""
         result: list[ChildInfo] = await _request(self, ("which_children",), timeout)
         return result
 
-    async def count_children(self, timeout: float | None = 5.0) -> ChildCounts:  # noqa: ASYNC109
-        """How many specs, running children, supervisors and workers."""
+    async def count_children(self, timeout: float | None = None) -> ChildCounts:  # noqa: ASYNC109
+        """How many specs, running children, supervisors and workers (no timeout by default)."""
         result: ChildCounts = await _request(self, ("count_children",), timeout)
         return result
 
@@ -417,24 +420,26 @@ async def start_supervisor(
     *,
     name: Hashable | None = None,
     registry: Registry | None = None,
+    mailbox_size: int = DEFAULT_MAILBOX_SIZE,
 ) -> SupervisorRef:
     """Start a supervisor in `nursery`; its children start in order before this returns.
 
     A child that fails to start stops the ones already started (reverse order) and raises
-    `StartError` naming that child.
+    `StartError` naming that child. `mailbox_size` bounds the supervisor's own mailbox; its
+    requests (`which_children`, `restart_child`, ...) wait for room rather than fail.
     """
-    from ._actor import spawn
+    from ._spawn import start_actor
 
+    check_start(Supervisor, name, registry, mailbox_size)
     try:
-        ref = await spawn(
+        ref = await start_actor(
             nursery,
             Supervisor,
-            children,
-            strategy,
-            max_restarts,
-            max_seconds,
-            name=name,
-            registry=registry,
+            (children, strategy, max_restarts, max_seconds),
+            {},
+            name,
+            registry,
+            mailbox_size,
         )
     except StartError as exc:
         inner = exc.__cause__
@@ -456,6 +461,7 @@ def supervisor_spec(
     shutdown: float | Literal["brutal_kill", "infinity"] = "infinity",
     name: Hashable | None = None,
     registry: Registry | None = None,
+    mailbox_size: int = DEFAULT_MAILBOX_SIZE,
 ) -> ChildSpec:
     """A `ChildSpec` for a nested static supervisor (type ``"supervisor"``)."""
     _check_limits(max_restarts, max_seconds)
@@ -466,6 +472,7 @@ def supervisor_spec(
             (tuple(children), strategy, max_restarts, max_seconds),
             name=name,
             registry=registry,
+            mailbox_size=mailbox_size,
         ),
         restart=restart,
         shutdown=shutdown,
@@ -482,16 +489,26 @@ async def open_supervisor(
     *,
     name: Hashable | None = None,
     registry: Registry | None = None,
+    mailbox_size: int = DEFAULT_MAILBOX_SIZE,
 ) -> AsyncIterator[SupervisorRef]:
     """``async with open_supervisor(children) as sup:`` — a supervisor scoped to the block.
 
-    Leaving the block shuts the children down in reverse order (shielded from cancellation, so
-    the shutdown ladder always runs). If the supervisor gives up while the block runs, the block
-    is cancelled and `ActorExited` (reason `Shutdown`) is raised from the ``async with``.
+    Leaving the block, or a cancellation of the scope around it, shuts the children down in
+    reverse order through their shutdown policies (`terminate(Shutdown())` runs). An exception
+    raised in the block comes out of the ``async with`` as itself (no `ExceptionGroup`). If the
+    supervisor gives up while the block runs, the block is cancelled and `ActorExited` (reason
+    `Shutdown`) is raised from the ``async with``.
     """
     async with _scoped(
         lambda nursery: start_supervisor(
-            nursery, children, strategy, max_restarts, max_seconds, name=name, registry=registry
+            nursery,
+            children,
+            strategy,
+            max_restarts,
+            max_seconds,
+            name=name,
+            registry=registry,
+            mailbox_size=mailbox_size,
         )
     ) as ref:
         yield ref
@@ -499,7 +516,11 @@ async def open_supervisor(
 
 @asynccontextmanager
 async def _scoped(starter: Any) -> AsyncIterator[Any]:
+    """Run a supervisor for the duration of a block, in a nursery the block never sees: what
+    the block raises is re-raised after the nursery has closed, so it is never wrapped in an
+    ExceptionGroup (trio's advice for context managers that hide a nursery)."""
     gave_up: list[ExitReason] = []
+    raised: list[BaseException] = []
     async with trio.open_nursery() as nursery:
         ref: ActorRef = await starter(nursery)
         closing = False
@@ -513,11 +534,17 @@ async def _scoped(starter: Any) -> AsyncIterator[Any]:
         nursery.start_soon(watch)
         try:
             yield ref
+        except trio.Cancelled:
+            raise  # belongs to a scope: trio routes it (ours is absorbed by the nursery)
+        except BaseException as exc:
+            raised.append(exc)
         finally:
             closing = True
             with trio.CancelScope(shield=True):
                 await ref.stop(Shutdown(), timeout=None)
             nursery.cancel_scope.cancel()
+    if raised:
+        raise raised[0]
     if gave_up:
         reason = gave_up[0]
         err = ActorExited(reason, repr(ref))

@@ -16,6 +16,7 @@ from supervisors import (
     Caller,
     Crash,
     ExitReason,
+    IdleTimeout,
     InvalidSpec,
     Killed,
     Normal,
@@ -174,11 +175,13 @@ async def test_kill_cancels_at_once_without_terminate(
     assert journal == [("start", "k")]
 
 
-async def test_cancelling_the_nursery_kills_the_actor() -> None:
+async def test_cancelling_the_nursery_shuts_the_actor_down_gracefully() -> None:
+    journal: list[tuple[str, Any]] = []
     async with trio.open_nursery() as nursery:
-        ref = await spawn(nursery, Echo)
+        ref = await spawn(nursery, Echo, journal)
         nursery.cancel_scope.cancel()
-    assert ref.exit_reason == Killed()
+    assert ref.exit_reason == Shutdown()
+    assert journal == [("start", None), ("stop", None)]
 
 
 async def test_wait_works_from_plain_trio_code(nursery: trio.Nursery) -> None:
@@ -202,7 +205,7 @@ async def test_ref_is_hashable_and_named(nursery: trio.Nursery) -> None:
     b = await spawn(nursery, Echo)
     assert len({a, b, a}) == 2
     assert a.name == ("job", "abc")
-    assert isinstance(b.name, str) and b.name.startswith("Echo#")
+    assert isinstance(b.name, str) and b.name.startswith("Echo@")
     with pytest.raises(TypeError, match="made by spawn"):
         ActorRef()
 
@@ -338,3 +341,31 @@ async def test_bad_timeouts_are_refused(nursery: trio.Nursery) -> None:
     with pytest.raises(InvalidSpec, match="timeout"):
         await ref.stop(timeout=float("nan"))
     assert await ref.call("still fine") == "still fine"
+
+
+class Sleepy(Actor):
+    """Stops after 10 s without a message (an idle timeout, as OTP's gen_server timeout)."""
+
+    async def init(self, seen: list[Any]) -> None:
+        self.seen = seen
+        self.set_idle_timeout(10)
+
+    async def handle_cast(self, msg: Any) -> None:
+        self.seen.append((trio.current_time(), msg))
+
+    async def handle_info(self, msg: Any) -> None:
+        if isinstance(msg, IdleTimeout):
+            self.seen.append((trio.current_time(), msg))
+            self.stop()
+
+
+async def test_idle_timeout_fires_after_the_last_message(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    seen: list[Any] = []
+    start = trio.current_time()
+    ref = await spawn(nursery, Sleepy, seen)
+    await trio.sleep(6)
+    ref.cast("poke")  # the wait starts again from here
+    assert await ref.wait() == Normal()
+    assert [(t - start, m) for t, m in seen] == [(6, "poke"), (16, IdleTimeout(10))]

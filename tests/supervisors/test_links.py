@@ -18,6 +18,7 @@ from supervisors import (
     Down,
     Exit,
     Killed,
+    MonitorRef,
     Normal,
     Shutdown,
     spawn,
@@ -34,9 +35,11 @@ class Observer(Actor):
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
         match msg:
             case ("monitor", ActorRef() as ref):
-                self.monitor(ref)
-            case ("demonitor", ActorRef() as ref):
-                self.demonitor(ref)
+                return self.monitor(ref)
+            case ("demonitor", MonitorRef() as monitor):
+                return self.demonitor(monitor)
+            case ("demonitor", MonitorRef() as monitor, "flush"):
+                return self.demonitor(monitor, flush=True)
             case ("link", ActorRef() as ref):
                 self.link(ref)
             case ("unlink", ActorRef() as ref):
@@ -78,8 +81,8 @@ async def test_monitor_of_an_exited_actor_delivers_down_at_once(nursery: trio.Nu
 async def test_demonitor_stops_down_messages(nursery: trio.Nursery) -> None:
     watcher = await spawn(nursery, Observer)
     target = await spawn(nursery, Echo)
-    await watcher.call(("monitor", target))
-    await watcher.call(("demonitor", target))
+    monitor = await watcher.call(("monitor", target))
+    assert await watcher.call(("demonitor", monitor)) is True
     await target.stop()
     await trio.testing.wait_all_tasks_blocked()
     assert await watcher.call("inbox") == []

@@ -1,0 +1,145 @@
+"""Calls and deferred replies: the `Caller` a `handle_call` receives, and the call itself.
+
+A call queues ``(CALL, caller)`` in the callee's mailbox and parks the calling task until
+`Caller.reply` (or a failure) reschedules it. A timeout is a trio cancel scope around that wait,
+so a caller that gives up is released by trio's own machinery: nothing else holds it. A caller
+that gave up on a deferred reply is forgotten by the callee at once (its message and task with
+it), and a late `reply()` is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, final
+
+import outcome
+import trio
+
+from ._errors import ActorExited, CallTimeout, CallToSelf, InvalidSpec
+from ._reasons import Crash, ExitReason
+
+if TYPE_CHECKING:
+    from ._process import Process
+
+# Mailbox items are (kind, payload) tuples.
+CALL: Final = 0
+CAST: Final = 1
+INFO: Final = 2
+STOP: Final = 3
+
+_WAITING: Final = 0
+_REPLIED: Final = 1
+_ABANDONED: Final = 2
+
+
+@final
+class _NoReply:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOREPLY"
+
+
+NOREPLY: Final = _NoReply()
+"""Return this from `handle_call` to answer later with `caller.reply(value)`."""
+
+
+def exited_error(reason: ExitReason, label: str) -> ActorExited:
+    """The `ActorExited` for an actor that exited with `reason` (chained to a crash's cause)."""
+    err = ActorExited(reason, label)
+    if isinstance(reason, Crash):
+        err.__cause__ = reason.exception
+    return err
+
+
+@final
+class Caller:
+    """The pending call handed to `handle_call`: `reply(value)` answers it (once; later replies
+    and replies to a caller that timed out or was cancelled are dropped silently).
+
+    `msg` is the request; it is cleared (None) when the caller gives up on a deferred reply, so
+    a `Caller` kept in a list of waiters holds neither the message nor the calling task."""
+
+    __slots__ = ("_callee", "_state", "_task", "msg")
+
+    def __init__(self, msg: Any, task: trio.lowlevel.Task, callee: Process) -> None:
+        self.msg = msg
+        self._task: trio.lowlevel.Task | None = task
+        self._callee: Process | None = callee
+        self._state = _WAITING
+
+    @property
+    def waiting(self) -> bool:
+        """True until the caller got its reply, timed out, was cancelled, or the callee died."""
+        return self._state == _WAITING
+
+    def reply(self, value: Any) -> None:
+        """Answer the call with `value`. Safe to call at any time, from any trio task."""
+        if self._state == _WAITING:
+            self._state = _REPLIED
+            assert self._task is not None
+            trio.lowlevel.reschedule(self._task, outcome.Value(value))
+            self._release()
+
+    def _release(self) -> bool:
+        """Drop the links to the calling task and the callee; True if it was deferred."""
+        callee = self._callee
+        deferred = callee is not None and callee.forget_deferred(self)
+        self._task = None
+        self._callee = None
+        return deferred
+
+    def _abort(self, _: Any) -> trio.lowlevel.Abort:
+        # The caller gave up (timeout or cancellation). A message still queued is handled as
+        # usual (the request was sent); a deferred one is forgotten with its message.
+        self._state = _ABANDONED
+        if self._release():
+            self.msg = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    def __repr__(self) -> str:
+        if self._callee is None:
+            return f"<Caller msg={self.msg!r} (answered or gone)>"
+        return f"<Caller of {self._callee.ref!r} msg={self.msg!r}>"
+
+
+def fail_caller(caller: Caller, error: BaseException) -> None:
+    """Fail a caller still waiting with `error` (the callee exited)."""
+    if caller._state == _WAITING:
+        caller._state = _REPLIED
+        assert caller._task is not None
+        trio.lowlevel.reschedule(caller._task, outcome.Error(error))
+        caller._release()
+
+
+def is_waiting(caller: Caller) -> bool:
+    return caller._state == _WAITING
+
+
+def check_timeout(what: str, timeout: float | None) -> None:
+    if timeout is not None and not timeout >= 0:  # also refuses NaN
+        raise InvalidSpec(f"{what} timeout must be >= 0 seconds or None, got {timeout!r}")
+
+
+async def call(process: Process, msg: Any, timeout: float | None, *, wait_for_room: bool) -> Any:  # noqa: ASYNC109
+    """`ActorRef.call`; with `wait_for_room`, a full mailbox makes the call wait (within its
+    timeout) instead of raising `MailboxFull`."""
+    task = trio.lowlevel.current_task()
+    if task is process.task:
+        raise CallToSelf(f"{process.ref!r} called itself; it would wait forever for its reply")
+    check_timeout("call", timeout)
+    # A checkpoint before anything is sent: a caller already cancelled sends nothing.
+    await trio.lowlevel.checkpoint_if_cancelled()
+    caller = Caller(msg, task, process)
+    if timeout is None:
+        return await _call(process, caller, wait_for_room)
+    with trio.move_on_after(timeout):
+        return await _call(process, caller, wait_for_room)
+    raise CallTimeout(repr(process.ref), timeout)
+
+
+async def _call(process: Process, caller: Caller, wait_for_room: bool) -> Any:
+    mailbox = process.mailbox
+    item = (CALL, caller)
+    if not (await mailbox.put_wait(item) if wait_for_room else mailbox.put(item)):
+        raise process.refusal()
+    return await trio.lowlevel.wait_task_rescheduled(caller._abort)

@@ -1,0 +1,104 @@
+"""Spawning: the one path from an actor class to a running actor.
+
+`init` runs in the spawner's task (a failing init raises straight to the spawner, and starting
+an actor costs no task switch); once it succeeded the actor's own task starts in the nursery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from ._actor import Actor
+from ._errors import InvalidSpec
+from ._log import log_crash
+from ._process import Process
+from ._reasons import Crash, ExitReason, Killed
+from ._ref import ActorRef
+
+if TYPE_CHECKING:
+    from ._registry import Registry
+
+DEFAULT_MAILBOX_SIZE: Final = 1024
+"""Mailbox capacity used when `spawn` is not given `mailbox_size`."""
+
+_TASK_NAME: Final = "supervisors actor"
+
+
+async def spawn(
+    nursery: trio.Nursery,
+    actor_class: type[Actor],
+    *args: Any,
+    name: Hashable | None = None,
+    registry: Registry | None = None,
+    mailbox_size: int = DEFAULT_MAILBOX_SIZE,
+    **kwargs: Any,
+) -> ActorRef:
+    """Start ``actor_class`` in `nursery` and return its ref once ``init(*args, **kwargs)`` has
+    finished. `mailbox_size` is the mailbox's capacity.
+
+    With `registry`, `name` is bound in it before `init` runs (`NameTaken` if a live actor holds
+    it) and released when the actor exits. Raises `StartError` (with the original exception as
+    `__cause__`) if `init` fails. If the spawner is cancelled while `init` runs, the start fails
+    and the cancellation propagates. The actor lives in `nursery`: cancelling the nursery shuts
+    it down (see `Actor.cancel_shutdown`).
+    """
+    check_start(actor_class, name, registry, mailbox_size)
+    return await start_actor(nursery, actor_class, args, kwargs, name, registry, mailbox_size)
+
+
+def check_start(
+    actor_class: object, name: Hashable | None, registry: Registry | None, mailbox_size: object
+) -> None:
+    if not (isinstance(actor_class, type) and issubclass(actor_class, Actor)):
+        raise InvalidSpec(f"spawn() needs an Actor subclass, got {actor_class!r}")
+    check_mailbox_size(mailbox_size)
+    if registry is not None and name is None:
+        raise InvalidSpec("a registry needs a name to register the actor under")
+
+
+def check_mailbox_size(mailbox_size: object) -> None:
+    if type(mailbox_size) is not int or mailbox_size < 1:
+        raise InvalidSpec(f"mailbox_size must be a positive int, got {mailbox_size!r}")
+
+
+async def start_actor(
+    nursery: trio.Nursery,
+    actor_class: type[Actor],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    name: Hashable | None,
+    registry: Registry | None,
+    mailbox_size: int,
+) -> ActorRef:
+    """`spawn` with its arguments already checked (a `Start` checks its own once, when made)."""
+    actor = actor_class()
+    process = Process(actor, name, mailbox_size, nursery)
+    ref = process.ref = actor.ref = actor_class._ref_class._new(process)
+    if registry is not None:
+        registry.register(name, ref)
+    process.task = trio.lowlevel.current_task()  # so init calling its own ref is caught
+    failure: ExitReason | None = None
+    try:
+        await actor.init(*args, **kwargs)
+    except Exception as exc:
+        log_crash(ref, exc, "init")
+        failure = Crash(exc)
+    except BaseException:
+        process.finish(process.kill_reason or Killed())
+        raise
+    process.task = None
+    # Killed during init, or init asked to stop (OTP's {stop, Reason}): the start fails.
+    failure = failure or process.kill_reason or process.stop_reason
+    if failure is None:
+        try:
+            nursery.start_soon(process.run, actor, name=_TASK_NAME)
+        except BaseException:
+            process.finish(Killed())
+            raise
+        return ref
+    await process.reap_tasks()
+    process.finish(failure)
+    raise process.start_failed(failure)
