@@ -14,8 +14,10 @@ runs it after the tests. Exit 0 when every step printed what it should.
 
 from __future__ import annotations
 
+import json
 import os
 import pty
+import re
 import select
 import shlex
 import socket
@@ -115,6 +117,44 @@ def by_hand_on_a_tty(walk: Walk, command: str, *expected: str) -> None:
     print(f"ok  {command}  (on a terminal)", flush=True)
 
 
+INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {},
+    "clientInfo": {"name": "check_readme", "version": "0"}}})
+
+
+def answers_initialize(walk: Walk, label: str, argv: list[str], env: dict[str, str]) -> None:
+    """A client set-up's command, started as the client would, answers `initialize` on stdout."""
+    child = subprocess.Popen(argv, cwd=walk.root, env={**walk.env, **env}, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    try:
+        reply, _ = child.communicate(INITIALIZE + "\n", timeout=300)
+    finally:
+        child.kill()
+    first = reply.splitlines()[0] if reply else ""
+    if '"serverInfo"' not in first or '"ask-another"' not in first:
+        raise CheckFailed(f"{label} did not answer initialize; stdout: {reply[:500]!r}")
+    walk.steps += 1
+    print(f"ok  {label}  (answers initialize)", flush=True)
+
+
+def client_setups(walk: Walk) -> None:
+    """The README's Claude Code line and its JSON set-up (Claude Desktop, Gemini CLI), run."""
+    readme = (REPO / "README.md").read_text()
+    claude = re.search(r"claude mcp add ask-another (.*?)\n  -- (.*?)\n", readme)
+    if claude is None:
+        raise CheckFailed("the README's `claude mcp add` line is gone: update the check")
+    answers_initialize(walk, "claude mcp add ... -- " + claude.group(2),
+                       shlex.split(walk.text(claude.group(2))), {})
+    block = re.search(r"```json\n(.*?)```", readme, re.DOTALL)
+    if block is None:
+        raise CheckFailed("the README's JSON client set-up is gone: update the check")
+    server = json.loads(block.group(1))["mcpServers"]["ask-another"]
+    env = {k: walk.text(v) for k, v in server["env"].items()}
+    answers_initialize(walk, "the README's mcpServers JSON",
+                       [server["command"], *(walk.text(a) for a in server["args"])], env)
+
+
 def walk_the_readme(root: Path) -> int:
     walk = Walk(root)
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(walk.clone)], check=True)
@@ -153,6 +193,7 @@ def walk_the_readme(root: Path) -> int:
         # The other installs: the clone by path, installed as a tool, and a built wheel.
         walk.run("uvx --from /path/to/ask-another ask-another --help", "MODEL_<NAME>",
                  "serve MCP on stdio")
+        client_setups(walk)
         walk.run("uv tool install /path/to/ask-another", "ask-another", where="stderr")
         installed = str(root / "bin" / "ask-another")
         walk.run("uv run ask-another models", "openai/m1", argv=[installed, "models"],
