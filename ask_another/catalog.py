@@ -188,4 +188,17 @@ def allowlist_text(catalog: Catalog, config: Config) -> str:
                 "server's environment (for example MODEL_GPT4=\"openai/gpt-4o;sk-...\").")
     else:
         text = f"Allowed models ({len(infos)}):\n" + "\n".join(f"- {i.describe()}" for i in infos)
-    return text + problems_text(config)
+    return text + "\n\n" + search_text(config) + problems_text(config)
+
+
+def search_text(config: Config) -> str:
+    """The web-search engines research turns may use (`search_web`), first the one they use."""
+    if not config.searches:
+        return ("Web search: none configured (research finds sources only through read_article "
+                "on URLs the model knows); set SEARCH_<NAME>=\"provider;api-key[;api_base]\", "
+                "for example SEARCH_TAVILY=\"tavily;tvly-...\".")
+    lines = [f"- {s.shorthand}: {s.provider} ({s.variable})"
+             + (" [custom API base]" if s.api_base else "")
+             + (" — used by research turns" if i == 0 else "")
+             for i, s in enumerate(config.searches)]
+    return f"Web search engines ({len(config.searches)}, through litellm):\n" + "\n".join(lines)

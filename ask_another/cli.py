@@ -324,6 +324,16 @@ async def _doctor(config: Config) -> int:
             if refused:
                 problems.append(f"{entry.variable}: cannot connect to {entry.api_base} "
                                 f"({refused}); is the server at that address running?")
+    for search in config.searches:
+        print(f"search: {search.shorthand}: {search.provider} ({search.variable})"
+              + (" — used by research turns" if search is config.search else ""))
+        if search.api_base:
+            refused = await _unreachable(search.api_base)
+            if refused:
+                problems.append(f"{search.variable}: cannot connect to {search.api_base} "
+                                f"({refused}); is the search engine at that address running?")
+    if not config.searches:
+        print('search: none (set SEARCH_<NAME>="provider;api-key[;api_base]" for web search)')
     for problem in problems:
         print(f"PROBLEM: {problem}")
     print("configuration OK" if not problems else "configuration has problems (see above)")

@@ -3,8 +3,10 @@
 It starts the simulated provider (ask_another.simulator: a SIMULATION, not a real model) on
 127.0.0.1, starts the real ask-another server as a subprocess over stdio with models pointing at
 the simulator and a throw-away home directory, connects as an MCP client, and runs the tools one
-after the other, printing what happens: list_models, completion, start_research with progress,
-a research job left in the background by a short timeout, check_research and cancel_research.
+after the other, printing what happens: list_models, completion, start_research with progress
+(a Gemini deep-research agent, then the local pipeline with an ordinary model: its plan, web
+search through the simulator's Tavily endpoint, a cited report and the job's usage), a research
+job left in the background by a short timeout, check_research and cancel_research.
 
 This module is the demo process, not the server: it prints to stdout for the person watching.
 """
@@ -59,6 +61,7 @@ def _server_env(sim_url: str, home: Path) -> dict[str, str]:
         "MODEL_SIM": f"openai/sim-chat;demo-key;{sim_url}/v1",
         "MODEL_GDR": f"{GEMINI};demo-key;{sim_url}",
         "MODEL_PPLX": f"perplexity/sonar-deep-research;demo-key;{sim_url}/v1",
+        "SEARCH_SIM": f"tavily;demo-key;{sim_url}",
     })
     return env
 
@@ -96,12 +99,16 @@ async def _session(sim: Any, home: Path) -> None:
                 {"model": "gdr", "query": "How do deep-research agents cite their sources?",
                  "timeout": 60},
                 progress_callback=progress)
-            body = json.loads(_text(result))
-            _say(f"   completed in {body['elapsed_seconds']} s with "
-                 f"{len(body['citations'])} citations:")
-            _show(body["report"], 600)
-            for n, url in enumerate(body["citations"], 1):
-                _say(f"   [{n}] {url}")
+            _result(json.loads(_text(result)))
+
+            _section("start_research (model 'sim': the local pipeline, plan → search → cited "
+                     "report)")
+            result = await client.call_tool(
+                "start_research",
+                {"model": "sim", "query": "Compare SQLite and PostgreSQL for an embedded "
+                 "analytics product", "depth": "shallow", "timeout": 60},
+                progress_callback=progress)
+            _result(json.loads(_text(result)), 1400)
 
             _section("start_research with timeout=1: the job continues in the background")
             sim.script_interaction(AGENT, statuses=["in_progress"] * 60 + ["completed"])
@@ -130,6 +137,15 @@ async def _session(sim: Any, home: Path) -> None:
     _section("done")
     _say(f"   the whole session took {time.monotonic() - began:.1f} s; every answer above came "
          "from the SIMULATOR.")
+
+
+def _result(body: dict[str, Any], limit: int = 600) -> None:
+    _say(f"   completed in {body['elapsed_seconds']} s with "
+         f"{len(body['citations'])} citations; usage: {body.get('usage_text', 'not reported')}")
+    _show(body["report"], limit)
+    for n, cited in enumerate(body["citations"], 1):
+        query = f"  (for: {cited['query']})" if cited.get("query") else ""
+        _say(f"   [{n}] {cited['title']} — {cited['url']}{query}")
 
 
 def run_demo() -> int:

@@ -214,7 +214,11 @@ class ResearchJob(Actor):
                                    citations=[c.as_dict() for c in result.citations],
                                    detail=result.detail)
             case TaskDone(value=_Failure(message=message, report=report)):
-                await self._finish("failed", step="failed", error=message, report=report)
+                # The usage so far (reported with progress) is what the failed job spent.
+                usage = self.record.detail.get("usage")
+                await self._finish("failed", step="failed", error=message, report=report,
+                                   detail={**self.record.detail, "usage": usage} if usage
+                                   else None)
             case TaskDone(value=None):
                 # The job had already finished (or vanished) when this run loaded it.
                 await self._settle()

@@ -53,6 +53,12 @@ Endpoints
   sending an older Api-Revision gets the legacy ``outputs`` instead).
 - ``GET /sources/...``: a small HTML article, the target of every simulated citation, so
   reading a cited source works offline.
+- ``POST /search`` (Tavily's wire format: ``{"query", "max_results"}`` in, ``{"results":
+  [{"title", "url", "content", "score"}]}`` out) and ``GET /search?q=...&format=json``
+  (SearXNG's): web search as ``litellm.asearch(search_provider="tavily" | "searxng",
+  api_base=sim.url)`` calls it; results are pages under ``/sources/search/``. Recorded with
+  model ``"search"``, so ``sim.script("search", [Fail(503)])`` fails the next search and
+  ``sim.requests_for("search")`` lists them.
 
 Retries: litellm's OpenAI client retries 429, 5xx and dropped connections twice by default,
 each retry consuming a scripted step; pass ``max_retries=0`` to see one failure once.
@@ -65,6 +71,10 @@ Default behaviour (nothing scripted)
   result(s): ...`` quoting the start of each result, so an agent loop ends.
 - A model whose name contains ``research`` or ``sonar`` also cites two simulated sources
   (``[1][2]`` in the text).
+- The local research pipeline's prompts (a system message opening "You are the planner of a
+  research pipeline" or "You are one researcher in a research pipeline") get a valid plan, a
+  ``search_web`` call when that tool is offered, then a JSON answer filling the listed fields and
+  citing the search results (see ``_pipeline.py``).
 - An interaction is ``in_progress`` when created and on the first poll, ``completed`` on the
   second, with a deterministic report citing two simulated sources.
 

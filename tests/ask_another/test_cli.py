@@ -37,9 +37,10 @@ def test_doctor_names_every_malformed_variable_and_fails(sim: Simulator, tmp_pat
         "MODEL_NOSLASH": "gpt-4o;k",
         "MODEL_BLANK": "",
         "ASK_ANOTHER_TIMEOUT": "never",
+        "SEARCH_ENGINE": "bing-ish;k",
     })
     assert done.returncode == 1, done
-    for variable in ("MODEL_NOSLASH", "MODEL_BLANK", "ASK_ANOTHER_TIMEOUT"):
+    for variable in ("MODEL_NOSLASH", "MODEL_BLANK", "ASK_ANOTHER_TIMEOUT", "SEARCH_ENGINE"):
         assert f"PROBLEM: {variable}:" in done.stdout
     assert "openai/m1 (shorthand: sim, openai)" in done.stdout  # the good model is still checked
     assert "Traceback" not in done.stdout + done.stderr
@@ -47,9 +48,11 @@ def test_doctor_names_every_malformed_variable_and_fails(sim: Simulator, tmp_pat
 
 def test_doctor_passes_a_good_configuration(sim: Simulator, tmp_path: Path):
     done = run(["doctor"], {"ASK_ANOTHER_HOME": str(tmp_path),
-                            "MODEL_SIM": f"openai/m1;k;{sim.openai_base}"})
+                            "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
+                            "SEARCH_SIM": f"tavily;k;{sim.url}"})
     assert done.returncode == 0, done
     assert "configuration OK" in done.stdout
+    assert "search: sim: tavily (SEARCH_SIM) — used by research turns" in done.stdout
     assert f"database: {tmp_path / 'ask-another.sqlite3'} (schema version" in done.stdout
 
 
@@ -73,9 +76,12 @@ def test_ask_prints_the_answer_on_stdout_and_errors_on_stderr(sim: Simulator, tm
 
 def test_models_lists_the_allowlist(sim: Simulator, tmp_path: Path):
     done = run(["models"], {"ASK_ANOTHER_HOME": str(tmp_path),
-                            "MODEL_GPT4": "openai/gpt-4o;k", "MODEL_BAD": "x"})
+                            "MODEL_GPT4": "openai/gpt-4o;k", "MODEL_BAD": "x",
+                            "SEARCH_WEB": "tavily;tvly-k"})
     assert done.returncode == 0, done
     assert "Allowed models (1):" in done.stdout
+    assert "Web search engines (1, through litellm):\n- web: tavily (SEARCH_WEB) — used by " \
+        "research turns" in done.stdout
     assert "openai/gpt-4o (shorthand: gpt4, openai): context 128,000 tokens" in done.stdout
     assert "MODEL_BAD" in done.stdout
 

@@ -20,6 +20,7 @@ from pydantic import Field
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.research import CancelOutcome, ResearchJobs
 from ask_another.research.providers import is_gemini_agent
+from ask_another.research.usage import usage_text
 from ask_another.server.context import runtime_of, tool_errors
 from ask_another.server.tools.attached import (
     Attachment,
@@ -102,7 +103,8 @@ def jobs_table(records: list[JobRecord]) -> str:
 
 
 def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """A completed job as JSON: report (paged), citations, model, elapsed."""
+    """A completed job as JSON: report (paged), citations (url, title, query), model, elapsed,
+    and the job's usage (every provider call summed) with a line for people."""
     report = record.report or ""
     page = report[offset: offset + max_chars]
     body: dict[str, Any] = {
@@ -113,6 +115,10 @@ def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX
         "report": page,
         "citations": record.citations,
     }
+    usage = record.detail.get("usage")
+    if isinstance(usage, dict):
+        body["usage"] = usage
+        body["usage_text"] = usage_text(usage)
     end = offset + len(page)
     if offset > 0 or end < len(report):
         body["report_chars"] = {"from": offset, "to": end, "total": len(report)}
@@ -132,6 +138,10 @@ def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CH
              f"Elapsed: {elapsed:.0f} s; attempts: {record.attempts}."]
     if record.step:
         lines.append(f"Current step: {record.step}")
+    usage = record.detail.get("usage")
+    if isinstance(usage, dict):
+        lines.append(f"Usage {'in total' if record.finished else 'so far'}: "
+                     f"{usage_text(usage)}.")
     waiting = record.detail.get("waiting_for") if not record.finished else None
     if waiting:
         lines.append(f"Waiting for {waiting_text(record.id, waiting)}.")

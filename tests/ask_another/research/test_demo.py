@@ -31,4 +31,10 @@ def test_demo_runs_the_whole_stack_against_the_simulator_and_exits_0():
     assert "continues in the background" in out
     assert "| job_id | model | status |" in out
     assert "the simulator saw the cancel" in out and "is cancelled" in out
+    # The local pipeline with an ordinary model finishes with a cited report and its usage.
+    assert "planned 3 queries in 2 phases (the model)" in out
+    assert "Search the web completed" in out
+    assert "completed in" in out and "with 9 citations; usage: 10 provider calls (3 web " \
+        "searches)" in out
+    assert "(for: How do SQLite and PostgreSQL differ" in out
     assert took < 60

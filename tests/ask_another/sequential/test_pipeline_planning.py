@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from ask_another.config import Config
 from ask_another.research import JobContext
@@ -163,3 +164,53 @@ async def test_errors_are_one_line_per_distinct_reason(runtime: Runtime, sim: Si
     # Once in the warnings and once in the methodology, instead of once per query in each.
     assert report.count("the query backend exploded") == 2
     assert report.count("the same reason as q1") == 4
+
+
+async def test_check_research_shows_usage_so_far_and_in_total(runtime: Runtime, sim: Simulator):
+    from ask_another.server.tools.research import job_text, result_json
+    from ask_another.simulator import Slow
+
+    held = trio.Event()
+
+    def respond(request: Any) -> Any:
+        if "Query q3" in str(request.messages[-1].get("content", "")) and not held.is_set():
+            return Slow(1.5)  # the last query's search round waits: the job is running
+        return None
+
+    sim.script("m1", respond)
+    jobs = runtime.jobs
+    record = await jobs.start("sim", COMPARE, "sequential", depth="shallow")
+    with trio.fail_after(20):
+        while True:
+            running = await jobs.get(record.id)
+            if "q3 running" in (running.step or "") and running.detail.get("usage"):
+                break
+            await trio.sleep(0.05)
+    text = job_text(running)
+    assert "Usage so far: " in text and "provider calls (2 web searches)" in text
+    held.set()
+    final = await jobs.wait(record.id, 30)
+    assert final.status == "completed"
+    body = json.loads(result_json(final))
+    assert body["usage"]["provider_calls"] == 10 and body["usage"]["searches"] == 3
+    assert body["usage_text"].startswith("10 provider calls (3 web searches)")
+    assert all({"url", "title", "query"} <= set(c) for c in body["citations"])
+    stored = await jobs.get(record.id)  # from the store, after the actor is gone
+    assert stored.detail["usage"] == body["usage"]
+
+
+async def test_a_failed_job_keeps_its_usage(runtime: Runtime, sim: Simulator):
+    from ask_another.server.tools.research import job_text
+
+    def respond(request: Any) -> Any:
+        if str(request.messages[0].get("content", "")).startswith(PLAN_MARK):
+            return None
+        return Fail(400, "refused")
+
+    sim.script("m1", respond)
+    record = await runtime.jobs.start("sim", COMPARE, "sequential", depth="shallow")
+    final = await runtime.jobs.wait(record.id, 30)
+    assert final.status == "failed"
+    stored = await runtime.jobs.get(record.id)
+    assert stored.detail["usage"]["provider_calls"] == 1  # the plan; refused calls cost nothing
+    assert "Usage in total: 1 provider call, " in job_text(stored)

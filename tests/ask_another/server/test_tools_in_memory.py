@@ -138,6 +138,7 @@ async def test_list_and_search_models(make_config: Callable[..., Config], sim: S
         assert "gemini/gemini-2.5-pro (shorthand: gem, gemini)" in text
         assert "openai/m1 (shorthand: sim) [custom API base]: not in litellm's model map" in text
         assert "MODEL_JUNK" in text
+        assert "Web search: none configured" in text
 
         error, text = await call(client, "search_families")
         assert "- gemini: 1 model(s): gemini/gemini-2.5-pro" in text
