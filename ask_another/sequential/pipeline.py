@@ -720,6 +720,7 @@ def _compile(plan: Plan, results: Mapping[str, RawResult], fallback: str | None,
         "depth": plan.metadata.depth, "plan_source": "template" if fallback else "model",
         "statistics": msgspec.to_builtins(report.statistics), "warnings": report.warnings,
         "execution_order": plan.execution_order, "usage": usage.as_dict(),
+        "sources_found": len({s.url or s.title for r in ordered for s in r.sources}),
     })
 
 
