@@ -20,7 +20,7 @@ import trio
 
 from ._call import Caller
 from ._errors import InvalidSpec, MaxChildren, StartError, UnknownChild
-from ._log import logger
+from ._log import debug_logger, logger
 from ._reasons import Down, ExitReason
 from ._ref import ActorRef
 from ._registry import Registry
@@ -163,9 +163,16 @@ class DynamicSupervisor(_SupervisorBase):
 
 
 def _log_started(supervisor: ActorRef, spec: ChildSpec, ref: ActorRef) -> None:
-    logger().debug(
-        "supervisor.child_started", supervisor=repr(supervisor), child=repr(spec.id), ref=repr(ref)
-    )
+    # A dynamic supervisor may start thousands of children: a debug event, built only when
+    # the application configured structlog (the fallback drops debug events).
+    log = debug_logger()
+    if log is not None:
+        log.debug(
+            "supervisor.child_started",
+            supervisor=repr(supervisor),
+            child=repr(spec.id),
+            ref=repr(ref),
+        )
 
 
 def _check_max(max_children: object) -> None:

@@ -36,6 +36,14 @@ def logger() -> Any:
     )
 
 
+def debug_logger() -> Any | None:
+    """The logger for a debug event, or None when it would surely be dropped (structlog not
+    configured: the fallback drops debug events), so a hot path skips building its fields."""
+    if structlog.is_configured():
+        return structlog.get_logger("supervisors")
+    return None
+
+
 def log_crash(ref: object, exc: BaseException, phase: str) -> None:
     logger().error(
         "actor.crashed",

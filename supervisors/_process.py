@@ -273,27 +273,33 @@ class Process:
         """The actor's task: the message loop, `terminate`, reaping its tasks, the exit."""
         self.task = trio.lowlevel.current_task()
         reason: ExitReason | None = None
+        terminated = False
         outside: trio.Cancelled | None = None
-        grace: float | None = None
         try:
-            with self.scope:
+            with self.scope as scope:
                 reason = await self._loop(actor)
+                # The common path: terminate in the same scope, now shielded from outside
+                # cancellation; a kill (this scope's own cancel) still cuts it short.
+                scope.shield = True
+                reason = await self._terminate(actor, reason)
+                terminated = True
         except trio.Cancelled as exc:
-            # Our own scope absorbs a kill, so this came from outside: shut down gracefully.
+            # Our own scope absorbs a kill, so this came from outside (during the loop).
             outside = exc
-            reason = Shutdown()
-            grace = actor.cancel_shutdown
         except BaseException:  # KeyboardInterrupt and the like: record the exit, propagate
             self.finish(self.kill_reason or _KILLED)
             raise
         try:
-            if reason is None:  # killed
+            if outside is not None:  # shut down gracefully, within cancel_shutdown
+                reason = await self._terminate_scoped(actor, Shutdown(), actor.cancel_shutdown)
+            elif reason is None:  # killed during the loop
                 reason = self.kill_reason or _KILLED
                 if self.terminate_on_kill and not self.brutal:
-                    reason = await self._terminate(actor, reason, None)
-            else:
-                reason = await self._terminate(actor, reason, grace)
-            await self.reap_tasks()
+                    reason = await self._terminate_scoped(actor, reason, None)
+            elif not terminated and not isinstance(reason, Crash):  # killed during terminate
+                reason = self.kill_reason or _KILLED
+            if self.tasks:
+                await self.reap_tasks()
         except BaseException:
             self.finish(self.kill_reason or _KILLED)
             raise
@@ -342,20 +348,29 @@ class Process:
             if self.stop_reason is not None:
                 return self.stop_reason
 
-    async def _terminate(self, actor: Actor, reason: ExitReason, grace: float | None) -> ExitReason:
+    async def _terminate(self, actor: Actor, reason: ExitReason) -> ExitReason:
+        """Run `terminate(reason)`; the exit reason it leaves (see the module docstring)."""
         self.close(reason)
+        try:
+            await actor.terminate(reason)
+        except Exception as exc:
+            log_crash(self.ref, exc, "terminate")
+            if not isinstance(reason, Crash):
+                reason = Crash(exc)
+        return reason
+
+    async def _terminate_scoped(
+        self, actor: Actor, reason: ExitReason, grace: float | None
+    ) -> ExitReason:
+        """`_terminate` after the actor's own scope has ended: in a new shielded scope, which a
+        kill cancels, bounded by `grace` seconds unless None."""
         with trio.CancelScope(shield=True) as scope:
-            self.scope = scope  # a kill now cuts terminate short
+            self.scope = scope
             if grace is not None:
                 scope.deadline = trio.current_time() + grace
             if self.brutal:
                 scope.cancel()
-            try:
-                await actor.terminate(reason)
-            except Exception as exc:
-                log_crash(self.ref, exc, "terminate")
-                if not isinstance(reason, Crash):
-                    reason = Crash(exc)
+            reason = await self._terminate(actor, reason)
         if scope.cancelled_caught and not isinstance(reason, Crash):
             reason = self.kill_reason or _KILLED
         return reason
@@ -387,7 +402,7 @@ class Process:
         if isinstance(self.closing, Crash):
             reason = self.closing  # the first crash stays the reason (see module docstring)
         self.close(reason)
-        label = repr(self.ref)
+        label = repr(self.ref) if self.current or self.deferred else ""
         self.reason = reason
         self.actor = None
         self.task = None
