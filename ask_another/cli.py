@@ -108,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="auto (default): provider for deep-research models, sequential "
                                "for the others; agent: one model with tools, whose permission "
                                "requests and questions are asked at this terminal")
+    research.add_argument("--depth", default="standard", choices=["shallow", "standard", "deep"],
+                          help="how many queries the local pipeline plans (default standard)")
     commands.add_parser("doctor", help="check the configuration; exit 1 if anything is wrong")
     feedback = commands.add_parser("feedback", help="record feedback or a bug report in the "
                                    "local store (what the MCP feedback tool does)")
@@ -226,6 +228,7 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
 async def _research(config: Config, args: argparse.Namespace) -> int:
     from ask_another.research import JobUpdate, ResearchJobs
+    from ask_another.research.usage import usage_text
     from ask_another.runtime import open_runtime
     from ask_another.terminal import TerminalInteraction, open_progress
 
@@ -236,7 +239,8 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
     async with open_runtime(config, prewarm_after=0) as runtime, open_progress() as progress:
         jobs = ResearchJobs.of(runtime)
         person = TerminalInteraction(progress) if args.method == "agent" else None
-        job = await jobs.start(args.model, args.query, args.method, interaction=person)
+        job = await jobs.start(args.model, args.query, args.method, interaction=person,
+                               depth=args.depth)
         print(f"research job {job.id} ({job.model}, method {job.method})", file=sys.stderr)
         progress.set(f"{job.id} pending")
 
@@ -259,10 +263,13 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
                           config), file=sys.stderr)
         return 1
     print(final.report)
-    for n, url in enumerate(final.citations, 1):
-        print(f"[{n}] {url}")
-    print(f"— {final.id} · {final.model} · completed in {final.elapsed(final.ended_at or 0):.0f} s",
-          file=sys.stderr)
+    for n, cited in enumerate(final.citations, 1):
+        title = cited.get("title") or cited["url"]
+        print(f"[{n}] {title} — {cited['url']}" if title != cited["url"] else f"[{n}] {title}")
+    usage = final.detail.get("usage")
+    spent = f" · {usage_text(usage)}" if isinstance(usage, dict) else ""
+    print(f"— {final.id} · {final.model} · completed in {final.elapsed(final.ended_at or 0):.0f} s"
+          f"{spent}", file=sys.stderr)
     return 0
 
 

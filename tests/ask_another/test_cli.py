@@ -251,6 +251,7 @@ def test_research_agent_asks_permission_and_questions_at_the_terminal(
         done.stderr)
     assert "The research agent asks: How long?" in done.stderr
     assert "research job r-" in done.stderr and "completed in" in done.stderr
+    assert "· 3 provider calls, " in done.stderr  # the agent's usage: its three model calls
     results = [m["content"] for m in sim.requests_for("m1")[-1].messages if m["role"] == "tool"]
     assert "was denied" in results[0]
     assert '"option_id": "long"' in results[1]

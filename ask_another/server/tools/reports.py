@@ -19,8 +19,11 @@ SECOND_OPINION = """Ask another model for a second opinion on a question, then c
 answer with your own."""
 
 
-def report_markdown(report: str, citations: list[str]) -> str:
-    sources = "".join(f"\n[{n}] {url}" for n, url in enumerate(citations, 1))
+def report_markdown(report: str, citations: list[dict[str, str]]) -> str:
+    """The report, then its sources: `[n] title — url` (the URL alone when it is the title)."""
+    sources = "".join(
+        f"\n[{n}] {c['url']}" if (c.get("title") or c["url"]) == c["url"]
+        else f"\n[{n}] {c['title']} — {c['url']}" for n, c in enumerate(citations, 1))
     return f"{report}\n\nSources:{sources}\n" if citations else f"{report}\n"
 
 

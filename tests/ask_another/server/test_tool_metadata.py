@@ -73,6 +73,7 @@ async def test_a_finished_report_is_a_research_resource_and_the_prompt_is_listed
         job_id = json.loads(text)["job_id"]
         contents = (await client.read_resource(f"research://{job_id}")).contents
         assert "Why tides?" in contents[0].text  # the simulator's report quotes the query
+        assert f"\n[1] {sim.url}/sources/" in contents[0].text  # sources listed by URL
         with pytest.raises(Exception, match="r-nosuchjob1"):
             await client.read_resource("research://r-nosuchjob1")
         prompts = (await client.list_prompts()).prompts
