@@ -1,8 +1,11 @@
 """What litellm's model map knows about the allowed models, and search over them.
 
-The catalog is built from the `Config` allowlist and `litellm.model_cost` (the bundled map, read
-once litellm has been imported by the gateway). It never lists a model that is not allowed: search
-narrows the allowlist, it does not browse litellm's 4,900 entries.
+The catalog is built from the `Config` allowlist and litellm's model map: the JSON file litellm
+ships and loads as `litellm.model_cost` (with `LITELLM_LOCAL_MODEL_COST_MAP=True`, as the gateway
+sets), read here by `model_map()` without importing litellm, so listing models costs tens of
+milliseconds, not litellm's import. It never lists a model that is not allowed: search narrows
+the allowlist, it does not browse litellm's 4,900 entries. The catalog keeps only what it found
+for the allowed models, not the map.
 
 A *family* is a provider (`openai`, `gemini`, ...): `search_families` lists the providers among
 the allowed models, `search_models` the exact ids within one.
@@ -10,15 +13,54 @@ the allowed models, `search_models` the exact ids within one.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ask_another.config import Config, ModelEntry
 
-__all__ = ["Catalog", "Family", "ModelInfo", "allowlist_text", "problems_text"]
+__all__ = ["Catalog", "Family", "ModelInfo", "allowlist_text", "model_map", "problems_text"]
 
 _PER_MILLION = 1_000_000
+MODEL_MAP_FILE = "model_prices_and_context_window_backup.json"
+_NOT_MODELS = ("sample_spec", "fallback_generalizations")  # the file's own schema and rules
+
+
+def model_map() -> dict[str, Any]:
+    """litellm's bundled model map (what `litellm.model_cost` holds), read from its JSON file
+    without importing litellm; empty if litellm is not installed or the file is missing."""
+    spec = importlib.util.find_spec("litellm")  # finds the package; does not import it
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        path = Path(location) / MODEL_MAP_FILE
+        if path.is_file():
+            data = json.loads(path.read_bytes())
+            return _with_aliases(data) if isinstance(data, dict) else {}
+    return {}
+
+
+def _with_aliases(data: dict[str, Any]) -> dict[str, Any]:
+    """The map as litellm serves it: a row with `alias_of` is its target's row, and a row's
+    `aliases` are further names for it (a name already taken keeps its own row)."""
+    rows = {name: row for name, row in data.items()
+            if name not in _NOT_MODELS and isinstance(row, dict)}
+    served: dict[str, Any] = {}
+    for name, row in rows.items():
+        target = row.get("alias_of")
+        if isinstance(target, str):
+            owner = rows.get(target)
+            if owner is not None and "alias_of" not in owner:
+                served[name] = owner
+        else:
+            served[name] = row
+    for row in list(served.values()):
+        for alias in row.get("aliases") or []:
+            if isinstance(alias, str):
+                served.setdefault(alias, row)
+    return served
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,11 +180,11 @@ def person_text(exc: BaseException, config: Config) -> str:
 
 
 async def _models(config: Config) -> int:
-    from ask_another.catalog import allowlist_text
-    from ask_another.runtime import open_runtime
+    # litellm's model map, read as data: no runtime, no gateway, no litellm import.
+    from ask_another.catalog import Catalog, allowlist_text, model_map
 
-    async with open_runtime(config, prewarm_after=0) as runtime:
-        print(allowlist_text(await runtime.catalog(), config))
+    catalog = await trio.to_thread.run_sync(lambda: Catalog(config, model_map()))
+    print(allowlist_text(catalog, config))
     return 0
 
 
@@ -313,7 +313,8 @@ async def _doctor(config: Config) -> int:
         problems.insert(0, unusable)
     else:
         try:
-            async with open_runtime(config, prewarm_after=0) as runtime:
+            # prewarm_after=None: no gateway worker (litellm) starts; the catalog reads the map.
+            async with open_runtime(config, prewarm_after=None) as runtime:
                 database = await runtime.database()
                 print(f"database: {database.path} (schema version "
                       f"{await database.schema_version()})")

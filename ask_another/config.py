@@ -34,6 +34,7 @@ DEFAULT_RESEARCH_TIMEOUT: Final = 1800.0  # one completion of another deep-resea
 DEFAULT_PERMISSION_TIMEOUT: Final = 600.0  # how long a tool call waits for a person's answer
 DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in characters
 DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
+DEFAULT_GATEWAY_IDLE: Final = 900.0  # the gateway worker exits after this long without a call
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
 SEARCH_PREFIX: Final = "SEARCH_"
@@ -127,9 +128,10 @@ class Config:
     """Web-search engines, by variable name; research turns search with the first."""
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     max_feedback_chars: int = DEFAULT_MAX_FEEDBACK_CHARS
-    # Completions in a worker process (gateway_worker.py): None lets the entry point decide (the
-    # stdio server: yes; the library and the people commands: no).
+    # Provider calls in the gateway's worker process (the default, None or True) or in a thread
+    # of this process (False); see runtime.py and gateway/.
     gateway_process: bool | None = None
+    gateway_idle: float = DEFAULT_GATEWAY_IDLE
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -154,6 +156,8 @@ class Config:
                                   problems)
         max_feedback = _parse_count(env, "ASK_ANOTHER_MAX_FEEDBACK_CHARS",
                                     DEFAULT_MAX_FEEDBACK_CHARS, problems)
+        gateway_idle = _parse_positive(env, "ASK_ANOTHER_GATEWAY_IDLE", DEFAULT_GATEWAY_IDLE,
+                                       problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -170,6 +174,7 @@ class Config:
             gateway_process=gateway_process,
             max_prompt_chars=max_prompt,
             max_feedback_chars=max_feedback,
+            gateway_idle=gateway_idle,
         )
 
     @property

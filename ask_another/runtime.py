@@ -1,10 +1,10 @@
 """`open_runtime(config)`: everything ask-another runs, for the MCP server and for embedding.
 
 The runtime is a `supervisors` tree: a root supervisor (one_for_one) with the SQLite store
-(`StoreActor`) and the LLM gateway (`GatewayActor`, litellm on its asyncio thread) as permanent
-children, found by name in the runtime's own `Registry`. Later features add their supervisors
-(research jobs) as further children. The MCP server opens one runtime in its lifespan; a Python
-program can open its own:
+(`StoreActor`) and the LLM gateway (`GatewayActor`: litellm in its worker process, or on an
+asyncio thread here) as permanent children, found by name in the runtime's own `Registry`. Later
+features add their supervisors (research jobs) as further children. The MCP server opens one
+runtime in its lifespan; a Python program can open its own:
 
     async with open_runtime(Config.from_env()) as rt:
         result = await rt.complete("gpt4", "Is this proof right? ...")
@@ -13,24 +13,34 @@ The actors own lifecycles, not traffic: `gateway()` and `database()` return the 
 work runs on them directly, so hundreds of completions are in flight at once. If a child is
 restarted, the next `gateway()` / `database()` returns the new handle.
 
-Opening is fast: the database is opened and migrated, the gateway thread is started, and litellm's
-import begins in that thread after `prewarm_after` seconds (so a client's `initialize` and
-`tools/list` are answered before the import competes for the CPU), or at once when a call needs it.
+Opening is fast: the database is opened and migrated and the gateway's worker process is started,
+which imports litellm on its own core while the server answers `initialize` and `tools/list`; this
+process never imports litellm. `_transport()` is the one place that picks the gateway's transport.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ask_another.catalog import Catalog
+import trio
+
+from ask_another.catalog import Catalog, model_map
 from ask_another.config import Config
 from ask_another.consensus import Consensus, consensus_spec
 from ask_another.conversations import conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
-from ask_another.gateway import CompletionResult, Gateway, GatewayActor
+from ask_another.gateway import (
+    CompletionResult,
+    Gateway,
+    GatewayActor,
+    ProcessTransport,
+    ThreadTransport,
+    Transport,
+)
 from ask_another.interaction import Interaction, Policy, Tool, ToolRegistry, valid
 from ask_another.interaction.builtin import builtin_tools
 from ask_another.interaction.model import gateway_model
@@ -63,10 +73,12 @@ class Runtime(Services):
     """
 
     async def catalog(self) -> Catalog:
-        """The allowed models with litellm's metadata (waits for litellm the first time)."""
+        """The allowed models with litellm's metadata (its model map is read the first time, in
+        a thread, without importing litellm: about 0.1 s)."""
         if self._catalog is None:
-            litellm = await (await self.gateway()).ready()
-            self._catalog = Catalog(self.config, litellm.model_cost)
+            config = self.config
+            self._catalog = await trio.to_thread.run_sync(
+                lambda: Catalog(config, model_map()))
         return self._catalog
 
     async def complete(
@@ -185,19 +197,28 @@ class Runtime(Services):
         return record
 
 
+def _transport(config: Config, process: bool | None) -> Callable[[], Transport]:
+    """The gateway's transport, chosen here and nowhere else: a worker process (the default)
+    unless `process` (or, when that is None, `ASK_ANOTHER_GATEWAY_PROCESS`) is false."""
+    if process is None:
+        process = config.gateway_process is not False
+    if process:
+        return functools.partial(ProcessTransport, config.secrets(), log_level=config.log_level,
+                                 idle_exit=config.gateway_idle)
+    return functools.partial(ThreadTransport, config.secrets())
+
+
 @contextlib.asynccontextmanager
-async def open_runtime(config: Config | None = None, *, prewarm_after: float | None = 1.0,
+async def open_runtime(config: Config | None = None, *, prewarm_after: float | None = 0,
                        gateway_process: bool | None = None) -> AsyncIterator[Runtime]:
     """Start the supervision tree for the duration of the block; stop it on exit.
 
-    `prewarm_after`: seconds before litellm starts importing in the background (0: at once,
-    None: only when first needed). `gateway_process`: run completions in a worker process (None:
-    `config.gateway_process`, off when that is unset too). Raises `StoreError` if the database
-    cannot be opened.
+    `prewarm_after`: seconds before litellm starts loading where the gateway runs it (0: at
+    once, None: only when first needed). `gateway_process`: provider calls in the gateway's
+    worker process (None: `config.gateway_process`, and yes when that is unset too) or, when
+    false, in a thread of this process. Raises `StoreError` if the database cannot be opened.
     """
     config = config if config is not None else Config.from_env()
-    if gateway_process is None:
-        gateway_process = bool(config.gateway_process)
     ensure_logging(config.log_level)
     register_secrets(config.secrets())
     for problem in config.problems:
@@ -205,9 +226,9 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     registry = Registry()
     children = [
         child_spec(StoreActor, config.database_path, name="store", registry=registry),
-        child_spec(GatewayActor, config.secrets(), prewarm_after, gateway_process,
-                   config.log_level, name="gateway",
-                   registry=registry, shutdown=15.0),
+        child_spec(GatewayActor, _transport(config, gateway_process), config.secrets(),
+                   prewarm_after,
+                   name="gateway", registry=registry, shutdown=15.0),
         research_spec(config, registry),
         conversations_spec(config, registry),
         consensus_spec(config, registry),

@@ -9,7 +9,8 @@ sequential/pipeline.py).
 
 Method "provider":
 
-- ``gemini/deep-research-*``: litellm's interactions API. The interaction is created with
+- ``gemini/deep-research-*``: litellm's interactions API, through the gateway
+  (`Gateway.interaction`, so in its worker process). The interaction is created with
   ``background=True``, its id is saved (durably, before polling starts: that is what lets a
   restarted server resume polling instead of paying for a second run), then polled with an
   interval that starts at ``ASK_ANOTHER_POLL_SECONDS`` and grows by half each time up to 60 s,
@@ -27,19 +28,16 @@ and is retried through its supervisor within the job's attempt bound (see job.py
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Final
 
 import trio
 
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderError
-from ask_another.gateway import Gateway
+from ask_another.gateway import Gateway, InteractionState
 from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.logs import scrub_answer, scrub_provider_text
@@ -182,64 +180,23 @@ async def _long_completion(ctx: JobContext) -> ResearchResult:
                           detail={"usage": ctx.usage.as_dict(), "model": result.model})
 
 
-def _credentials(entry: ModelEntry) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {}
-    if entry.api_key:
-        kwargs["api_key"] = entry.api_key.reveal()
-    if entry.api_base:
-        kwargs["api_base"] = entry.api_base
-    return kwargs
-
-
-# For every interaction created with background=True, litellm starts a poll task of its own on the
-# gateway's loop: it GETs the interaction every 5 s, doubling up to 60 s, for up to an hour, only to
-# log its cost to litellm's callbacks (its proxy's billing; we register none, and read the usage
-# from our own polls). That doubles the GETs each job sends the provider (and, on the simulator,
-# each GET moves the interaction along its script), keeps litellm's logging object of the create
-# alive for the interaction's whole life (~7 KB per running job), and costs CPU on the gateway's
-# one thread, where litellm's per-request cost is already the bottleneck with many jobs. Off,
-# unless litellm's own variable says otherwise.
-COST_POLLING_ENV: Final = "BACKGROUND_INTERACTION_COST_POLLING_ENABLED"
-
-
-def _without_litellm_cost_polling() -> None:
-    """Runs on the gateway's loop, with `litellm.interactions` imported."""
-    if os.environ.get(COST_POLLING_ENV) is not None:
-        return  # set explicitly: litellm reads it at its import, as documented
-    module = sys.modules.get("litellm.interactions.background_cost_polling")
-    if module is not None:
-        # Read at call time by litellm's `maybe_schedule_background_interaction_cost_polling`.
-        module.BACKGROUND_INTERACTION_COST_POLLING_ENABLED = False  # type: ignore[attr-defined]
-
-
-async def _interactions(gateway: Gateway, entry: ModelEntry, name: str, **kwargs: Any) -> Any:
-    """Run ``litellm.interactions.<name>(**kwargs)`` on the gateway's loop; map its errors."""
-    kwargs.update(_credentials(entry))
-
-    async def go(litellm: ModuleType, _deliver: Any) -> Any:
-        call = getattr(litellm.interactions, name)
-        _without_litellm_cost_polling()
-        return await call(**kwargs)
-
-    try:
-        return await gateway.run(go)
-    except AskAnotherError:
-        raise
-    except Exception as exc:
-        litellm = await gateway.ready()
-        raise gateway.map_error(litellm, exc, entry.model) from None
+async def _interactions(gateway: Gateway, entry: ModelEntry, name: str,
+                        **kwargs: Any) -> InteractionState:
+    """``litellm.interactions.<name>(**kwargs)`` through the gateway (its worker process)."""
+    return await gateway.interaction(entry, name, **kwargs)
 
 
 async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
     entry, gateway = ctx.entry, ctx.gateway
     agent = entry.model.split("/", 1)[1]
+    response: InteractionState | None
     if ctx.handle is None:
         ctx.report("starting the Gemini deep-research interaction")
         response = await _interactions(gateway, entry, "acreate", agent=agent, input=ctx.query,
                                        background=True)
-        if not getattr(response, "id", None):
+        if not response.id:
             raise ResearchFailed("the provider did not return an interaction id")
-        interaction_id = str(response.id)
+        interaction_id = response.id
         await ctx.save_handle(interaction_id)
     else:
         interaction_id = ctx.handle

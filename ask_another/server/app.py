@@ -122,14 +122,13 @@ class _Server(AskAnotherServer):
             raise ToolError(arguments_text(name, cause)) from cause
 
 
-def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPServer[Any]:
+def build_server(config: Config, *, prewarm_after: float | None = 0) -> MCPServer[Any]:
     """The MCP server with every tool registered; its lifespan opens the runtime.
 
-    Completions run in a gateway worker process unless `ASK_ANOTHER_GATEWAY_PROCESS=0`: a server
-    answering many calls at once would otherwise share one core's worth of GIL with litellm.
+    Provider calls run in the gateway's worker process (runtime.py picks the transport), so
+    this process never imports litellm.
     """
     ensure_logging(config.log_level)  # before MCPServer(), which would install its own handler
-    worker = config.gateway_process is not False
     # A few system calls, before serving: an unusable home is then one line and an answer to
     # every tool call, not a failed start with the supervisor's tracebacks and no `initialize`.
     unusable = home_problem(config.home)
@@ -144,7 +143,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 1.0) -> MCPSer
         async with contextlib.AsyncExitStack() as stack:
             try:
                 runtime = await stack.enter_async_context(open_runtime(
-                    config, prewarm_after=prewarm_after, gateway_process=worker))
+                    config, prewarm_after=prewarm_after))
             except AskAnotherError as exc:  # e.g. a database file that is not SQLite
                 get_logger(__name__).error("server.runtime_unavailable", error=str(exc))
                 yield Unavailable(exc)

@@ -1,0 +1,367 @@
+"""The litellm-facing code: the one module that touches litellm, used by both transports.
+
+Every function here takes the imported `litellm` module as its first argument and runs on an
+asyncio loop (the thread transport's, in this process, or the worker process's, see
+_worker.py). Nothing here imports litellm at module level: importing this module is free, and
+`load()` is the one place the import happens.
+
+- `load()`: the import, with litellm quiet on stdout and its model map read from the bundled copy.
+- `complete()`: one `litellm.acompletion` as a `CompletionResult`, streamed chunks delivered.
+- `interact()`: one `litellm.interactions.<acreate|aget|acancel>` as an `InteractionState`.
+- `search()`: one `litellm.asearch` as a `SearchResult`, priced per query from the model map.
+- `classify_failure()`: a litellm/provider exception as a `ProviderError` class, scrubbed text and
+  HTTP status.
+- `close_clients()`: close litellm's cached HTTP clients before the loop closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import inspect
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from ask_another.errors import (
+    AuthenticationFailed,
+    BadRequest,
+    MalformedResponse,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RateLimited,
+)
+from ask_another.gateway._results import (
+    CompletionResult,
+    InteractionState,
+    SearchHit,
+    SearchResult,
+    ToolCall,
+    Usage,
+)
+from ask_another.logs import quiet_litellm_loggers, scrub_provider_text, silence_litellm
+
+Deliver = Callable[[str], None]
+
+# For every interaction created with background=True, litellm starts a poll task of its own on
+# the loop: it GETs the interaction every 5 s, doubling up to 60 s, for up to an hour, only to log
+# its cost to litellm's callbacks (its proxy's billing; we register none, and read the usage from
+# our own polls). That doubles the GETs each job sends the provider (and, on the simulator, each
+# GET moves the interaction along its script), keeps litellm's logging object of the create alive
+# for the interaction's whole life, and costs CPU. Off, unless litellm's own variable says
+# otherwise (litellm reads it at its import, as documented).
+COST_POLLING_ENV = "BACKGROUND_INTERACTION_COST_POLLING_ENABLED"
+
+
+def load(*, quick: bool = False) -> ModuleType:
+    """Import litellm (seconds) and silence it. `quick`: with pydantic's validator building
+    deferred to first use (coldstart.py), which halves the import; only in a process whose other
+    threads do not define pydantic models meanwhile (the worker)."""
+    # Must be set before the import: litellm fetches its cost map from the network otherwise.
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    quiet_litellm_loggers()
+    if quick:
+        from ask_another.coldstart import quick_import
+
+        with quick_import():
+            import litellm
+    else:
+        import litellm
+    silence_litellm(litellm)
+    return litellm
+
+
+async def close_clients(litellm: ModuleType) -> None:
+    """Close litellm's cached HTTP clients (async and sync): the loop they are bound to is about
+    to close, and a later loop in the same process must build fresh ones."""
+    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+    with contextlib.suppress(Exception):
+        await close_litellm_async_clients()  # type: ignore[no-untyped-call]
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
+    # litellm's helper closes only async clients; the cache is process-wide, so it may also hold
+    # sync clients (litellm's sync API, used by embedders and tests). Dropping them open leaves
+    # their sockets to the garbage collector.
+    for handler in list(getattr(cache, "cache_dict", {}).values()):
+        client = getattr(handler, "_client", None) or getattr(handler, "client", None)
+        for target in (handler, client):
+            close = getattr(target, "close", None)
+            if close is not None and not inspect.iscoroutinefunction(close):
+                with contextlib.suppress(Exception):
+                    close()
+    with contextlib.suppress(Exception):
+        cache.flush_cache()  # type: ignore[union-attr]
+
+
+# ----- completions -----------------------------------------------------------------------------
+
+def is_priced(litellm: ModuleType, model: str) -> bool:
+    """Whether litellm's model map has a price for `model` (by its full id, or its bare name
+    under the same provider: the catalog's rule, catalog._lookup)."""
+    cost = litellm.model_cost
+    data = cost.get(model)
+    if data is None and "/" in model:
+        provider, bare = model.split("/", 1)
+        data = cost.get(bare)
+        if data is not None and not str(data.get("litellm_provider", "")).startswith(provider):
+            data = None
+    return isinstance(data, dict) and (
+        "input_cost_per_token" in data or "output_cost_per_token" in data)
+
+
+async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
+                   deliver: Deliver) -> CompletionResult:
+    """One `litellm.acompletion(**kwargs)` as a `CompletionResult`.
+
+    Streamed (`kwargs["stream"]`): each text chunk goes to `deliver` as it arrives.
+
+    A model litellm cannot price (a custom endpoint's model, a new one) is given a price of zero
+    for the call and reported with an unknown cost: otherwise litellm's logging tries to price
+    every response, fails, and formats a traceback for its debug log each time (14% of the
+    server's CPU in the research benchmark before this).
+    """
+    priced = is_priced(litellm, model)
+    if not priced:
+        kwargs = {**kwargs, "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+    if not kwargs.get("stream"):
+        response = await litellm.acompletion(**kwargs)
+        return _result(litellm, response, model, priced)
+    wrapper = await litellm.acompletion(**kwargs)
+    chunks = []
+    async for chunk in wrapper:
+        chunks.append(chunk)
+        choices = getattr(chunk, "choices", None) or []
+        delta = getattr(choices[0], "delta", None) if choices else None
+        text = getattr(delta, "content", None)
+        if text:
+            deliver(text)
+    if not chunks:
+        raise MalformedResponse("the stream ended without any chunk", model=model)
+    response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+    return _result(litellm, response, model, priced)
+
+
+def _cost(litellm: ModuleType, response: Any, priced: bool) -> float | None:
+    """The call's price in USD, None when litellm does not know the model's price.
+
+    litellm prices every non-streamed response itself (`_hidden_params["response_cost"]`);
+    pricing it again costs about a millisecond per call. Streamed responses, assembled from
+    chunks, are priced here.
+    """
+    if not priced:
+        return None
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, dict) and "response_cost" in hidden:
+        known = hidden["response_cost"]
+        return float(known) if isinstance(known, int | float) else None
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # a price litellm could not compute after all: unknown, not an error
+        return None
+
+
+def _result(litellm: ModuleType, response: Any, model: str, priced: bool) -> CompletionResult:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise MalformedResponse("the answer had no choices", model=model)
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise MalformedResponse("the answer had no message", model=model)
+    tool_calls = tuple(
+        ToolCall(id=str(tc.id or ""), name=str(tc.function.name or ""),
+                 arguments=str(tc.function.arguments or ""))
+        for tc in (getattr(message, "tool_calls", None) or [])
+    )
+    usage_obj = getattr(response, "usage", None)
+    usage = Usage(
+        prompt_tokens=getattr(usage_obj, "prompt_tokens", None),
+        completion_tokens=getattr(usage_obj, "completion_tokens", None),
+        cost_usd=_cost(litellm, response, priced),
+    )
+    return CompletionResult(
+        text=str(getattr(message, "content", None) or ""),
+        model=str(getattr(response, "model", None) or model),
+        usage=usage,
+        tool_calls=tool_calls,
+        citations=_citations(response, message),
+        finish_reason=getattr(choices[0], "finish_reason", None),
+    )
+
+
+def _citations(response: Any, message: Any) -> tuple[str, ...]:
+    found = [item if isinstance(item, str) else str(item.get("url", item))
+             for item in getattr(response, "citations", None) or []]
+    for note in getattr(message, "annotations", None) or []:
+        citation = note.get("url_citation") if isinstance(note, dict) else getattr(
+            note, "url_citation", None)
+        url = citation.get("url") if isinstance(citation, dict) else getattr(citation, "url", None)
+        if url:
+            found.append(str(url))
+    return tuple(dict.fromkeys(found))
+
+
+# ----- web search ------------------------------------------------------------------------------
+
+async def search(litellm: ModuleType, kwargs: dict[str, Any]) -> SearchResult:
+    """One `litellm.asearch(**kwargs)` (`query`, `search_provider`, ...) as a `SearchResult`."""
+    response = await litellm.asearch(**kwargs)
+    query, provider = str(kwargs["query"]), str(kwargs["search_provider"])
+    hits = tuple(
+        SearchHit(title=str(getattr(r, "title", "") or getattr(r, "url", "")),
+                  url=str(r.url), snippet=str(getattr(r, "snippet", "") or ""))
+        for r in getattr(response, "results", None) or [] if getattr(r, "url", None))
+    hidden = getattr(response, "_hidden_params", None)
+    cost: float | None = None
+    if isinstance(hidden, dict) and isinstance(hidden.get("response_cost"), int | float):
+        cost = float(hidden["response_cost"])
+    else:
+        price = (litellm.model_cost.get(f"{provider}/search") or {}).get("input_cost_per_query")
+        cost = float(price) if isinstance(price, int | float) else None
+    return SearchResult(query=query, provider=provider, hits=hits, usage=Usage(cost_usd=cost))
+
+
+# ----- Gemini interactions ---------------------------------------------------------------------
+
+INTERACTION_CALLS = frozenset({"acreate", "aget", "acancel"})
+
+
+async def interact(litellm: ModuleType, name: str, kwargs: dict[str, Any]) -> InteractionState:
+    """`litellm.interactions.<name>(**kwargs)` (acreate, aget or acancel) as plain data."""
+    if name not in INTERACTION_CALLS:
+        raise ValueError(f"not an interactions call: {name!r}")
+    call = getattr(litellm.interactions, name)
+    _without_litellm_cost_polling()
+    response = await call(**kwargs)
+    return _interaction_state(response)
+
+
+def _without_litellm_cost_polling() -> None:
+    if os.environ.get(COST_POLLING_ENV) is not None:
+        return  # set explicitly: litellm read it at its import
+    module = sys.modules.get("litellm.interactions.background_cost_polling")
+    if module is not None:
+        # Read at call time by litellm's `maybe_schedule_background_interaction_cost_polling`.
+        module.BACKGROUND_INTERACTION_COST_POLLING_ENABLED = False  # type: ignore[attr-defined]
+
+
+def _interaction_state(response: Any) -> InteractionState:
+    dump = getattr(response, "model_dump", None)
+    data: dict[str, Any] = dump() if callable(dump) else dict(response or {})
+
+    def items(key: str) -> list[dict[str, Any]] | None:
+        value = data.get(key)
+        return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else None
+
+    def mapping(key: str) -> dict[str, Any] | None:
+        value = data.get(key)
+        return value if isinstance(value, dict) else None
+
+    status, ident = data.get("status"), data.get("id")
+    return InteractionState(
+        id=str(ident) if ident else None, status=str(status) if status else None,
+        steps=items("steps"), outputs=items("outputs"), usage=mapping("usage"),
+        error=mapping("error"))
+
+
+# ----- failures --------------------------------------------------------------------------------
+
+def classify_failure(litellm: ModuleType | None, exc: BaseException,
+                     secrets: Sequence[str] | None = None
+                     ) -> tuple[type[ProviderError], str, int | None]:
+    """For a litellm/provider exception: its `ProviderError` class (`ProviderError` itself when
+    litellm is not loaded), the provider's message scrubbed of `secrets` (default: the
+    registered ones), and the HTTP status if there was one."""
+    if isinstance(exc, ProviderError):  # raised by our own parsing (MalformedResponse)
+        return type(exc), scrub_provider_text(exc.provider_message, secrets), exc.status
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    kind = ProviderError if litellm is None else _classify(litellm, exc, status)
+    message = scrub_provider_text(_provider_text(exc), secrets)
+    if kind is RateLimited and (wait := _retry_after(exc)) is not None:
+        message += f" (the provider asks to retry in {wait:g} s)"
+    return kind, message, status
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider's `Retry-After` header asks to wait (seconds or an HTTP date)."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    try:
+        raw = headers.get("retry-after") if headers is not None else None
+    except Exception:  # a headers object of a shape we do not know: no hint, not a failure
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return max(0.0, round(seconds, 1)) if math.isfinite(seconds) else None
+
+
+def _classify(litellm: ModuleType, exc: BaseException, status: int | None) -> type[ProviderError]:
+    table: list[tuple[tuple[type[BaseException], ...], type[ProviderError]]] = [
+        ((litellm.Timeout,), ProviderTimeout),
+        ((litellm.RateLimitError,), RateLimited),
+        ((litellm.AuthenticationError, litellm.PermissionDeniedError), AuthenticationFailed),
+        ((litellm.APIResponseValidationError, json.JSONDecodeError), MalformedResponse),
+        ((litellm.BadRequestError, litellm.NotFoundError, litellm.UnprocessableEntityError),
+         BadRequest),
+        ((litellm.ServiceUnavailableError, litellm.InternalServerError, litellm.BadGatewayError,
+          litellm.APIConnectionError), ProviderUnavailable),
+    ]
+    undecodable = any(isinstance(e, json.JSONDecodeError) for e in _chain(exc))
+    if undecodable or "Expecting value" in str(exc):
+        # litellm wraps an unparseable body as a generic API error with status 500.
+        return MalformedResponse
+    for types_, kind in table:
+        if isinstance(exc, types_):
+            return kind
+    by_status = {408: ProviderTimeout, 429: RateLimited, 401: AuthenticationFailed,
+                 403: AuthenticationFailed, 400: BadRequest, 404: BadRequest, 422: BadRequest}
+    if status in by_status:
+        return by_status[status]
+    if status is not None and status >= 500:
+        return ProviderUnavailable
+    if isinstance(exc, (ValueError, KeyError, TypeError, AttributeError)):
+        # litellm's parsers raise these on a body that is not the shape it expects.
+        return MalformedResponse
+    return ProviderError
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 10:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _provider_text(exc: BaseException) -> str:
+    """The provider's own message, without litellm's stacked class-name prefixes."""
+    text = str(getattr(exc, "message", None) or exc).strip() or type(exc).__name__
+    for _ in range(3):
+        head, sep, tail = text.partition(": ")
+        prefix = head.startswith("litellm.") or head.endswith(("Error", "Exception", "Timeout"))
+        if sep and prefix:
+            text = tail.strip()
+    # "OpenAIException - <the provider's message>"
+    head, sep, tail = text.partition(" - ")
+    if sep and head.endswith("Exception") and " " not in head:
+        text = tail.strip()
+    # Drop litellm's pointer to its own docs and debug hints: noise for the person reading.
+    for marker in ("\nReceived Model Group", "LiteLLM Retried:", "\nAvailable Model Group"):
+        text = text.split(marker, 1)[0].strip()
+    return text  # cut by scrub_provider_text, after the keys are out

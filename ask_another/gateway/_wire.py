@@ -1,0 +1,87 @@
+"""The worker process's wire: length-prefixed msgpack frames over its stdin and stdout.
+
+- parent -> worker: `Call` (one `litellm.acompletion` kwargs dict, the model id), `Interact`
+  (one `litellm.interactions` call), `Search` (one `litellm.asearch`) and `Cancel`;
+- worker -> parent: `Ready` once litellm is imported (or why it could not be), then per call any
+  number of `Delta` (streamed text, in order) and one `Done`, `Interacted`, `Searched` or
+  `Failed`.
+
+Shared by the parent's side (_process.py) and the worker's (_worker.py); no litellm here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ask_another import errors
+from ask_another.errors import ProviderError
+from ask_another.gateway._results import CompletionResult, InteractionState, SearchResult
+
+
+class Call(msgspec.Struct, tag="call"):
+    id: int
+    kwargs: dict[str, Any]
+    model: str
+
+
+class Interact(msgspec.Struct, tag="interact"):
+    id: int
+    name: str  # acreate, aget or acancel
+    kwargs: dict[str, Any]
+
+
+class Search(msgspec.Struct, tag="search"):
+    id: int
+    kwargs: dict[str, Any]
+
+
+class Cancel(msgspec.Struct, tag="cancel"):
+    id: int
+
+
+class Ready(msgspec.Struct, tag="ready"):
+    error: str | None = None
+
+
+class Delta(msgspec.Struct, tag="delta"):
+    id: int
+    text: str
+
+
+class Done(msgspec.Struct, tag="done"):
+    id: int
+    result: CompletionResult
+
+
+class Interacted(msgspec.Struct, tag="interacted"):
+    id: int
+    state: InteractionState
+
+
+class Searched(msgspec.Struct, tag="searched"):
+    id: int
+    result: SearchResult
+
+
+class Failed(msgspec.Struct, tag="failed"):
+    id: int
+    kind: str  # the name of a ProviderError subclass in ask_another.errors
+    message: str
+    status: int | None = None
+
+
+ToWorker = Call | Interact | Search | Cancel
+FromWorker = Ready | Delta | Done | Interacted | Searched | Failed
+HEADER = 4  # bytes of big-endian frame length
+
+
+def frame(encoder: msgspec.msgpack.Encoder, message: msgspec.Struct) -> bytes:
+    body = encoder.encode(message)
+    return len(body).to_bytes(HEADER, "big") + body
+
+
+def error_class(name: str) -> type[ProviderError]:
+    kind = getattr(errors, name, None)
+    return kind if isinstance(kind, type) and issubclass(kind, ProviderError) else ProviderError
