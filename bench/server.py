@@ -13,6 +13,19 @@ wall time swings with other processes' load, so the extras also record each proc
 time (user + system) at the same moments: the server's when its tools/list reply arrives, the
 reference's when its import has finished.
 
+Against the original ask-another (github.com/matthewgjohnson/ask-another at 8776f64, mcp 1.x, one
+process with litellm; installed in its own environment, named by `ASK_ANOTHER_ORIGINAL`, e.g.
+/tmp/orig/.venv/bin/ask-another), in the same run and against the same simulator:
+- memory: the RSS of the server's process tree (server plus gateway worker) idle after
+  `tools/list` and after 100 completions; ours also after the worker's idle exit
+  (`ASK_ANOTHER_GATEWAY_IDLE`). Targets: after use <= 1.2x the original's, idle after the
+  worker's exit <= 2x the original's idle;
+- the first `completion` after the `tools/list` reply (10 starts; target < 1.0 s);
+- people commands: `ask-another models` (< 1.0 s) and `--help` (< 0.5 s), median of 5.
+
+Cold start is also compared with a bare MCP 2.x server on trio with one tool (`BARE_SERVER`),
+timed the same way to its `tools/list` reply (target: within 1.1x).
+
 Fan-out: N concurrent `completion` tool calls through the real server (stdio subprocess, an
 `mcp.Client` in this process) against the simulated provider in its own process with a fixed
 latency, after one warm-up call that waits for litellm. The references, measured in the same run
@@ -64,11 +77,15 @@ def _send(stdin: IO[bytes], message: dict[str, Any]) -> None:
     stdin.flush()
 
 
-def _reply(stdout: IO[bytes], request_id: int) -> dict[str, Any]:
+def _reply(stdout: IO[bytes], request_id: int, *, tolerant: bool = False) -> dict[str, Any]:
+    """The reply to `request_id`. `tolerant`: skip lines that are not JSON (the original
+    ask-another lets litellm print to stdout now and then)."""
     while True:
         line = stdout.readline()
         if not line:
             raise RuntimeError("the server closed stdout before replying")
+        if tolerant and not line.startswith(b"{"):
+            continue
         message = json.loads(line)
         if message.get("id") == request_id:
             return message  # type: ignore[no-any-return]
@@ -83,8 +100,25 @@ def _cpu_seconds(pid: int) -> float:
 SERVER = [sys.executable, "-m", "ask_another"]
 
 
-def cold_start_once(home: Path, *, cache: bool = True, command: list[str] = SERVER
-                    ) -> tuple[float, float, float]:
+BARE_SERVER = """
+import trio
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("bare")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    \"\"\"Echo the text.\"\"\"
+    return text
+
+
+trio.run(server.run_stdio_async)
+"""
+
+
+def cold_start_once(home: Path, *, cache: bool = True, command: list[str] = SERVER,
+                    min_tools: int = 5) -> tuple[float, float, float]:
     """Seconds from spawn to the initialize reply and to the tools/list reply, and the server's
     CPU seconds at the tools/list reply (of the spawned process itself, not its children)."""
     env = _env(home, cache=cache, MODEL_SIM="openai/m1;key;http://127.0.0.1:9/v1")
@@ -104,7 +138,7 @@ def cold_start_once(home: Path, *, cache: bool = True, command: list[str] = SERV
         tools = _reply(process.stdout, 2)
         listed = time.perf_counter() - start
         cpu = _cpu_seconds(process.pid)
-        assert len(tools["result"]["tools"]) >= 5, tools
+        assert len(tools["result"]["tools"]) >= min_tools, tools
     finally:
         process.stdin.close()
         try:
@@ -137,17 +171,21 @@ def sdk_import_once() -> tuple[float, float]:
 def cold_start(runs: int) -> list[Row]:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
+        bare = [sys.executable, "-c", BARE_SERVER]
         cold_start_once(home)  # warm-up: fills the bytecode cache
         sdk_import_once()
-        samples, floors = [], []
+        cold_start_once(home, command=bare, min_tools=1)
+        samples, floors, bares = [], [], []
         for _ in range(runs):  # interleaved, so load from other processes hits both alike
             samples.append(cold_start_once(home))
             floors.append(sdk_import_once())
+            bares.append(cold_start_once(home, command=bare, min_tools=1))
         uncached = cold_start_once(home / "uncached", cache=False)
         uv = shutil.which("uv")
         through_uv = ([cold_start_once(home, command=[uv, "run", "--quiet", "ask-another"])[1]
                        for _ in range(3)] if uv else [])
         floor = statistics.median(f[0] for f in floors)
+        bare_listed = statistics.median(b[1] for b in bares)
     init = statistics.median(s[0] for s in samples)
     listed = statistics.median(s[1] for s in samples)
     extra: dict[str, object] = {
@@ -155,6 +193,7 @@ def cold_start(runs: int) -> list[Row]:
         "initialize_samples_s": [round(s[0], 3) for s in samples],
         "tools_list_samples_s": [round(s[1], 3) for s in samples],
         "sdk_import_samples_s": [round(f[0], 3) for f in floors],
+        "bare_server_tools_list_samples_s": [round(b[1], 3) for b in bares],
         "server_cpu_at_tools_list_s": round(statistics.median(s[2] for s in samples), 3),
         "sdk_import_cpu_s": round(statistics.median(f[1] for f in floors), 3),
         "without_bytecode_cache_s": {"initialize": round(uncached[0], 3),
@@ -169,6 +208,9 @@ def cold_start(runs: int) -> list[Row]:
             target="< 1.0 s", passed=init < 1.0, extra=extra),
         Row(SUITE, "cold start to tools/list reply (stdio)", listed, "s", reference, floor,
             target="< 1.0 s", passed=listed < 1.0, extra=extra),
+        Row(SUITE, "cold start to tools/list reply vs a bare server", listed, "s",
+            "a bare MCP 2.x server on trio with one tool, to tools/list", bare_listed,
+            target="<= 1.1x", passed=listed <= 1.1 * bare_listed, extra=extra),
     ]
 
 
@@ -283,12 +325,209 @@ def fanout(calls: int, latency: float, *, thread_too: bool = False) -> list[Row]
     ]
 
 
+ORIGINAL_ENV = "ASK_ANOTHER_ORIGINAL"
+
+
+def _tree_rss_mb(root: int) -> float:
+    """RSS of `root` and all its descendants (MiB), from /proc."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    total = 0
+    for pid in parents:
+        ancestor = pid
+        while ancestor in parents and ancestor != root:
+            ancestor = parents[ancestor]
+        if ancestor == root:
+            with contextlib.suppress(OSError, StopIteration, ValueError):
+                status = Path(f"/proc/{pid}/status").read_text().splitlines()
+                total += int(next(x for x in status if x.startswith("VmRSS:")).split()[1])
+    return total / 1024
+
+
+def _children(root: int) -> int:
+    count = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == root:
+                count += 1
+    return count
+
+
+class _Session:
+    """A stdio server spoken to in raw JSON-RPC lines (no client library in the timed path)."""
+
+    def __init__(self, command: list[str], env: dict[str, str], *,
+                 tolerant: bool = False) -> None:
+        self._tolerant = tolerant
+        self.process = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._ids = iter(range(10, 1_000_000))
+
+    def open(self) -> None:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        _send(self.process.stdin, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}})
+        _reply(self.process.stdout, 1, tolerant=self._tolerant)
+        _send(self.process.stdin, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(self.process.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+                                   "params": {}})
+        _reply(self.process.stdout, 2, tolerant=self._tolerant)
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        request_id = next(self._ids)
+        _send(self.process.stdin, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                   "params": {"name": name, "arguments": arguments}})
+        reply = _reply(self.process.stdout, request_id, tolerant=self._tolerant)
+        result = reply.get("result") or {}
+        if "error" in reply or result.get("isError"):
+            raise RuntimeError(f"{name} failed: {reply}")
+        return result  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _original_command() -> list[str] | None:
+    path = os.environ.get(ORIGINAL_ENV)
+    return [path] if path and Path(path).exists() else None
+
+
+def _ours_session(home: Path, openai_base: str, **extra: str) -> _Session:
+    return _Session(SERVER, _env(home, MODEL_SIM=f"openai/m1;bench-key;{openai_base}", **extra))
+
+
+def _original_session(command: list[str], home: Path, openai_base: str) -> _Session:
+    env = _env(home, PROVIDER_OPENAI="openai;bench-key", FAVOURITES="openai/m1",
+               OPENAI_API_BASE=openai_base, OPENAI_BASE_URL=openai_base,
+               LITELLM_LOCAL_MODEL_COST_MAP="True")
+    return _Session(command, env, tolerant=True)
+
+
+def memory(completions: int) -> list[Row]:
+    """Server tree RSS idle, after `completions` completions and (ours) after the worker's idle
+    exit, against the original ask-another in the same run."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    from ask_another.simulator import Simulator
+
+    original = _original_command()
+    idle_exit = 3.0
+    with Simulator.process(latency=0.0) as urls, tempfile.TemporaryDirectory() as tmp:
+        ours = _ours_session(Path(tmp), urls.openai_base,
+                             ASK_ANOTHER_GATEWAY_IDLE=str(idle_exit))
+        try:
+            ours.open()
+            time.sleep(4)  # the worker has imported litellm
+            ours_idle = _tree_rss_mb(ours.process.pid)
+            for i in range(completions):
+                ours.call("completion", {"model": "sim", "prompt": f"question {i}"})
+            ours_used = _tree_rss_mb(ours.process.pid)
+            deadline = time.monotonic() + idle_exit + 20
+            while _children(ours.process.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)
+            ours_after_exit = _tree_rss_mb(ours.process.pid)
+            worker_gone = _children(ours.process.pid) == 0
+            ours_server_alone = ours_after_exit
+        finally:
+            ours.close()
+        orig_idle = orig_used = None
+        if original is not None:
+            theirs = _original_session(original, Path(tmp), urls.openai_base)
+            try:
+                theirs.open()
+                time.sleep(4)
+                orig_idle = _tree_rss_mb(theirs.process.pid)
+                for i in range(completions):
+                    theirs.call("completion", {"model": "openai/m1", "prompt": f"question {i}"})
+                orig_used = _tree_rss_mb(theirs.process.pid)
+            finally:
+                theirs.close()
+    extra: dict[str, object] = {
+        "completions": completions, "idle_exit_s": idle_exit,
+        "ours_idle_with_worker_mib": round(ours_idle, 1),
+        "ours_after_use_mib": round(ours_used, 1),
+        "ours_after_worker_exit_mib": round(ours_server_alone, 1), "worker_gone": worker_gone,
+        "original_idle_mib": None if orig_idle is None else round(orig_idle, 1),
+        "original_after_use_mib": None if orig_used is None else round(orig_used, 1),
+    }
+    reference = "the original ask-another (8776f64, mcp 1.x)"
+    return [
+        Row(SUITE, f"server tree RSS after {completions} completions", ours_used, "MiB",
+            reference, orig_used, target="<= 1.2x",
+            passed=None if orig_used is None else ours_used <= 1.2 * orig_used, extra=extra),
+        Row(SUITE, "server tree RSS idle after the worker's idle exit", ours_after_exit, "MiB",
+            reference + ", idle", orig_idle, target="<= 2x",
+            passed=None if orig_idle is None else ours_after_exit <= 2 * orig_idle, extra=extra),
+    ]
+
+
+def first_completion(starts: int) -> list[Row]:
+    """Seconds from the tools/list reply to the first completion's reply, over fresh starts."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    from ask_another.simulator import Simulator
+
+    samples = []
+    with Simulator.process(latency=0.0) as urls, tempfile.TemporaryDirectory() as tmp:
+        for n in range(starts + 1):  # the first fills the bytecode cache
+            session = _ours_session(Path(tmp), urls.openai_base)
+            try:
+                session.open()
+                start = time.perf_counter()
+                session.call("completion", {"model": "sim", "prompt": "first"})
+                if n:
+                    samples.append(time.perf_counter() - start)
+            finally:
+                session.close()
+    median = statistics.median(samples)
+    extra: dict[str, object] = {
+        "starts": starts, "samples_s": [round(x, 3) for x in samples],
+        "min_s": round(min(samples), 3), "max_s": round(max(samples), 3),
+    }
+    return [Row(SUITE, "first completion after the tools/list reply", median, "s",
+                target="< 1.0 s", passed=max(samples) < 1.0, extra=extra)]
+
+
+def people_commands(runs: int) -> list[Row]:
+    """`ask-another models` and `--help`, median wall time of `runs`, with the bytecode cache."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = _env(Path(tmp), MODEL_GPT4="openai/gpt-4o;key",
+                   MODEL_SIM="openai/m1;key;http://127.0.0.1:9/v1")
+        for args, target in ((["models"], 1.0), (["--help"], 0.5)):
+            times = []
+            for n in range(runs + 1):
+                start = time.perf_counter()
+                subprocess.run([*SERVER, *args], cwd=REPO, env=env, check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                if n:
+                    times.append(time.perf_counter() - start)
+            median = statistics.median(times)
+            rows.append(Row(SUITE, f"ask-another {' '.join(args)}", median, "s",
+                            target=f"< {target:g} s", passed=median < target,
+                            extra={"runs": runs, "samples_s": [round(t, 3) for t in times]}))
+    return rows
+
+
 def run(quick: bool) -> list[Row]:
-    # Quick mode still pays for three litellm imports (the server's, its worker's and the raw
-    # reference's).
+    # Quick mode still pays for several litellm imports (each server start's worker, the
+    # original's, the raw reference's).
     if quick:
-        return cold_start(runs=1) + fanout(calls=10, latency=0.05)
-    return cold_start(runs=10) + fanout(calls=500, latency=0.2, thread_too=True)
+        return (cold_start(runs=1) + people_commands(runs=1) + first_completion(starts=1)
+                + memory(completions=5) + fanout(calls=10, latency=0.05))
+    return (cold_start(runs=10) + people_commands(runs=5) + first_completion(starts=10)
+            + memory(completions=100) + fanout(calls=500, latency=0.2, thread_too=True))
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ def make_config(sim: Simulator, tmp_path: Path) -> Callable[..., Config]:
         env = {
             "ASK_ANOTHER_HOME": str(tmp_path / "home"),
             "MODEL_SIM": f"openai/m1;{FAKE_KEY};{sim.openai_base}",
-            # In-memory servers run completions in this process's gateway thread, whose litellm
-            # the test process has imported already; the stdio tests run the server as clients
-            # do, worker process and all (test_gateway_worker.py covers the worker itself).
+            # In-memory servers run provider calls on the thread transport, whose litellm the
+            # test process has imported already; the stdio tests run the server as clients do,
+            # worker process and all (test_gateway.py runs every gateway test on both).
             "ASK_ANOTHER_GATEWAY_PROCESS": "0",
             **extra,
         }

@@ -1,16 +1,19 @@
-"""The gateway: litellm on its own asyncio thread, bridged to trio, against the simulator."""
+"""The gateway against the simulator, on both transports: litellm on an asyncio thread in this
+process, and litellm in the worker process. Each test runs once per transport."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 
 import pytest
 import trio
+import trio.testing
 
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import InvalidArgument, MalformedResponse, ProviderUnavailable
-from ask_another.gateway import open_gateway
+from ask_another.gateway import ProcessTransport, ThreadTransport, Transport, open_gateway
 from ask_another.simulator import Drop, Malformed, Reply, Simulator, Slow, ToolCall, ToolCalls
 
 KEY = "sk-test-gateway-0123456789"
@@ -19,14 +22,27 @@ WEATHER_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                    "required": ["city"]}}}
 
+MakeTransport = Callable[[], Transport]
+
+
+@pytest.fixture(params=[
+    pytest.param("thread"),
+    pytest.param("process", marks=pytest.mark.slow),  # starts a worker process
+])
+def transport(request: pytest.FixtureRequest) -> MakeTransport:
+    if request.param == "thread":
+        return lambda: ThreadTransport([KEY])
+    return lambda: ProcessTransport([KEY])
+
 
 def entry(sim: Simulator, model: str = "openai/m1") -> ModelEntry:
     env = {"MODEL_X": f"{model};{KEY};{sim.openai_base}", "ASK_ANOTHER_HOME": "/tmp/unused"}
     return Config.from_env(env).models[0]
 
 
-async def test_import_waits_for_the_first_call_when_asked_to(sim: Simulator):
-    async with open_gateway([KEY], start_import=False) as gateway:
+async def test_import_waits_for_the_first_call_when_asked_to(sim: Simulator,
+                                                             transport: MakeTransport):
+    async with open_gateway(transport(), [KEY], warm=False) as gateway:
         await trio.sleep(0.2)
         assert not gateway.statistics().ready
         result = await gateway.completion(entry(sim), "hi")
@@ -34,23 +50,25 @@ async def test_import_waits_for_the_first_call_when_asked_to(sim: Simulator):
     assert result.text == "[simulated m1] answer to: hi"
 
 
-async def test_cancelling_the_trio_caller_cancels_the_provider_call(sim: Simulator):
-    sim.script("m1", [Slow(30)])
-    async with open_gateway([KEY]) as gateway:
-        await gateway.ready()
+async def test_cancelling_the_trio_caller_cancels_the_provider_call(sim: Simulator,
+                                                                   transport: MakeTransport):
+    sim.script("m1", [Reply("first"), Slow(30)])
+    async with open_gateway(transport(), [KEY]) as gateway:
+        await gateway.completion(entry(sim), "litellm is loaded")
         with trio.move_on_after(1.0):
             await gateway.completion(entry(sim), "wait forever")
         # The asyncio task (and with it the HTTP request) is gone, not left running for 30 s.
-        with trio.fail_after(2):
+        with trio.fail_after(5):
             while gateway.statistics().in_flight:  # noqa: ASYNC110 - state in another thread
                 await trio.sleep(0.02)
-        assert len(sim.requests_for("m1")) == 1
+        assert len(sim.requests_for("m1")) == 2
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_tool_calls_come_back_with_id_name_and_arguments(sim: Simulator, stream: bool):
+async def test_tool_calls_come_back_with_id_name_and_arguments(sim: Simulator, stream: bool,
+                                                               transport: MakeTransport):
     sim.script("m1", [ToolCalls([ToolCall("get_weather", {"city": "Paris"}, id="call_sim_a")])])
-    async with open_gateway([KEY]) as gateway:
+    async with open_gateway(transport(), [KEY]) as gateway:
         result = await gateway.completion(entry(sim), "weather in Paris?", tools=[WEATHER_TOOL],
                                           stream=stream)
     [call] = result.tool_calls
@@ -60,53 +78,83 @@ async def test_tool_calls_come_back_with_id_name_and_arguments(sim: Simulator, s
     assert sim.requests_for("m1")[0].json["tools"][0]["function"]["name"] == "get_weather"
 
 
-async def test_streamed_deltas_arrive_in_order_and_add_up_to_the_text(sim: Simulator):
+async def test_streamed_deltas_arrive_in_order_and_add_up_to_the_text(sim: Simulator,
+                                                                     transport: MakeTransport):
     sim.script("m1", [Reply("one two three four five six seven")])
     deltas: list[str] = []
 
     async def on_delta(text: str) -> None:
         deltas.append(text)
 
-    async with open_gateway([KEY]) as gateway:
+    async with open_gateway(transport(), [KEY]) as gateway:
         result = await gateway.completion(entry(sim), "count", on_delta=on_delta)
     assert len(deltas) > 1
     assert "".join(deltas) == result.text == "one two three four five six seven"
     assert result.usage.prompt_tokens and result.usage.completion_tokens
 
 
-async def test_citations_are_returned(sim: Simulator):
-    async with open_gateway([KEY]) as gateway:
+async def test_citations_are_returned(sim: Simulator, transport: MakeTransport):
+    async with open_gateway(transport(), [KEY]) as gateway:
         result = await gateway.completion(entry(sim, "openai/sim-research"), "what is new?")
     assert len(result.citations) == 2
     assert all(c.startswith(sim.url) for c in result.citations)
 
 
-async def test_malformed_and_dropped_answers_are_typed_errors(sim: Simulator):
+async def test_malformed_and_dropped_answers_are_typed_errors(sim: Simulator,
+                                                             transport: MakeTransport):
     sim.script("m1", [Malformed(), Drop()])
-    async with open_gateway([KEY]) as gateway:
+    async with open_gateway(transport(), [KEY]) as gateway:
         with pytest.raises(MalformedResponse):
             await gateway.completion(entry(sim), "a")
         with pytest.raises(ProviderUnavailable):
             await gateway.completion(entry(sim), "b")
 
 
-async def test_known_model_reports_its_cost(sim: Simulator):
+@pytest.mark.parametrize("stream", [False, True])
+async def test_known_model_reports_its_cost(sim: Simulator, stream: bool,
+                                            transport: MakeTransport):
     sim.script("gpt-4o", [Reply("ok", usage={"prompt_tokens": 1000, "completion_tokens": 1000})])
-    async with open_gateway([KEY]) as gateway:
-        result = await gateway.completion(entry(sim, "openai/gpt-4o"), "price?")
+    async with open_gateway(transport(), [KEY]) as gateway:
+        result = await gateway.completion(entry(sim, "openai/gpt-4o"), "price?", stream=stream)
     # gpt-4o in litellm's bundled map: $2.50 and $10.00 per million tokens.
     assert result.usage.cost_usd == pytest.approx(0.0125)
     assert "$0.012500" in result.usage.describe()
 
 
-async def test_a_second_gateway_in_the_same_process_works(sim: Simulator):
+async def test_an_unmapped_model_has_an_unknown_cost(sim: Simulator, transport: MakeTransport):
+    async with open_gateway(transport(), [KEY]) as gateway:
+        result = await gateway.completion(entry(sim), "price?")
+    assert result.usage.cost_usd is None
+    assert result.usage.prompt_tokens
+    assert "cost unknown" in result.usage.describe()
+
+
+async def test_gemini_interactions_create_poll_and_cancel(sim: Simulator,
+                                                          transport: MakeTransport):
+    gemini = Config.from_env({
+        "MODEL_G": f"gemini/deep-research-pro-preview-12-2025;{KEY};{sim.gemini_base}",
+        "ASK_ANOTHER_HOME": "/tmp/unused"}).models[0]
+    async with open_gateway(transport(), [KEY]) as gateway:
+        created = await gateway.interaction(gemini, "acreate", input="What changed?",
+                                            agent="deep-research-pro-preview-12-2025",
+                                            background=True)
+        assert created.id and created.status == "in_progress"
+        polled = await gateway.interaction(gemini, "aget", interaction_id=created.id)
+        assert polled.id == created.id
+        cancelled = await gateway.interaction(gemini, "acancel", interaction_id=created.id)
+    assert cancelled.status == "cancelled"
+
+
+async def test_a_second_gateway_in_the_same_process_works(sim: Simulator,
+                                                          transport: MakeTransport):
     for _ in range(2):
-        async with open_gateway([KEY]) as gateway:
+        async with open_gateway(transport(), [KEY]) as gateway:
             assert (await gateway.completion(entry(sim), "again")).text.endswith("again")
 
 
-async def test_bad_arguments_are_refused_before_any_request(sim: Simulator):
-    async with open_gateway([KEY], start_import=False) as gateway:
+async def test_bad_arguments_are_refused_before_any_request(sim: Simulator,
+                                                            transport: MakeTransport):
+    async with open_gateway(transport(), [KEY], warm=False) as gateway:
         with pytest.raises(InvalidArgument):
             await gateway.completion(entry(sim), "x", temperature=3.0)
         with pytest.raises(InvalidArgument):
@@ -115,13 +163,25 @@ async def test_bad_arguments_are_refused_before_any_request(sim: Simulator):
 
 
 @pytest.mark.parametrize(("before", "after"), [(0.005, 0.001), (0.0002, 0.0002)])
-async def test_the_gateway_shortens_the_gil_switch_interval_and_never_lengthens_it(
+async def test_the_thread_transport_shortens_the_gil_switch_interval_and_never_lengthens_it(
         before: float, after: float):
-    # litellm's thread shares the GIL with the trio loop; see gateway._share_the_gil.
+    # litellm's thread shares the GIL with the trio loop; see gateway/_thread._share_the_gil.
     saved = sys.getswitchinterval()
     sys.setswitchinterval(before)
     try:
-        async with open_gateway([KEY], start_import=False):
+        async with open_gateway(ThreadTransport([KEY]), warm=False):
+            await trio.testing.wait_all_tasks_blocked()  # serve() has started the thread
             assert sys.getswitchinterval() == pytest.approx(after)
+    finally:
+        sys.setswitchinterval(saved)
+
+
+async def test_the_process_transport_leaves_the_gil_switch_interval_alone(sim: Simulator):
+    saved = sys.getswitchinterval()
+    sys.setswitchinterval(0.005)
+    try:
+        async with open_gateway(ProcessTransport([KEY])) as gateway:
+            await gateway.completion(entry(sim), "hi")
+            assert sys.getswitchinterval() == pytest.approx(0.005)
     finally:
         sys.setswitchinterval(saved)

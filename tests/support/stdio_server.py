@@ -18,20 +18,22 @@ REPO = Path(__file__).resolve().parents[2]
 PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
 
 
-def server_parameters(env: dict[str, str]) -> StdioServerParameters:
+def server_parameters(env: dict[str, str], *, probe: bool = False) -> StdioServerParameters:
+    """`probe`: run the server under modules_probe.py (its imported modules on SIGUSR1)."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "ask_another"],
+        args=[str(REPO / "tests" / "support" / "modules_probe.py")] if probe
+        else ["-m", "ask_another"],
         env={"PYTHONPYCACHEPREFIX": str(PYCACHE), **env},
         cwd=str(REPO),
     )
 
 
 @asynccontextmanager
-async def stdio_client_for(env: dict[str, str], stderr: IO[str], mode: str = "auto",
-                           **client_options: Any) -> AsyncIterator[Client]:
+async def stdio_client_for(env: dict[str, str], stderr: IO[str], mode: str = "auto", *,
+                           probe: bool = False, **client_options: Any) -> AsyncIterator[Client]:
     """A connected client; the server's stderr goes to `stderr` (a real file). `client_options`
-    go to `mcp.Client` (an `elicitation_callback`, say)."""
-    async with Client(stdio_client(server_parameters(env), errlog=stderr), mode=mode,
+    go to `mcp.Client` (an `elicitation_callback`, say); `probe`, see `server_parameters`."""
+    async with Client(stdio_client(server_parameters(env, probe=probe), errlog=stderr), mode=mode,
                       read_timeout_seconds=60, **client_options) as client:
         yield client

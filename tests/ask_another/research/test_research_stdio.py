@@ -193,7 +193,7 @@ def _server_pids(home: Path, *, worker: bool = False) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if marker in environ.split(b"\0") and (b"gateway_worker" in cmdline) == worker:
+        if marker in environ.split(b"\0") and (b"gateway._worker" in cmdline) == worker:
             found.append(int(entry.name))
     return found
 
