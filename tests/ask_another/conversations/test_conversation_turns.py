@@ -6,6 +6,7 @@ MockClock (litellm runs on another thread).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 
@@ -26,7 +27,7 @@ from ask_another.conversations import (
     conversations_spec,
 )
 from ask_another.errors import RateLimited
-from ask_another.gateway import GatewayActor
+from ask_another.gateway import GatewayActor, ThreadTransport
 from ask_another.runtime import Runtime
 from ask_another.simulator import Fail, Reply, Simulator, Slow
 from ask_another.store import StoreActor
@@ -213,7 +214,8 @@ async def test_an_idle_conversation_stops_and_wakes_from_the_store(
     registry = Registry()
     children = [
         child_spec(StoreActor, config.database_path, name="store", registry=registry),
-        child_spec(GatewayActor, config.secrets(), 0, name="gateway", registry=registry),
+        child_spec(GatewayActor, functools.partial(ThreadTransport, config.secrets()),
+                   config.secrets(), 0, name="gateway", registry=registry),
         conversations_spec(config, registry, idle_seconds=0.2),
     ]
     async with open_supervisor(children, "one_for_one"):
