@@ -3,9 +3,10 @@
 It imports litellm at once (with pydantic's validator building deferred, see coldstart.py: about
 half the import time), says `Ready`, then runs each `Call`, `Interact` and `Search` from its
 stdin as an asyncio task with the litellm-facing code in _litellm.py, answering on its stdout in
-the frames of _wire.py. `Cancel` cancels a task (the HTTP request is aborted). It ends when its stdin closes
-(the parent closed it, after an idle time or at shutdown, or died). Its stdout is kept for frames
-only: anything else printing to it (litellm's banners) goes to stderr, like the server's logs.
+the frames of _wire.py. `Cancel` cancels a task (the HTTP request is aborted). It ends when its
+stdin closes (the parent closed it, after an idle time or at shutdown, or died). Its stdout is
+kept for frames only: anything else printing to it (litellm's banners) goes to stderr, like the
+server's logs.
 """
 
 from __future__ import annotations

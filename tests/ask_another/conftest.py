@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from ask_another.config import Config
+from ask_another.gateway import ProcessTransport, ThreadTransport, Transport
 from ask_another.simulator import Simulator
 
 # A key shaped like a real one; the secrecy tests look for it everywhere.
@@ -35,3 +36,17 @@ def make_config(sim: Simulator, tmp_path: Path) -> Callable[..., Config]:
         }
         return Config.from_env(env)
     return make
+
+
+MakeTransport = Callable[[Sequence[str]], Transport]
+
+
+@pytest.fixture(params=[
+    pytest.param("thread"),
+    pytest.param("process", marks=pytest.mark.slow),  # starts a worker process
+])
+def transport(request: pytest.FixtureRequest) -> MakeTransport:
+    """Each gateway test runs on both transports: `transport(secrets)` builds one."""
+    if request.param == "thread":
+        return lambda secrets: ThreadTransport(secrets)
+    return lambda secrets: ProcessTransport(secrets)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 import trio
@@ -22,17 +22,7 @@ WEATHER_TOOL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                    "required": ["city"]}}}
 
-MakeTransport = Callable[[], Transport]
-
-
-@pytest.fixture(params=[
-    pytest.param("thread"),
-    pytest.param("process", marks=pytest.mark.slow),  # starts a worker process
-])
-def transport(request: pytest.FixtureRequest) -> MakeTransport:
-    if request.param == "thread":
-        return lambda: ThreadTransport([KEY])
-    return lambda: ProcessTransport([KEY])
+MakeTransport = Callable[[Sequence[str]], Transport]  # the `transport` fixture (conftest.py)
 
 
 def entry(sim: Simulator, model: str = "openai/m1") -> ModelEntry:
@@ -42,7 +32,7 @@ def entry(sim: Simulator, model: str = "openai/m1") -> ModelEntry:
 
 async def test_import_waits_for_the_first_call_when_asked_to(sim: Simulator,
                                                              transport: MakeTransport):
-    async with open_gateway(transport(), [KEY], warm=False) as gateway:
+    async with open_gateway(transport([KEY]), [KEY], warm=False) as gateway:
         await trio.sleep(0.2)
         assert not gateway.statistics().ready
         result = await gateway.completion(entry(sim), "hi")
@@ -53,7 +43,7 @@ async def test_import_waits_for_the_first_call_when_asked_to(sim: Simulator,
 async def test_cancelling_the_trio_caller_cancels_the_provider_call(sim: Simulator,
                                                                    transport: MakeTransport):
     sim.script("m1", [Reply("first"), Slow(30)])
-    async with open_gateway(transport(), [KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         await gateway.completion(entry(sim), "litellm is loaded")
         with trio.move_on_after(1.0):
             await gateway.completion(entry(sim), "wait forever")
@@ -68,7 +58,7 @@ async def test_cancelling_the_trio_caller_cancels_the_provider_call(sim: Simulat
 async def test_tool_calls_come_back_with_id_name_and_arguments(sim: Simulator, stream: bool,
                                                                transport: MakeTransport):
     sim.script("m1", [ToolCalls([ToolCall("get_weather", {"city": "Paris"}, id="call_sim_a")])])
-    async with open_gateway(transport(), [KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         result = await gateway.completion(entry(sim), "weather in Paris?", tools=[WEATHER_TOOL],
                                           stream=stream)
     [call] = result.tool_calls
@@ -86,7 +76,7 @@ async def test_streamed_deltas_arrive_in_order_and_add_up_to_the_text(sim: Simul
     async def on_delta(text: str) -> None:
         deltas.append(text)
 
-    async with open_gateway(transport(), [KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         result = await gateway.completion(entry(sim), "count", on_delta=on_delta)
     assert len(deltas) > 1
     assert "".join(deltas) == result.text == "one two three four five six seven"
@@ -94,7 +84,7 @@ async def test_streamed_deltas_arrive_in_order_and_add_up_to_the_text(sim: Simul
 
 
 async def test_citations_are_returned(sim: Simulator, transport: MakeTransport):
-    async with open_gateway(transport(), [KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         result = await gateway.completion(entry(sim, "openai/sim-research"), "what is new?")
     assert len(result.citations) == 2
     assert all(c.startswith(sim.url) for c in result.citations)
@@ -103,7 +93,7 @@ async def test_citations_are_returned(sim: Simulator, transport: MakeTransport):
 async def test_malformed_and_dropped_answers_are_typed_errors(sim: Simulator,
                                                              transport: MakeTransport):
     sim.script("m1", [Malformed(), Drop()])
-    async with open_gateway(transport(), [KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         with pytest.raises(MalformedResponse):
             await gateway.completion(entry(sim), "a")
         with pytest.raises(ProviderUnavailable):
@@ -114,7 +104,7 @@ async def test_malformed_and_dropped_answers_are_typed_errors(sim: Simulator,
 async def test_known_model_reports_its_cost(sim: Simulator, stream: bool,
                                             transport: MakeTransport):
     sim.script("gpt-4o", [Reply("ok", usage={"prompt_tokens": 1000, "completion_tokens": 1000})])
-    async with open_gateway(transport(), [KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         result = await gateway.completion(entry(sim, "openai/gpt-4o"), "price?", stream=stream)
     # gpt-4o in litellm's bundled map: $2.50 and $10.00 per million tokens.
     assert result.usage.cost_usd == pytest.approx(0.0125)
@@ -122,7 +112,7 @@ async def test_known_model_reports_its_cost(sim: Simulator, stream: bool,
 
 
 async def test_an_unmapped_model_has_an_unknown_cost(sim: Simulator, transport: MakeTransport):
-    async with open_gateway(transport(), [KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         result = await gateway.completion(entry(sim), "price?")
     assert result.usage.cost_usd is None
     assert result.usage.prompt_tokens
@@ -134,7 +124,7 @@ async def test_gemini_interactions_create_poll_and_cancel(sim: Simulator,
     gemini = Config.from_env({
         "MODEL_G": f"gemini/deep-research-pro-preview-12-2025;{KEY};{sim.gemini_base}",
         "ASK_ANOTHER_HOME": "/tmp/unused"}).models[0]
-    async with open_gateway(transport(), [KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         created = await gateway.interaction(gemini, "acreate", input="What changed?",
                                             agent="deep-research-pro-preview-12-2025",
                                             background=True)
@@ -148,13 +138,13 @@ async def test_gemini_interactions_create_poll_and_cancel(sim: Simulator,
 async def test_a_second_gateway_in_the_same_process_works(sim: Simulator,
                                                           transport: MakeTransport):
     for _ in range(2):
-        async with open_gateway(transport(), [KEY]) as gateway:
+        async with open_gateway(transport([KEY]), [KEY]) as gateway:
             assert (await gateway.completion(entry(sim), "again")).text.endswith("again")
 
 
 async def test_bad_arguments_are_refused_before_any_request(sim: Simulator,
                                                             transport: MakeTransport):
-    async with open_gateway(transport(), [KEY], warm=False) as gateway:
+    async with open_gateway(transport([KEY]), [KEY], warm=False) as gateway:
         with pytest.raises(InvalidArgument):
             await gateway.completion(entry(sim), "x", temperature=3.0)
         with pytest.raises(InvalidArgument):

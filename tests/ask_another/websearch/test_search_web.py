@@ -3,12 +3,12 @@ and SearXNG's wire formats on 127.0.0.1), the SEARCH_* configuration, and the ro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from ask_another.config import Config, SearchEntry, Secret
-from ask_another.gateway import open_gateway
+from ask_another.gateway import Transport, open_gateway
 from ask_another.interaction.builtin import builtin_tools
 from ask_another.runtime import open_runtime
 from ask_another.simulator import Fail, Simulator, ToolCalls
@@ -25,11 +25,12 @@ def tavily(sim: Simulator) -> SearchEntry:
 
 @pytest.mark.parametrize("provider", ["tavily", "searxng"])
 async def test_results_are_titles_urls_and_snippets_with_the_search_price(
-        sim: Simulator, provider: str) -> None:
+        sim: Simulator, provider: str,
+        transport: Callable[[Sequence[str]], Transport]) -> None:
     engine = SearchEntry(variable="SEARCH_X", shorthand="x", provider=provider,
                          api_key=Secret(KEY if provider == "tavily" else ""), api_base=sim.url)
     seen = []
-    async with open_gateway([KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         result = await search_web(gateway, engine, "photonic computing", max_results=3,
                                   on_usage=seen.append)
     assert result["success"] is True and result["query"] == "photonic computing"
@@ -43,9 +44,10 @@ async def test_results_are_titles_urls_and_snippets_with_the_search_price(
     assert seen[0].usage.cost_usd == pytest.approx(0.008 if provider == "tavily" else 0.0)
 
 
-async def test_a_failed_search_is_a_result_with_a_reason_and_no_key(sim: Simulator) -> None:
+async def test_a_failed_search_is_a_result_with_a_reason_and_no_key(
+        sim: Simulator, transport: Callable[[Sequence[str]], Transport]) -> None:
     sim.script("search", [Fail(503, "search engine overloaded")])
-    async with open_gateway([KEY]) as gateway:
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
         result = await search_web(gateway, tavily(sim), "q")
         blank = await search_web(gateway, tavily(sim), "  ")
     assert result["success"] is False
