@@ -42,7 +42,8 @@ configuration (environment variables, read once at start):
   ASK_ANOTHER_POLL_SECONDS          research pacing: first Gemini poll wait, retry unit (5)
   ASK_ANOTHER_RESEARCH_DEADLINE     seconds a Gemini research job may run (3600)
   ASK_ANOTHER_RESEARCH_TIMEOUT      seconds other deep-research completions may take (1800)
-  ASK_ANOTHER_PERMISSIONS           tool policy for research agents (read=allow,effect=ask)
+  ASK_ANOTHER_PERMISSIONS           tool policy for research agents (read=allow,effect=ask,
+                                    internal=ask,after_internal=ask)
   ASK_ANOTHER_PERMISSION_TIMEOUT    seconds a permission request waits for a person (600)
   ASK_ANOTHER_ALLOW_HOSTS           internal hosts read_article may fetch (host or host:port)
   SEARCH_<NAME>="provider;api-key[;api_base]"

@@ -5,6 +5,7 @@ limits. See docs/articles.md for the safety rules and ``ASK_ANOTHER_ALLOW_HOSTS`
 """
 
 from ._addresses import ALLOW_HOSTS_SETTING as ALLOW_HOSTS_SETTING
+from ._addresses import url_is_allowed as url_is_allowed
 from ._read import CONTENT_CAP as CONTENT_CAP
 from ._read import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from ._read import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
@@ -24,4 +25,5 @@ __all__ = [
     "READ_ARTICLE_NAME",
     "READ_ARTICLE_PARAMETERS",
     "read_article",
+    "url_is_allowed",
 ]

@@ -135,3 +135,20 @@ def is_host_allowed(host: str, port: int, allow_hosts: Collection[str]) -> bool:
         if entry_host == wanted and entry_port in (None, port):
             return True
     return False
+
+
+def url_is_allowed(url: str, allow_hosts: Collection[str]) -> bool:
+    """True when ``url`` is an http(s) URL whose host (and port) ``allow_hosts`` names: a host
+    the user allowed for themselves, which a model needs permission to read."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return False
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return False
+    if port is None:
+        port = 443 if parts.scheme.lower() == "https" else 80
+    return is_host_allowed(parts.hostname, port, allow_hosts)

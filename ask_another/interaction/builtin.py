@@ -1,8 +1,14 @@
 """The built-in tools of a router turn: `read_article` and `search_web` (class read; web
 search only when a `SEARCH_*` engine is configured) and `ask_user`.
 
-`read_article` is the articles package's reader, unchanged, with the configured
-`ASK_ANOTHER_ALLOW_HOSTS`. `ask_user` puts a multiple-choice question to the person through the
+`read_article` is the articles package's reader, unchanged. A model-driven read of a host of
+`ASK_ANOTHER_ALLOW_HOSTS` (the user's own wiki or intranet) is a call of class `internal`, and
+only such a call may reach those hosts (a public page redirecting to one is refused); once an
+internal page has been read, every other read and search of the same job (one `ReadScope`) is of
+class `after_internal`, since it could carry that page's contents to another host. The default
+policy asks a person for both (docs/interaction.md, "Threat model").
+
+`ask_user` puts a multiple-choice question to the person through the
 turn's Interaction (`ask_choice`); without an Interaction nobody can answer, and the model is told
 so. Both are ordinary `Tool`s: an agent host registers its own next to them.
 """
@@ -17,10 +23,11 @@ from ask_another.articles import (
     READ_ARTICLE_NAME,
     READ_ARTICLE_PARAMETERS,
     read_article,
+    url_is_allowed,
 )
 from ask_another.errors import AskAnotherError
 from ask_another.interaction.tools import Tool, ToolCall, ToolRegistry
-from ask_another.interaction.types import Choice, ChoiceFailed, ChoiceOption
+from ask_another.interaction.types import CallClass, Choice, ChoiceFailed, ChoiceOption
 from ask_another.websearch import (
     SEARCH_WEB_DESCRIPTION,
     SEARCH_WEB_NAME,
@@ -36,6 +43,7 @@ __all__ = [
     "ASK_USER_NAME",
     "ASK_USER_PARAMETERS",
     "ChoiceUnanswered",
+    "ReadScope",
     "ask_user_tool",
     "builtin_tools",
     "read_article_tool",
@@ -79,28 +87,60 @@ class ChoiceUnanswered(AskAnotherError):
     """`ask_user` got no pick; the tool call fails with this message."""
 
 
-def read_article_tool(allow_hosts: Collection[str] = ()) -> Tool:
-    """`read_article` as a router tool (class read)."""
+class ReadScope:
+    """What one job's model-driven reads have let into its context: whether a page of an
+    allowed (internal) host is there, so later reads are judged `after_internal`. One per job
+    (per tool registry); not shared between jobs."""
+
+    def __init__(self, allow_hosts: Collection[str] = ()) -> None:
+        self.allow_hosts = frozenset(allow_hosts)
+        self.internal_read = False
+
+    def classify_read(self, arguments: object) -> CallClass:
+        url = arguments.get("url", "") if isinstance(arguments, dict) else ""
+        if isinstance(url, str) and url_is_allowed(url, self.allow_hosts):
+            return "internal"
+        return self.classify_search(arguments)
+
+    def classify_search(self, _arguments: object) -> CallClass:
+        return "after_internal" if self.internal_read else "read"
+
+
+def read_article_tool(allow_hosts: Collection[str] = (), scope: ReadScope | None = None) -> Tool:
+    """`read_article` as a router tool (class read; a call for an allowed host is `internal`,
+    see the module docstring); `scope` is the job's, shared with its `search_web`."""
+    scope = scope if scope is not None else ReadScope(allow_hosts)
     hosts = frozenset(allow_hosts)
 
     async def run(call: ToolCall) -> object:
-        return await read_article(str(call.arguments.get("url", "")), allow_hosts=hosts)
+        url = str(call.arguments.get("url", ""))
+        internal = url_is_allowed(url, hosts)
+        # Only a call judged (and permitted) as internal may reach the allowed hosts: a public
+        # URL redirecting to one is refused like any internal address.
+        result = await read_article(url, allow_hosts=hosts if internal else ())
+        if internal and isinstance(result, dict) and result.get("success"):
+            scope.internal_read = True
+        return result
 
     return Tool(name=READ_ARTICLE_NAME, description=READ_ARTICLE_DESCRIPTION,
-                schema=READ_ARTICLE_PARAMETERS, class_="read", run=run, title="Read an article")
+                schema=READ_ARTICLE_PARAMETERS, class_="read", run=run, title="Read an article",
+                classify=scope.classify_read)
 
 
 def search_web_tool(gateway: Gateway, engine: SearchEntry,
-                    on_usage: Callable[[SearchResult], None] | None = None) -> Tool:
-    """`search_web` as a router tool (class read), searching with `engine` through `gateway`;
-    every search that reached the engine is reported to `on_usage`."""
+                    on_usage: Callable[[SearchResult], None] | None = None,
+                    scope: ReadScope | None = None) -> Tool:
+    """`search_web` as a router tool (class read; `after_internal` once the job's `scope` has
+    read an internal page), searching with `engine` through `gateway`; every search that
+    reached the engine is reported to `on_usage`."""
 
     async def run(call: ToolCall) -> object:
         return await search_web(gateway, engine, str(call.arguments.get("query", "")),
                                 on_usage=on_usage)
 
     return Tool(name=SEARCH_WEB_NAME, description=SEARCH_WEB_DESCRIPTION,
-                schema=SEARCH_WEB_PARAMETERS, class_="read", run=run, title="Search the web")
+                schema=SEARCH_WEB_PARAMETERS, class_="read", run=run, title="Search the web",
+                classify=scope.classify_search if scope is not None else None)
 
 
 async def _ask_user(call: ToolCall) -> object:
@@ -138,9 +178,10 @@ def builtin_tools(
 ) -> ToolRegistry:
     """A registry with `read_article`, `search_web` (when `search` gives a gateway and an
     engine) and `ask_user`, then `extra` (a host's own tools)."""
-    registry = ToolRegistry([read_article_tool(allow_hosts), ask_user_tool()])
+    scope = ReadScope(allow_hosts)
+    registry = ToolRegistry([read_article_tool(allow_hosts, scope), ask_user_tool()])
     if search is not None:
-        registry.register(search_web_tool(*search, on_usage=on_search))
+        registry.register(search_web_tool(*search, on_usage=on_search, scope=scope))
     for tool in extra:
         registry.register(tool)
     return registry

@@ -1,9 +1,13 @@
 """The permission policy: answers a tool call's permission request before any person is asked.
 
 Written as comma-separated `key=value` pairs (the `ASK_ANOTHER_PERMISSIONS` setting), where a key
-is a tool class (`read`, `effect`) or a tool name and a value is `allow`, `ask` or `deny`. A tool
-name overrides its class. Unnamed classes keep the default `read=allow,effect=ask`: reading is
-harmless, changing the world needs a person.
+is a call class (`read`, `effect`, `internal`, `after_internal`) or a tool name and a value is
+`allow`, `ask` or `deny`. A tool name overrides `read` and `effect`. Unnamed classes keep the
+default `read=allow,effect=ask,internal=ask,after_internal=ask`: reading the public web is
+harmless, changing the world needs a person, and so does a model reading a host the user allowed
+for themselves (`ASK_ANOTHER_ALLOW_HOSTS`: a wiki, an intranet) or, once it has, reading anything
+else (which could carry what it read to another host). `internal` and `after_internal` are decided
+by their class alone: `read_article=allow` does not open the user's internal hosts to a model.
 """
 
 from __future__ import annotations
@@ -13,13 +17,15 @@ from types import MappingProxyType
 from typing import Literal, get_args
 
 from ask_another.errors import AskAnotherError
-from ask_another.interaction.types import ToolClass
+from ask_another.interaction.types import CallClass
 
 Rule = Literal["allow", "ask", "deny"]
 
 _RULES: tuple[str, ...] = get_args(Rule)
-_CLASSES: tuple[str, ...] = get_args(ToolClass)
-DEFAULT_TEXT = "read=allow,effect=ask"
+_CLASSES: tuple[str, ...] = get_args(CallClass)
+# Classes a tool-name rule cannot override: they guard the user's own hosts.
+_GUARDED: tuple[str, ...] = ("internal", "after_internal")
+DEFAULT_TEXT = "read=allow,effect=ask,internal=ask,after_internal=ask"
 
 
 class PolicyError(AskAnotherError):
@@ -36,7 +42,8 @@ class Policy:
         by_class: Mapping[str, Rule] | None = None,
         by_tool: Mapping[str, Rule] | None = None,
     ) -> None:
-        classes: dict[str, Rule] = {"read": "allow", "effect": "ask"}
+        classes: dict[str, Rule] = {"read": "allow", "effect": "ask", "internal": "ask",
+                                    "after_internal": "ask"}
         classes.update(by_class or {})
         self._by_class = MappingProxyType(classes)
         self._by_tool = MappingProxyType(dict(by_tool or {}))
@@ -66,7 +73,9 @@ class Policy:
             target[key] = value  # type: ignore[assignment]
         return cls(by_class, by_tool)
 
-    def decide(self, tool: str, class_: ToolClass) -> Rule:
+    def decide(self, tool: str, class_: CallClass) -> Rule:
+        if class_ in _GUARDED:
+            return self._by_class[class_]
         return self._by_tool.get(tool) or self._by_class[class_]
 
     def __str__(self) -> str:

@@ -233,7 +233,7 @@ async def _run_call(
         tool_call_id=call.id,
         tool=tool.name,
         server=tool.server,
-        class_=tool.class_,
+        class_=tool.call_class(arguments),
         arguments=arguments,
     )
     decision = await _decide(request, policy, interaction, tool.asks_the_person)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ask_another.errors import AskAnotherError
 from ask_another.interaction.protocol import Interaction
-from ask_another.interaction.types import ToolClass
+from ask_another.interaction.types import CallClass, ToolClass
 
 
 class ToolRegistryError(AskAnotherError):
@@ -45,6 +45,12 @@ class Tool:
     # rule the question itself is the asking, so no permission request comes first. `deny`
     # still denies it.
     asks_the_person: bool = False
+    # The class one call is judged by, from its arguments (read_article: `internal` for a host
+    # of ASK_ANOTHER_ALLOW_HOSTS); None: always `class_`.
+    classify: Callable[[Mapping[str, object]], CallClass] | None = None
+
+    def call_class(self, arguments: Mapping[str, object]) -> CallClass:
+        return self.classify(arguments) if self.classify is not None else self.class_
 
     def definition(self) -> dict[str, object]:
         """The OpenAI-format function definition sent to the model."""

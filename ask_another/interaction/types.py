@@ -13,6 +13,11 @@ import msgspec
 ToolClass = Literal["read", "effect"]
 """`read` tools only look (read an article); `effect` tools change something outside the turn."""
 
+CallClass = Literal["read", "effect", "internal", "after_internal"]
+"""The class one call is judged by: its tool's class, or, for a model-driven read, `internal`
+(it reads a host of `ASK_ANOTHER_ALLOW_HOSTS`) or `after_internal` (it reads another host, or
+searches, after an internal page was read in the same job: it could carry that page out)."""
+
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 
 
@@ -23,7 +28,7 @@ class PermissionRequest(msgspec.Struct, frozen=True, kw_only=True):
     tool: str
     server: str
     # `class` is a Python keyword; the attribute is `class_` and the wire name stays `class`.
-    class_: ToolClass = msgspec.field(name="class")
+    class_: CallClass = msgspec.field(name="class")
     arguments: dict[str, object]
 
 

@@ -61,7 +61,7 @@ from ask_another.interaction import (
     ToolRegistry,
     ToolUpdate,
 )
-from ask_another.interaction.builtin import read_article_tool, search_web_tool
+from ask_another.interaction.builtin import ReadScope, read_article_tool, search_web_tool
 from ask_another.interaction.router import Message, TurnResult, run_turn
 from ask_another.logs import get_logger
 from ask_another.research.citations import read_sources, search_titles
@@ -131,13 +131,14 @@ def research_tools(ctx: JobContext) -> ToolRegistry:
     default policy) with ``ASK_ANOTHER_ALLOW_HOSTS``, and search_web when a ``SEARCH_*`` engine
     is configured (each search counted in the job's usage). Not ask_user: nobody is there to
     answer while a job runs."""
-    tools = [read_article_tool(ctx.config.allow_hosts)]
+    scope = ReadScope(ctx.config.allow_hosts)  # the whole job's: every query's reads
+    tools = [read_article_tool(ctx.config.allow_hosts, scope)]
     engine = ctx.config.search
     if engine is not None:
         def counted(found: SearchResult) -> None:
             ctx.usage.add(found.usage, search=True)
 
-        tools.append(search_web_tool(ctx.gateway, engine, on_usage=counted))
+        tools.append(search_web_tool(ctx.gateway, engine, on_usage=counted, scope=scope))
     return ToolRegistry(tools)
 
 

@@ -45,5 +45,16 @@ def test_malformed_policy_names_the_offending_pair(text: str, named: str) -> Non
 
 def test_str_round_trips() -> None:
     policy = Policy.parse("effect=deny,b_tool=ask,a_tool=allow")
-    assert str(policy) == "read=allow,effect=deny,a_tool=allow,b_tool=ask"
+    assert str(policy) == ("read=allow,effect=deny,internal=ask,after_internal=ask,"
+                           "a_tool=allow,b_tool=ask")
     assert Policy.parse(str(policy)) == policy
+
+
+def test_internal_classes_default_to_ask_and_no_tool_rule_opens_them() -> None:
+    policy = Policy.parse("read_article=allow")
+    assert policy.decide("read_article", "read") == "allow"
+    assert policy.decide("read_article", "internal") == "ask"
+    assert policy.decide("read_article", "after_internal") == "ask"
+    opened = Policy.parse("internal=allow,after_internal=deny")
+    assert opened.decide("read_article", "internal") == "allow"
+    assert opened.decide("search_web", "after_internal") == "deny"

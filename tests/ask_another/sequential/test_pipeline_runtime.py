@@ -26,6 +26,8 @@ def pipeline_env(sim: Simulator, home: Path) -> dict[str, str]:
         "ASK_ANOTHER_HOME": str(home),
         "ASK_ANOTHER_POLL_SECONDS": "0.05",
         "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",  # read_article may read the simulator's pages
+        # The pages stand in for the public web: a model may read them unasked.
+        "ASK_ANOTHER_PERMISSIONS": "internal=allow,after_internal=allow",
         "MODEL_SIM": f"openai/{MODEL};{KEY};{sim.openai_base}",
     }
 

@@ -29,6 +29,8 @@ async def test_sequential_session_over_stdio(sim: Simulator, tmp_path: Path):
         "ASK_ANOTHER_HOME": str(tmp_path / "home"),
         "ASK_ANOTHER_POLL_SECONDS": "0.05",
         "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
+        # The pages stand in for the public web: a model may read them unasked.
+        "ASK_ANOTHER_PERMISSIONS": "internal=allow,after_internal=allow",
         "MODEL_SIM": f"openai/{MODEL};{KEY};{sim.openai_base}",
     }
     with (tmp_path / "stderr.log").open("w") as stderr:
