@@ -350,6 +350,68 @@ async def _complete(ctx: JobContext, messages: list[Message]) -> CompletionResul
     return result
 
 
+# ----- the executive summary: written by the model from the compiled findings --------------
+
+SUMMARY_SYSTEM = """You are the editor of a research pipeline. Researchers answered the parts \
+of a research question; their findings follow, citing numbered sources as [1], [2]. Write the \
+report's executive summary: 2 to 5 sentences that answer the question directly, drawing only \
+on the findings, citing the sources they rest on as [n] (only numbers from the source list). \
+Answer with ONLY a JSON object, no other text: {"executive_summary": "..."}"""
+
+SUMMARY_REPAIR = """Your summary does not fit: {problems}. Answer again with ONLY the JSON \
+object {{"executive_summary": "..."}}."""
+
+MAX_SUMMARY: Final = 3000
+_MARKER = re.compile(r"\[(\d+)\]")
+
+
+def check_summary(text: str, sources: int) -> str:
+    """The executive summary in a model's answer, or `AnswerInvalid` saying what is wrong."""
+    value = read_json(text)
+    summary = value.get("executive_summary")
+    if not isinstance(summary, str) or not summary.strip():
+        raise AnswerInvalid('"executive_summary" must be a non-empty string')
+    summary = " ".join(summary.split())
+    problems = []
+    if len(summary) > MAX_SUMMARY:
+        problems.append(f"the summary is {len(summary)} characters; at most {MAX_SUMMARY}")
+    unknown = sorted({int(n) for n in _MARKER.findall(summary) if not 1 <= int(n) <= sources},
+                     key=int)
+    if unknown:
+        problems.append(f"it cites {', '.join(f'[{n}]' for n in unknown)}, which the source "
+                        f"list does not have (it has [1] to [{sources}])" if sources else
+                        "it cites sources, but the findings have none")
+    if problems:
+        raise AnswerInvalid("; ".join(problems))
+    return summary
+
+
+async def write_summary(ctx: JobContext, report: Report) -> tuple[str | None, str | None]:
+    """The model's executive summary of the compiled `report` (checked, repaired once), or
+    None and the reason when it cannot write one (the template's summary then stays)."""
+    findings = "\n\n".join(f"## {s.heading}\n\n{s.content}" for s in report.sections
+                            if s.heading != "Methodology")
+    listing = "\n".join(f"{s.id} {s.title}" + (f" — {s.url}" if s.url else "")
+                        for s in report.sources)
+    messages: list[Message] = [
+        {"role": "system", "content": SUMMARY_SYSTEM},
+        {"role": "user", "content": f"Research question: {ctx.query}\n\nFindings:\n\n"
+                                    f"{findings}\n\nSources:\n{listing or '(none)'}"}]
+    problem = ""
+    for _attempt in (1, 2):
+        try:
+            answer = await _complete(ctx, messages)
+        except AskAnotherError as exc:
+            return None, f"the model could not be asked for it: {exc}"
+        try:
+            return check_summary(answer.text, len(report.sources)), None
+        except AnswerInvalid as exc:
+            problem = str(exc)
+            messages = [*messages, {"role": "assistant", "content": answer.text},
+                        {"role": "user", "content": SUMMARY_REPAIR.format(problems=problem)}]
+    return None, f"the model's summary did not fit, even after one repair: {problem}"
+
+
 # ----- one query: a supervised worker -----------------------------------------------------------
 
 
@@ -666,7 +728,8 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
                             results[result.query_id] = result
                             pending.discard(result.query_id)
                             progress.show(result.query_id, _outcome(result))
-    return _compile(plan, results, fallback, ctx.usage)
+    ctx.report("writing the executive summary", usage=ctx.usage.as_dict())
+    return await _compile(ctx, plan, results, fallback)
 
 
 def _outcome(result: RawResult) -> str:
@@ -702,12 +765,15 @@ def failure_summary(results: Sequence[RawResult]) -> str:
     return "; ".join(f"{', '.join(ids)}: {reason}" for reason, ids in by_reason.items())
 
 
-def _compile(plan: Plan, results: Mapping[str, RawResult], fallback: str | None,
-             usage: JobUsage) -> ResearchResult:
+async def _compile(ctx: JobContext, plan: Plan, results: Mapping[str, RawResult],
+                   fallback: str | None) -> ResearchResult:
+    usage = ctx.usage
     ordered = renumber([results[q.query_id] for q in plan.queries if q.query_id in results])
     report = compile_report(CompileRequest(plan=plan, raw_results=distinct_failures(ordered),
                                            include_methodology=True))
-    text = report_text(report, fallback)
+    summary, why_not = (await write_summary(ctx, report)
+                        if report.statistics.queries_succeeded else (None, None))
+    text = report_text(report, fallback, summary, why_not)
     if report.statistics.queries_succeeded == 0:
         raise ResearchFailed("every query of the research plan failed "
                              f"({failure_summary(ordered)})", report=text)
@@ -722,6 +788,7 @@ def _compile(plan: Plan, results: Mapping[str, RawResult], fallback: str | None,
         "statistics": msgspec.to_builtins(report.statistics), "warnings": report.warnings,
         "execution_order": plan.execution_order, "usage": usage.as_dict(),
         "sources_found": len({s.url or s.title for r in ordered for s in r.sources}),
+        "summary_source": "model" if summary else "template",
     })
 
 
@@ -729,13 +796,22 @@ def results_query(plan: Plan, query_id: str) -> str | None:
     return next((q.query_text for q in plan.queries if q.query_id == query_id), None)
 
 
-def report_text(report: Report, fallback: str | None = None) -> str:
-    """The job's report: the compiled markdown (the methodology saying who made the plan), then
-    its warnings and statistics."""
+def report_text(report: Report, fallback: str | None = None, summary: str | None = None,
+                why_not: str | None = None) -> str:
+    """The job's report: the compiled markdown (with the model's executive summary when it
+    wrote one; the methodology saying who made the plan and the summary), then its warnings and
+    statistics."""
     s = report.statistics
     markdown = report.markdown_report.rstrip()
+    if summary:
+        markdown = markdown.replace(f"## Executive Summary\n\n{report.executive_summary}",
+                                    f"## Executive Summary\n\n{summary}", 1)
     who = ("The research plan was made by the template planner, because " + fallback + "."
            if fallback else "The research plan was made by the model.")
+    if summary:
+        who += " The executive summary was written by the model from the findings."
+    elif why_not:
+        who += f" The executive summary is the template's, because {why_not}."
     markdown = markdown.replace("## Methodology\n\n", f"## Methodology\n\n{who} ", 1)
     parts = [markdown]
     if report.warnings:

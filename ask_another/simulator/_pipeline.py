@@ -1,7 +1,7 @@
 """The simulator's default answers to the local research pipeline's prompts.
 
-The pipeline (ask_another/sequential/pipeline.py) asks the job's model two kinds of things, each
-recognised here by the opening of its system message:
+The pipeline (ask_another/sequential/pipeline.py) asks the job's model three kinds of things,
+each recognised here by the opening of its system message:
 
 - **a plan** ("You are the planner of a research pipeline"): answered with a plan object of the
   plan contract's shape made from the question (a "Compare A and B ..." question gets one query
@@ -10,7 +10,9 @@ recognised here by the opening of its system message:
 - **a query** ("You are one researcher in a research pipeline"): when the request offers
   `search_web` and no tool result is back yet, a `search_web` call for the query's text; then a
   JSON answer filling every field the system message lists (``- name (type): description``),
-  citing the search results it got as sources (or simulated pages when it could not search).
+  citing the search results it got as sources (or simulated pages when it could not search);
+- **the executive summary** ("You are the editor of a research pipeline"): a JSON summary that
+  names the question and cites the first sources of the list it was given.
 
 Nothing here imports the pipeline: the prompts are matched as text, as a provider would see them.
 """
@@ -25,6 +27,8 @@ from ._steps import Reply, SimRequest, Step, ToolCall, ToolCalls
 
 PLAN_MARK = "You are the planner of a research pipeline"
 QUERY_MARK = "You are one researcher in a research pipeline"
+SUMMARY_MARK = "You are the editor of a research pipeline"
+_LISTED = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
 _FIELD = re.compile(r"^- (\w+) \((string|array|object|number|boolean)\): ?(.*)$", re.MULTILINE)
 _QUERY = re.compile(r"^Query (\S+) \(([^)]*)\): (.*)$", re.MULTILINE)
 _COMPARE = re.compile(r"^\s*compare\s+(.+?)\s+(?:and|with|vs\.?|versus)\s+(.+?)"
@@ -39,6 +43,14 @@ def pipeline_step(request: SimRequest, model: str, base_url: str) -> Step | None
         return Reply(json.dumps(_plan(request.last_user_text)))
     if system.startswith(QUERY_MARK):
         return _query_step(request, system, model, base_url)
+    if system.startswith(SUMMARY_MARK):
+        question, _depth = _question(request.last_user_text)
+        listed = _LISTED.findall(request.last_user_text.split("\nSources:\n", 1)[-1])
+        cite = "".join(f"[{n}]" for n in listed[:3])
+        return Reply(json.dumps({"executive_summary": (
+            f"[simulated {model}] The findings answer the question \"{question}\" from "
+            f"{len(listed)} sources {cite}. This summary was written by the simulator, not by a "
+            "real model.").replace("  ", " ")}))
     return None
 
 

@@ -34,7 +34,7 @@ def test_demo_runs_the_whole_stack_against_the_simulator_and_exits_0():
     # The local pipeline with an ordinary model finishes with a cited report and its usage.
     assert "planned 3 queries in 2 phases (the model)" in out
     assert "Search the web completed" in out
-    assert "completed in" in out and "with 9 citations; usage: 10 provider calls (3 web " \
+    assert "completed in" in out and "with 9 citations; usage: 11 provider calls (3 web " \
         "searches)" in out
     assert "(for: How do SQLite and PostgreSQL differ" in out
     assert took < 60

@@ -72,6 +72,9 @@ async def test_model_plan_for_a_comparison_has_no_template_artefacts(runtime: Ru
     assert "What are the strengths and limits of SQLite for an embedded analytics product?" \
         in texts
     assert "The research plan was made by the model." in result.report
+    assert ("## Executive Summary\n\n[simulated m1] The findings answer the question "
+            f'"{COMPARE}" from 9 sources [1][2][3].') in result.report
+    assert "The executive summary was written by the model from the findings." in result.report
     assert any("(the model)" in step for step, _ in steps)
 
 
@@ -101,13 +104,13 @@ async def test_usage_sums_every_provider_call(runtime: Runtime, sim: Simulator):
     usage = result.detail["usage"]
     completions = sim.requests_for("m1")
     searches = sim.requests_for("search")
-    # 1 plan call, and per query: a search round and an answer round.
-    assert (len(completions), len(searches)) == (7, 3)
+    # 1 plan call, per query a search round and an answer round, 1 executive summary.
+    assert (len(completions), len(searches)) == (8, 3)
     assert usage["provider_calls"] == len(completions) + len(searches)
     assert usage["searches"] == 3
     assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
     # openai/m1 has no price in litellm's map; Tavily's is $0.008 a query.
-    assert usage["unpriced_calls"] == 7
+    assert usage["unpriced_calls"] == 8
     assert usage["cost_usd"] == pytest.approx(3 * 0.008)
     so_far = [d["usage"]["provider_calls"] for _, d in steps if "usage" in d]
     assert so_far == sorted(so_far) and so_far[-1] <= usage["provider_calls"]
@@ -192,8 +195,8 @@ async def test_check_research_shows_usage_so_far_and_in_total(runtime: Runtime, 
     final = await jobs.wait(record.id, 30)
     assert final.status == "completed"
     body = json.loads(result_json(final))
-    assert body["usage"]["provider_calls"] == 10 and body["usage"]["searches"] == 3
-    assert body["usage_text"].startswith("10 provider calls (3 web searches)")
+    assert body["usage"]["provider_calls"] == 11 and body["usage"]["searches"] == 3
+    assert body["usage_text"].startswith("11 provider calls (3 web searches)")
     assert all({"url", "title", "query"} <= set(c) for c in body["citations"])
     stored = await jobs.get(record.id)  # from the store, after the actor is gone
     assert stored.detail["usage"] == body["usage"]
@@ -214,3 +217,40 @@ async def test_a_failed_job_keeps_its_usage(runtime: Runtime, sim: Simulator):
     stored = await runtime.jobs.get(record.id)
     assert stored.detail["usage"]["provider_calls"] == 1  # the plan; refused calls cost nothing
     assert "Usage in total: 1 provider call, " in job_text(stored)
+
+
+async def test_a_summary_citing_unknown_sources_is_repaired_then_kept(runtime: Runtime,
+                                                                      sim: Simulator):
+    editor = "You are the editor of a research pipeline"
+    asked: list[Any] = []
+
+    def respond(request: Any) -> Any:
+        if not str(request.messages[0].get("content", "")).startswith(editor):
+            return None
+        asked.append(request)
+        if len(asked) == 1:
+            return Reply('{"executive_summary": "SQLite wins [1][42]."} and some trailing text')
+        return Reply('```json\n{"executive_summary": "SQLite suits embedded use [1]."}\n```')
+
+    sim.script("m1", respond)
+    result = await run_pipeline(await context(runtime, COMPARE))
+    assert "## Executive Summary\n\nSQLite suits embedded use [1]." in result.report
+    assert ("Your summary does not fit: it cites [42], which the source list does not have (it "
+            "has [1] to [9])") in asked[1].messages[-1]["content"]
+    assert result.detail["summary_source"] == "model"
+
+
+async def test_a_summary_that_never_fits_leaves_the_templates(runtime: Runtime, sim: Simulator):
+    editor = "You are the editor of a research pipeline"
+
+    def respond(request: Any) -> Any:
+        if str(request.messages[0].get("content", "")).startswith(editor):
+            return Reply("I would rather not.")
+        return None
+
+    sim.script("m1", respond)
+    result = await run_pipeline(await context(runtime, COMPARE))
+    assert "This report presents research findings on" in result.report
+    assert ("The executive summary is the template's, because the model's summary did not fit, "
+            "even after one repair: the answer holds no JSON object.") in result.report
+    assert result.detail["summary_source"] == "template"

@@ -105,7 +105,8 @@ async def test_pipeline_plans_runs_phases_repairs_and_compiles(runtime: Runtime,
     assert any(t.startswith("phase 2/3:") and "q4 repairing the answer" in t for t in texts)
     assert any("q1 Read an article in progress" in t for t in texts)
     assert any("q3 attempt 2" in t for t in texts)
-    final = steps[-1][1]
+    assert texts[-1] == "writing the executive summary"
+    final = [detail for _, detail in steps if "phase" in detail][-1]
     assert final["phase"] == 3 and final["queries"]["q3"] == "failed"
     assert final["queries"]["q1"] == "done (1 sources)"
 
