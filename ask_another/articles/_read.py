@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import structlog
 import trio
 
-from ._extract import decode_body, extract_article_text
+from ._extract import ExtractionRefused, decode_body, extract_bounded
 
 log = structlog.get_logger("ask_another.articles")
 
@@ -82,9 +82,10 @@ async def read_article(
     Only http and https; hosts resolving to loopback, private, link-local, metadata or other
     non-public addresses are refused, on every redirect, unless named in ``allow_hosts``
     (``host`` or ``host:port``). ``max_bytes`` caps the body, ``timeout`` the whole fetch.
-    Extraction runs in a worker thread after the fetch and is not covered by ``timeout``
-    (the byte cap bounds it: about 0.7 s for 5 MB of HTML). Cancelling the caller cancels the
-    fetch; a cancelled extraction finishes its thread first. Raises only for programming
+    Extraction runs after the fetch, bounded on its own (``_extract.extract_bounded``: a page of
+    over 50,000 elements is refused, a large one is extracted in a child process with a time
+    and memory limit). Cancelling the caller cancels the fetch and kills an extraction process;
+    an extraction in a thread (small pages only) finishes first. Raises only for programming
     errors: ``ValueError`` for a non-positive limit, ``TypeError`` for a string ``allow_hosts``.
     """
     # Programming errors, not fetch failures: these raise.
@@ -112,13 +113,15 @@ async def read_article(
         if page.media_type == "text/plain":
             text: str | None = decoded
         else:
-            text = await trio.to_thread.run_sync(extract_article_text, decoded, page.url)
+            text = await extract_bounded(decoded, page.url)
         if not text or not text.strip():
             raise FetchError("no readable article text was found on the page")
     except trio.TooSlowError:
         return _failure(url, f"it took longer than the {timeout:g} s limit")
     except FetchError as exc:
         return _failure(url, exc.reason)
+    except ExtractionRefused as exc:
+        return _failure(url, str(exc))
     except Exception as exc:
         # A bug or a library surprise: the caller (often a model) still gets a result, and
         # the traceback goes to the log rather than into the conversation.

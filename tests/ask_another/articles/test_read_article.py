@@ -360,7 +360,7 @@ async def test_a_crash_inside_extraction_is_a_failure_not_an_exception(
     def broken_extract(html: str, url: str | None = None) -> str | None:
         raise RuntimeError("parser exploded")
 
-    monkeypatch.setattr("ask_another.articles._read.extract_article_text", broken_extract)
+    monkeypatch.setattr("ask_another.articles._extract.extract_article_text", broken_extract)
     url = page_server.add("/a", Page(article_html(PARAGRAPHS)))
 
     with structlog.testing.capture_logs() as logs:

@@ -75,3 +75,45 @@ async def test_compression_is_decoded_within_the_limit_layer_by_layer(
             assert "content encoding br is not supported" in json.loads(text)["error"], text
             error, text = await call(client, "read_article", url=pages.url("/deep"))
             assert "compressed 4 times over" in json.loads(text)["error"], text
+
+
+def table_page(rows: int) -> bytes:
+    cells = "".join(f"<tr><td>{i}</td><td>cell {i}</td><td>x</td></tr>" for i in range(rows))
+    return f"<html><body><p>A table.</p><table>{cells}</table></body></html>".encode()
+
+
+async def test_extraction_is_bounded_and_its_memory_given_back(pages: PageServer,
+                                                               tmp_path: Path):
+    pages.add("/table", Page(table_page(15_000)))  # 60,000 elements, 0.7 MB: parsed in a child
+    pages.add("/dump", Page(table_page(50_000)))  # 200,000 elements: not parsed at all
+    pid_file = tmp_path / "server.pid"
+    params = server_parameters({"ASK_ANOTHER_HOME": str(tmp_path / "home"),
+                                "ASK_ANOTHER_ALLOW_HOSTS": pages.hostport})
+    params.command, params.args = sys.executable, ["-c", WITH_PID.format(path=str(pid_file))]
+    pages.add("/small", Page(ARTICLE))
+    with (tmp_path / "stderr.log").open("w") as stderr:
+        async with Client(stdio_client(params, errlog=stderr), read_timeout_seconds=60) as client:
+            pid = int(pid_file.read_text())
+            error, text = await call(client, "read_article", url=pages.url("/small"))
+            assert not error and "Allenford voted" in json.loads(text)["content"], text
+            before = peak_kb(pid)
+            error, text = await call(client, "read_article", url=pages.url("/table"))
+            body = json.loads(text)
+            assert body["success"] and "cell 1" in body["content"], body
+            grew_mb = (peak_kb(pid) - before) / 1000
+            # Parsed in the server's own thread, the table grew its peak by about 100 MB.
+            assert grew_mb < 25, f"the server's peak memory grew by {grew_mb:.0f} MB"
+            error, text = await call(client, "read_article", url=pages.url("/dump"))
+            body = json.loads(text)
+            assert not body["success"], body
+            assert "the page has 200,00" in body["error"], body
+            assert "more than the 150,000 that are extracted" in body["error"], body
+
+
+async def test_an_extraction_past_its_deadline_is_killed_and_named() -> None:
+    import pytest
+
+    from ask_another.articles._extract import ExtractionRefused, extract_bounded
+
+    with pytest.raises(ExtractionRefused, match=r"took longer than 0\.05 s"):
+        await extract_bounded(table_page(15_000).decode(), timeout=0.05)
