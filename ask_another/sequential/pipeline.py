@@ -771,6 +771,8 @@ async def _compile(ctx: JobContext, plan: Plan, results: Mapping[str, RawResult]
     ordered = renumber([results[q.query_id] for q in plan.queries if q.query_id in results])
     report = compile_report(CompileRequest(plan=plan, raw_results=distinct_failures(ordered),
                                            include_methodology=True))
+    if not fallback:
+        report = _headed_by_queries(report, plan, ordered)
     summary, why_not = (await write_summary(ctx, report)
                         if report.statistics.queries_succeeded else (None, None))
     text = report_text(report, fallback, summary, why_not)
@@ -790,6 +792,24 @@ async def _compile(ctx: JobContext, plan: Plan, results: Mapping[str, RawResult]
         "sources_found": len({s.url or s.title for r in ordered for s in r.sources}),
         "summary_source": "model" if summary else "template",
     })
+
+
+def _headed_by_queries(report: Report, plan: Plan, ordered: Sequence[RawResult]) -> Report:
+    """A model-made plan's report with each finding's section headed by its query text.
+
+    The compile heads a section by its query's type (the catalogue's headings), which suits the
+    template's plan; a model's plan may have two queries of one type (`Overview`, `Overview
+    (q2)`), while its query texts say what each section answers."""
+    texts = {q.query_id: q.query_text for q in plan.queries}
+    succeeded = [r.query_id for r in ordered if r.success]
+    findings = [s for s in report.sections if s.heading != "Methodology"]
+    markdown = report.markdown_report
+    sections = list(report.sections)
+    for query_id, section in zip(succeeded, findings, strict=False):
+        heading = texts[query_id].rstrip()
+        markdown = markdown.replace(f"\n## {section.heading}\n", f"\n## {heading}\n", 1)
+        sections[sections.index(section)] = msgspec.structs.replace(section, heading=heading)
+    return msgspec.structs.replace(report, markdown_report=markdown, sections=sections)
 
 
 def results_query(plan: Plan, query_id: str) -> str | None:

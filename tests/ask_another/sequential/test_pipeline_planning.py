@@ -72,6 +72,10 @@ async def test_model_plan_for_a_comparison_has_no_template_artefacts(runtime: Ru
     assert "What are the strengths and limits of SQLite for an embedded analytics product?" \
         in texts
     assert "The research plan was made by the model." in result.report
+    # Sections are headed by the model's query texts, not by their types.
+    assert "\n## What are the strengths and limits of PostgreSQL for an embedded analytics " \
+        "product?\n" in result.report
+    assert "## Overview" not in result.report
     assert ("## Executive Summary\n\n[simulated m1] The findings answer the question "
             f'"{COMPARE}" from 9 sources [1][2][3].') in result.report
     assert "The executive summary was written by the model from the findings." in result.report
