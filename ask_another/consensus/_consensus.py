@@ -150,6 +150,8 @@ class Consensus:
         """
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
+        self.services.config.check_size("prompt", prompt)
+        self.services.config.check_size("system prompt", system)
         seats = self.seats(models, stances)
         synthesizer = self.services.config.resolve(synthesize) if synthesize else None
         if temperature is not None and not 0.0 <= temperature <= 2.0:

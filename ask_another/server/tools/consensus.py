@@ -52,8 +52,10 @@ def register(server: MCPServer[Any]) -> None:
             description="Continue this conversation (its history goes to every model); leave "
                         "empty to start a new one.")] = None,
         temperature: Annotated[float | None, Field(
+            strict=True,  # true is not 1.0
             description="0.0 to 2.0. Leave unset unless you need it.")] = None,
         timeout: Annotated[float | None, Field(  # noqa: ASYNC109 - the tool's public argument
+            strict=True,
             description="Seconds each model may take (default 60, ASK_ANOTHER_TIMEOUT).")]
         = None,
     ) -> str:
