@@ -60,6 +60,10 @@ async def test_gemini_job_polls_until_completed_and_keeps_the_interaction_id(
     assert final.report == "Deep report [1]"
     assert [c["url"] for c in final.citations] == ["http://example.test/a"]
     assert all(c["title"] for c in final.citations)
+    # The interaction's reported usage is the job's: "Deep question" in, "Deep report [1]" out.
+    usage = final.detail["usage"]
+    assert (usage["provider_calls"], usage["prompt_tokens"], usage["completion_tokens"]) == (
+        1, 3, 3)
     (interaction,) = sim.interactions.values()
     assert final.provider_handle == interaction.id
     assert interaction.polls == 3
