@@ -122,24 +122,28 @@ def check_timeout(what: str, timeout: float | None) -> None:
 
 async def call(process: Process, msg: Any, timeout: float | None, *, wait_for_room: bool) -> Any:  # noqa: ASYNC109
     """`ActorRef.call`; with `wait_for_room`, a full mailbox makes the call wait (within its
-    timeout) instead of raising `MailboxFull`."""
+    timeout) instead of raising `MailboxFull`, and a caller already cancelled sends nothing."""
     task = trio.lowlevel.current_task()
     if task is process.task:
         raise CallToSelf(f"{process.ref!r} called itself; it would wait forever for its reply")
     check_timeout("call", timeout)
-    # A checkpoint before anything is sent: a caller already cancelled sends nothing.
-    await trio.lowlevel.checkpoint_if_cancelled()
     caller = Caller(msg, task, process)
-    if timeout is None:
-        return await _call(process, caller, wait_for_room)
-    with trio.move_on_after(timeout):
-        return await _call(process, caller, wait_for_room)
-    raise CallTimeout(repr(process.ref), timeout)
-
-
-async def _call(process: Process, caller: Caller, wait_for_room: bool) -> Any:
-    mailbox = process.mailbox
     item = (CALL, caller)
-    if not (await mailbox.put_wait(item) if wait_for_room else mailbox.put(item)):
-        raise process.refusal()
-    return await trio.lowlevel.wait_task_rescheduled(caller._abort)
+    mailbox = process.mailbox
+    if timeout is None:
+        if wait_for_room:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if not await mailbox.put_wait(item):
+                raise process.refusal()
+        elif not mailbox.put(item):
+            raise process.refusal()
+        return await trio.lowlevel.wait_task_rescheduled(caller._abort)
+    with trio.move_on_after(timeout):
+        if wait_for_room:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if not await mailbox.put_wait(item):
+                raise process.refusal()
+        elif not mailbox.put(item):
+            raise process.refusal()
+        return await trio.lowlevel.wait_task_rescheduled(caller._abort)
+    raise CallTimeout(repr(process.ref), timeout)

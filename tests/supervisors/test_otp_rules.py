@@ -327,6 +327,25 @@ async def test_stop_request_is_queued_after_earlier_casts(nursery: trio.Nursery)
     assert seen == [0, 1, 2, 3, 4, "terminate"]
 
 
+class StopsOnFirst(CastLog):
+    async def handle_cast(self, msg: Any) -> None:
+        await super().handle_cast(msg)
+        self.stop()
+
+
+async def test_casts_dropped_at_exit_are_logged(
+    nursery: trio.Nursery, events: list[dict[str, Any]]
+) -> None:
+    seen: list[Any] = []
+    ref = await spawn(nursery, StopsOnFirst, seen)
+    for n in range(4):
+        ref.cast(n)
+    await ref.wait()
+    assert seen == [0, "terminate"]
+    [dropped] = [e for e in events if e["event"] == "actor.messages_dropped"]
+    assert dropped["count"] == 3
+
+
 # -- monitors are references --------------------------------------------------------------------
 
 
