@@ -111,9 +111,11 @@ class Mailbox:
 
     def remove(self, match: Callable[[Any], bool]) -> None:
         """Drop the queued items for which ``match(item)`` is true (a demonitor's flush)."""
-        kept = [item for item in self._queue if not match(item)]
-        if len(kept) != len(self._queue):
-            self._queue = deque(kept)
+        queue = self._queue
+        kept = [item for item in queue if not match(item)]
+        if len(kept) != len(queue):
+            queue.clear()
+            queue.extend(kept)
             if self._room:
                 self._room.unpark_all()
 
