@@ -16,7 +16,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Files mark themselves (`pytestmark = pytest.mark.slow`, or per test); this marks the whole of a
 # new file that starts processes and says nothing.
 _STARTS_A_PROCESS = ("stdio_client_for(", "stdio_client(", "subprocess.run(",
-                     "subprocess.Popen(", "gateway_process=True")
+                     "subprocess.Popen(", "open_process(", "run_process(",
+                     "gateway_process=True")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
