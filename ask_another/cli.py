@@ -3,8 +3,8 @@
     ask-another                  serve MCP over stdio (what an MCP client runs)
     ask-another models           the allowed models and what litellm knows of each
     ask-another ask MODEL PROMPT one completion, streamed to stdout (a progress line until then)
-    ask-another research MODEL QUERY  a research job, with live progress; the report to stdout
     ask-another ask M1,M2 PROMPT a consensus: every model at once, replies side by side
+    ask-another research MODEL QUERY  a research job with live progress; the report to stdout
     ask-another doctor           check the configuration; exit 1 naming every problem once
     ask-another feedback TEXT    record feedback (or a bug) in the local store, as the MCP tool does
     ask-another demo             the whole stack against the simulator, no API keys needed
