@@ -7,6 +7,7 @@
     ask-another research MODEL QUERY  a research job with live progress; the report to stdout
     ask-another doctor           check the configuration; exit 1 naming every problem once
     ask-another feedback TEXT    record feedback (or a bug) in the local store, as the MCP tool does
+    ask-another usage [PERIOD]   what the provider calls cost: by day, model and tool
     ask-another demo             the whole stack against the simulator, no API keys needed
 
 Serving writes nothing to stdout but the protocol; the people commands print their answer on
@@ -115,6 +116,10 @@ def _parser() -> argparse.ArgumentParser:
     feedback = commands.add_parser("feedback", help="record feedback or a bug report in the "
                                    "local store (what the MCP feedback tool does)")
     feedback.add_argument("issue", help="what happened, or what could work better")
+    usage = commands.add_parser("usage", help="what the provider calls cost, by day, model "
+                                "and tool")
+    usage.add_argument("period", nargs="?", default="month",
+                       help="today, month (default), Nd (the last N days, e.g. 7d) or all")
     commands.add_parser("demo", help="the whole stack against a local simulated provider "
                         "(no API keys needed)")
     return parser
@@ -144,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return trio.run(_research, config, args)
         if command == "doctor":
             return trio.run(_doctor, config)
+        if command == "usage":
+            return trio.run(_usage, config, args.period)
         if command == "feedback":
             return trio.run(_feedback, config, args.issue)
         from ask_another.demo import run_demo
@@ -209,7 +216,7 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
         try:
             result = await runtime.complete(
                 args.model, args.prompt, system=args.system, temperature=args.temperature,
-                timeout=args.timeout, on_delta=show,
+                timeout=args.timeout, on_delta=show, tool="ask",
             )
         except AskAnotherError as exc:
             progress.stop()
@@ -296,6 +303,15 @@ async def _consensus(config: Config, args: argparse.Namespace) -> int:
             temperature=args.temperature, timeout=args.timeout, on_answer=progress)
     print(consensus_text(result))
     return 0 if result.answered else 1
+
+
+async def _usage(config: Config, period: str) -> int:
+    from ask_another.runtime import open_runtime
+    from ask_another.spend.report import usage_report
+
+    async with open_runtime(config, prewarm_after=None) as runtime:
+        print(await usage_report(runtime, period))
+    return 0
 
 
 async def _doctor(config: Config) -> int:

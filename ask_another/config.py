@@ -35,6 +35,7 @@ DEFAULT_PERMISSION_TIMEOUT: Final = 600.0  # how long a tool call waits for a pe
 DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in characters
 DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
 DEFAULT_GATEWAY_IDLE: Final = 900.0  # the gateway worker exits after this long without a call
+DEFAULT_CONFIRM_USD: Final = 1.00  # estimates above this ask a person to confirm
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
 SEARCH_PREFIX: Final = "SEARCH_"
@@ -132,6 +133,9 @@ class Config:
     # of this process (False); see runtime.py and gateway/.
     gateway_process: bool | None = None
     gateway_idle: float = DEFAULT_GATEWAY_IDLE
+    confirm_usd: float = DEFAULT_CONFIRM_USD
+    budget_day_usd: float | None = None  # None: no daily ceiling
+    budget_month_usd: float | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -158,6 +162,9 @@ class Config:
                                     DEFAULT_MAX_FEEDBACK_CHARS, problems)
         gateway_idle = _parse_positive(env, "ASK_ANOTHER_GATEWAY_IDLE", DEFAULT_GATEWAY_IDLE,
                                        problems)
+        confirm_usd = _parse_usd(env, "ASK_ANOTHER_CONFIRM_USD", DEFAULT_CONFIRM_USD, problems)
+        budget_day = _parse_usd(env, "ASK_ANOTHER_BUDGET_DAY_USD", None, problems)
+        budget_month = _parse_usd(env, "ASK_ANOTHER_BUDGET_MONTH_USD", None, problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -175,6 +182,9 @@ class Config:
             max_prompt_chars=max_prompt,
             max_feedback_chars=max_feedback,
             gateway_idle=gateway_idle,
+            confirm_usd=DEFAULT_CONFIRM_USD if confirm_usd is None else confirm_usd,
+            budget_day_usd=budget_day,
+            budget_month_usd=budget_month,
         )
 
     @property
@@ -353,6 +363,25 @@ def _parse_count(
             variable, f"must be a positive whole number, got {raw!r}; using {default}"))
         return default
     return int(raw)
+
+
+def _parse_usd(env: Mapping[str, str], variable: str, default: float | None,
+               problems: list[ConfigProblem]) -> float | None:
+    """An amount of US dollars (0 or more); `default` when unset or malformed."""
+    raw = env.get(variable, "").strip().removeprefix("$")
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        fallback = "no ceiling" if default is None else f"{default:.2f}"
+        problems.append(ConfigProblem(
+            variable, f"must be an amount of US dollars such as 5.00, got {raw!r}; using "
+                      f"{fallback}"))
+        return default
+    return value
 
 
 def _parse_hosts(env: Mapping[str, str], problems: list[ConfigProblem]) -> frozenset[str]:

@@ -49,6 +49,7 @@ from ask_another.logs import ensure_logging, get_logger, register_secrets
 from ask_another.research.jobs import ResearchJobs
 from ask_another.research.supervisor import research_spec
 from ask_another.services import Services
+from ask_another.spend import Purpose, record_call
 from ask_another.store import FeedbackRecord, StoreActor, add_feedback
 from supervisors import Registry, StartError, SupervisorRef, child_spec, open_supervisor
 
@@ -91,8 +92,11 @@ class Runtime(Services):
         timeout: float | None = None,  # noqa: ASYNC109 - a per-call setting, enforced by the gateway
         tools: list[dict[str, Any]] | None = None,
         on_delta: Callable[[str], Awaitable[None]] | None = None,
+        tool: str = "complete",
     ) -> CompletionResult:
         """One completion from an allowed model named by id, shorthand or unique provider.
+
+        The call is recorded in the usage ledger as serving `tool` (`ask` for the command line).
 
         Raises `ModelNotAllowed` / `AmbiguousModel`, `InvalidArgument` for a temperature outside
         0.0-2.0 or a timeout outside (0, 3600], and `ProviderError`s from the provider.
@@ -115,6 +119,7 @@ class Runtime(Services):
             timeout=timeout if timeout is not None else self.config.timeout,
             tools=tools, on_delta=on_delta,
         )
+        await record_call(self, "completion", entry.model, result.usage, Purpose(tool=tool))
         log.info("completion.finished", model=entry.model, prompt_tokens=result.usage.prompt_tokens,
                  completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
         return result
@@ -180,8 +185,14 @@ class Runtime(Services):
                 f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
             )
         gateway = await self.gateway()
+
+        async def spent(result: CompletionResult) -> None:
+            await record_call(self, "completion", entry.model, result.usage,
+                              Purpose(tool="run_turn"))
+
         call = gateway_model(gateway, entry, temperature=temperature,
-                             timeout=timeout if timeout is not None else self.config.timeout)
+                             timeout=timeout if timeout is not None else self.config.timeout,
+                             on_result=spent)
         return await run_turn(call, messages, self.tools(tools, gateway=gateway),
                               policy=policy if policy is not None else self.config.permissions,
                               interaction=interaction, max_rounds=max_rounds)

@@ -8,8 +8,11 @@ until that handle is closed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import trio
 
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError
@@ -28,6 +31,7 @@ class Services:
     registry: Registry
     _gateway: Gateway | None = field(default=None, repr=False)
     _database: Database | None = field(default=None, repr=False)
+    _prices: Mapping[str, Mapping[str, Any]] | None = field(default=None, repr=False)
 
     async def gateway(self) -> Gateway:
         """The gateway handle (from the `gateway` actor; refreshed after a restart)."""
@@ -40,6 +44,16 @@ class Services:
         if self._database is None or self._database.closed:
             self._database = await self._child("store").call(GetDatabase())
         return self._database
+
+    async def prices(self) -> Mapping[str, Mapping[str, Any]]:
+        """The allowed models' rows of litellm's price map, by model id (read once, in a
+        thread, without importing litellm; for the estimates of spend/)."""
+        if self._prices is None:
+            from ask_another.spend.estimate import allowed_prices
+
+            models = [entry.model for entry in self.config.models]
+            self._prices = await trio.to_thread.run_sync(allowed_prices, models)
+        return self._prices
 
     def model(self, model_id: str, variable: str | None = None) -> ModelEntry:
         """The allowed model with this id or shorthand (raises `ModelNotAllowed`); with the

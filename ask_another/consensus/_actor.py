@@ -6,14 +6,15 @@ A `PanelCall` is started for one call and ends with it. `call(Ask())` starts the
 in a task the actor owns and replies, when it ends, with the seat's `Answer` (answered, failed
 or timed out: a provider failure is the reply, not a crash). The call has its own timeout,
 enforced by the gateway. A `Hangup` cast (the consensus caller was cancelled) stops the actor:
-its task is cancelled before the actor exits, which aborts the HTTP request.
+its task is cancelled before the actor exits, which aborts the HTTP request. A call that
+returned is recorded in the usage ledger (spend/) before the actor replies.
 
 Children are temporary: a crashed call is not restarted (its caller reports the seat failed).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
@@ -23,6 +24,8 @@ from ask_another.consensus._panel import Answer, one_line_reason
 from ask_another.errors import AskAnotherError, ProviderTimeout
 from ask_another.logs import get_logger
 from ask_another.services import Services
+from ask_another.spend import Purpose, record_call
+from ask_another.store.usage import Kind
 from supervisors import (
     NOREPLY,
     Actor,
@@ -60,6 +63,8 @@ class CallSpec:
     timeout: float
     stance: str | None = None
     temperature: float | None = None
+    kind: Kind = "consensus"
+    purpose: Purpose = field(default_factory=lambda: Purpose(tool="consensus"))
 
 
 class PanelCall(Actor):
@@ -104,6 +109,7 @@ class PanelCall(Actor):
             return Answer(model=model, status="failed", stance=spec.stance,
                           latency=trio.current_time() - started, reason=one_line_reason(exc))
         latency = trio.current_time() - started
+        await record_call(self.services, spec.kind, model, result.usage, spec.purpose)
         log.info("completion.finished", model=model, tool="consensus",
                  prompt_tokens=result.usage.prompt_tokens,
                  completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)

@@ -46,6 +46,9 @@ from ask_another.conversations import NoSuchConversation, build_history
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
 from ask_another.services import Services
+from ask_another.spend import Purpose
+from ask_another.spend.budget import check_budget
+from ask_another.spend.estimate import ASSUMED_OUTPUT_TOKENS, Estimate, completion_line
 from ask_another.store.conversations import (
     ConversationRecord,
     NewMessage,
@@ -101,7 +104,9 @@ class Consensus:
     @classmethod
     def of(cls, runtime: Any) -> Consensus:
         """The consensus face of a running `Runtime` (anything with `config` and `registry`)."""
-        return cls(Services(runtime.config, runtime.registry))
+        # The runtime is itself a `Services` (keeping the price map between calls).
+        return cls(runtime if isinstance(runtime, Services)
+                   else Services(runtime.config, runtime.registry))
 
     def seats(self, models: Sequence[str], stances: Mapping[str, str] | None = None
               ) -> list[Seat]:
@@ -144,6 +149,8 @@ class Consensus:
 
         `system` (kept for the thread) goes to every model, each seat's stance after it.
         `synthesize`: an allowed model that then compares the replies (none by default).
+        The cost is estimated before any call starts (`result.estimate`); an estimate that would
+        cross a budget ceiling raises `BudgetExceeded` and nothing is asked.
         Raises `InvalidArgument`, `ModelNotAllowed` / `AmbiguousModel`, `NoSuchConversation`;
         provider failures are reported in their seats, never raised. Cancelling the caller
         hangs up every call in flight; nothing is stored then.
@@ -166,16 +173,19 @@ class Consensus:
             record = ConversationRecord(id=record.id, model=record.model, system=system or None,
                                         created_at=record.created_at,
                                         updated_at=record.updated_at)
-        started = trio.current_time()
+        purpose = Purpose(tool="consensus", conversation_id=record.id)
         calls = [CallSpec(entry=seat.entry, stance=seat.stance, timeout=seconds,
-                          temperature=temperature,
+                          temperature=temperature, purpose=purpose,
                           messages=self._messages(record.system, seat.stance, history, prompt))
                  for seat in seats]
+        estimate = await self.estimate(calls, synthesizer, prompt)
+        await check_budget(self.services, estimate.known_usd, "this consensus")
+        started = trio.current_time()
         answers = await self._panel(calls, on_answer)
         synthesis = None
         answered = [a for a in answers if a.result is not None]
         if synthesizer is not None:
-            synthesis = await self._synthesize(synthesizer, prompt, answers, seconds)
+            synthesis = await self._synthesize(synthesizer, prompt, answers, seconds, purpose)
         conversation = None
         if answered:
             reply = panel_text(answers)
@@ -190,7 +200,19 @@ class Consensus:
         log.info("consensus.finished", models=len(seats), answered=len(answered),
                  wall=round(wall, 3), conversation_id=conversation)
         return ConsensusResult(answers=tuple(answers), synthesis=synthesis,
-                               conversation_id=conversation, wall=wall)
+                               conversation_id=conversation, wall=wall, estimate=estimate)
+
+    async def estimate(self, calls: list[CallSpec], synthesizer: ModelEntry | None,
+                       prompt: str) -> Estimate:
+        """What the panel (and the synthesis) should cost, from litellm's price map."""
+        prices = await self.services.prices()
+        lines = [completion_line(prices, c.entry.model, c.messages) for c in calls]
+        if synthesizer is not None:
+            replies = len(calls) * ASSUMED_OUTPUT_TOKENS
+            lines.append(completion_line(prices, synthesizer.model,
+                                         [{"content": SYNTHESIS_PROMPT + prompt}],
+                                         extra_input_tokens=replies))
+        return Estimate(tuple(lines))
 
     # ----- internals -------------------------------------------------------------------------
 
@@ -268,13 +290,13 @@ class Consensus:
             raise AskAnotherError(f"the call could not be started ({exc})") from None
 
     async def _synthesize(self, entry: ModelEntry, prompt: str, answers: list[Answer],
-                          seconds: float) -> Answer:
+                          seconds: float, purpose: Purpose) -> Answer:
         answered = [a for a in answers if a.result is not None]
         if not answered:
             return Answer(model=entry.model, status="failed", latency=0.0,
                           reason="not asked: no model of the panel answered")
         text = SYNTHESIS_PROMPT.format(prompt=prompt.strip(), replies=panel_text(answers))
-        call = CallSpec(entry=entry, timeout=seconds,
+        call = CallSpec(entry=entry, timeout=seconds, kind="synthesis", purpose=purpose,
                         messages=[{"role": "user", "content": text}])
         answer = (await self._panel([call], None))[0]
         return answer

@@ -15,6 +15,7 @@ from typing import Final, Literal
 from ask_another.config import ModelEntry
 from ask_another.errors import AskAnotherError, ProviderError
 from ask_another.gateway import CompletionResult
+from ask_another.spend.estimate import Estimate
 
 __all__ = [
     "MAX_MODELS",
@@ -72,6 +73,7 @@ class ConsensusResult:
     synthesis: Answer | None = None
     conversation_id: str | None = None
     wall: float = 0.0
+    estimate: Estimate | None = None  # made before any call started
 
     @property
     def answered(self) -> tuple[Answer, ...]:

@@ -38,6 +38,8 @@ def consensus_text(result: ConsensusResult) -> str:
     calls = [*answers, *([result.synthesis] if result.synthesis is not None else [])]
     parts = [f"Consensus of {len(answers)} models ({summary}) in {result.wall:.2f} s · "
              f"{total_cost(calls)}"]
+    if result.estimate is not None:
+        parts[0] += f"\nEstimated before it started: {result.estimate.describe()}"
     for n, answer in enumerate(answers, 1):
         body = answer.result.text.strip() if answer.result is not None else ""
         block = f"## {n}. {answer_heading(answer)}"

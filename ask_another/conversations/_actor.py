@@ -35,6 +35,9 @@ from ask_another.errors import AskAnotherError, StoreError
 from ask_another.gateway import CompletionResult
 from ask_another.logs import get_logger
 from ask_another.services import Services
+from ask_another.spend import Purpose, record_call
+from ask_another.spend.budget import ceilings, check_budget
+from ask_another.spend.estimate import completion_line
 from ask_another.store.conversations import (
     ConversationRecord,
     NewMessage,
@@ -252,9 +255,16 @@ class Conversation(Actor):
         messages = [{"role": "system", "content": system}] if system else []
         messages += build_history([*stored, *new])
         gateway = await services.gateway()
+        if ceilings(services):
+            # A budget ceiling is set: refuse a turn whose estimate would cross it.
+            line = completion_line(await services.prices(), entry.model, messages)
+            await check_budget(services, line.usd or 0.0, "this completion")
         log.debug("completion.started", model=entry.model, conversation_id=self.record.id)
         result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
                                           timeout=turn.timeout, on_delta=turn.on_delta)
+        await record_call(services, "completion", entry.model, result.usage, Purpose(
+            tool="discuss" if turn.article_url is not None else "completion",
+            conversation_id=self.record.id))
         record = msgspec.structs.replace(self.record, system=system or None)
         try:
             written = await append_messages(

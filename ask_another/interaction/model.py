@@ -24,8 +24,12 @@ def gateway_model(
     *,
     timeout: float = 60.0,
     temperature: float | None = None,
+    on_result: Callable[[CompletionResult], Awaitable[None]] | None = None,
 ) -> ModelCall:
-    """A `ModelCall` that asks `entry`'s model through `gateway`; each round has `timeout` s."""
+    """A `ModelCall` that asks `entry`'s model through `gateway`; each round has `timeout` s.
+
+    `on_result` sees each round's result before the turn goes on (the usage ledger records it).
+    """
 
     async def call(
         messages: list[Message],
@@ -33,9 +37,12 @@ def gateway_model(
         on_delta: Callable[[str], Awaitable[None]] | None,
     ) -> CompletionResult:
         definitions: list[dict[str, Any]] | None = [dict(t) for t in tools] or None
-        return await gateway.completion(
+        result = await gateway.completion(
             entry, messages=messages, tools=definitions, temperature=temperature,
             timeout=timeout, on_delta=on_delta,
         )
+        if on_result is not None:
+            await on_result(result)
+        return result
 
     return call

@@ -44,6 +44,7 @@ from ask_another.research.messages import (
     ToolUpdated,
 )
 from ask_another.research.providers import JobContext, ResearchFailed, ResearchResult
+from ask_another.spend.budget import BudgetExceeded
 from supervisors import ActorRef, SupervisorError
 
 __all__ = ["PREVIEW_EVERY", "SYSTEM_PROMPT", "HostInteraction", "JobInteraction",
@@ -162,6 +163,10 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
             ctx.entry, messages=messages, tools=[dict(t) for t in definitions] or None,
             timeout=ctx.config.research_timeout, on_delta=on_delta)
         ctx.usage.add(result.usage)
+        try:
+            await ctx.check_budget()  # before the next round: a ceiling reached stops the job
+        except BudgetExceeded as exc:
+            raise ResearchFailed(str(exc), report=result.text.strip() or None) from None
         return result
 
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
@@ -170,6 +175,8 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
     try:
         result = await run_turn(model, messages, tools, policy=ctx.config.permissions,
                                 interaction=ctx.interaction)
+    except ResearchFailed:
+        raise
     except AskAnotherError as exc:
         # Not retried (see the module docstring): the job fails with the provider's message.
         raise ResearchFailed(str(exc)) from None

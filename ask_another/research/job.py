@@ -55,6 +55,8 @@ from ask_another.research.messages import (
 from ask_another.research.providers import METHODS, JobContext, ResearchFailed, ResearchResult
 from ask_another.research.questions import Expired, Questions, decision_of
 from ask_another.services import Services
+from ask_another.spend import Purpose, record_call
+from ask_another.spend.budget import check_budget
 from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
@@ -282,6 +284,12 @@ class ResearchJob(Actor):
             interaction=self._interaction(), tools=self.options.tools,
             depth=str(stored.detail.get("depth") or "standard"),
         )
+
+        async def budget() -> None:
+            await self._record_usage(ctx)
+            await check_budget(self.services, None, f"research job {stored.id}")
+
+        ctx.check_budget = budget
         try:
             return await method.run(ctx)
         except ResearchFailed as exc:
@@ -290,6 +298,17 @@ class ResearchJob(Actor):
             raise  # crash: the supervisor restarts the job, which retries within its bound
         except AskAnotherError as exc:
             return _Failure(str(exc))
+        finally:
+            with trio.CancelScope(shield=True):  # a cancelled job's calls were still made
+                await self._record_usage(ctx)
+
+    async def _record_usage(self, ctx: JobContext) -> None:
+        """The usage ledger's rows for the calls `ctx.usage` counted since the last time
+        (spend/): each a "research" call of the job's model, or a "search"."""
+        purpose = Purpose(tool="start_research", job_id=ctx.job_id)
+        for usage, search in ctx.usage.take_unrecorded():
+            await record_call(self.services, "search" if search else "research",
+                              "web search" if search else ctx.entry.model, usage, purpose)
 
     def _interaction(self) -> Interaction:
         from ask_another.research.agent import HostInteraction, JobInteraction

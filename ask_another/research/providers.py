@@ -42,6 +42,7 @@ from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.logs import scrub_answer, scrub_provider_text
 from ask_another.research.usage import JobUsage
+from ask_another.spend.budget import BudgetExceeded
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -139,6 +140,13 @@ class JobContext:
     usage: JobUsage = field(default_factory=JobUsage)
     """Every provider call of the job adds its usage here (see research/usage.py); a progress
     report with a ``usage`` detail shows the sum so far."""
+    check_budget: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
+    """Raises `BudgetExceeded` once a budget ceiling is reached: a method calls it before each
+    step and stops, keeping its partial report (spend/budget.py)."""
+
+
+async def _nothing() -> None:
+    return None
 
 
 MethodFn = Callable[[JobContext], Awaitable[ResearchResult]]
@@ -226,6 +234,14 @@ async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
             keys = ctx.config.secrets()
             raise ResearchFailed(scrub_provider_text(_ended_message(response, str(status)), keys),
                                  report=scrub_answer(_report_of(response)[0], keys) or None)
+        try:
+            # A budget ceiling reached meanwhile stops the job at this step, its partial report
+            # kept and the provider's work cancelled, so it spends no more.
+            await ctx.check_budget()
+        except BudgetExceeded as exc:
+            partial = scrub_answer(_report_of(response)[0], ctx.config.secrets()) or None
+            outcome = await cancel_interaction(gateway, entry, interaction_id)
+            raise ResearchFailed(f"{exc}. {outcome}", report=partial) from None
         # Not kept while the job sleeps: a waiting job holds nothing of litellm's.
         response = None
         if trio.current_time() + interval > deadline:

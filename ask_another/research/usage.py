@@ -10,7 +10,7 @@ The price is litellm's (`Usage.cost_usd`); a call whose price litellm does not k
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ask_another.gateway import Usage
@@ -28,9 +28,13 @@ class JobUsage:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_calls: int = 0
+    # Calls counted but not yet written to the usage ledger: the job writes them at each budget
+    # check and when its method returns (spend/).
+    unrecorded: list[tuple[Usage, bool]] = field(default_factory=list)
 
     def add(self, usage: Usage, *, search: bool = False) -> None:
         """Count one provider call (a completion, or a web search when `search`)."""
+        self.unrecorded.append((usage, search))
         self.provider_calls += 1
         self.searches += int(search)
         self.prompt_tokens += usage.prompt_tokens or 0
@@ -56,6 +60,11 @@ class JobUsage:
                        completion_tokens=number("total_output_tokens", "output_tokens",
                                                 "completion_tokens"),
                        cost_usd=float(cost) if isinstance(cost, int | float) else None))
+
+    def take_unrecorded(self) -> list[tuple[Usage, bool]]:
+        """The calls not yet in the usage ledger (and forget them): `(usage, search)` each."""
+        taken, self.unrecorded = self.unrecorded, []
+        return taken
 
     def as_dict(self) -> dict[str, Any]:
         """The sum as stored and shown: `cost_usd` is None when no call had a known price."""

@@ -43,6 +43,7 @@ from ask_another.server.tools import (
     reports,
     research,
     sequential,
+    usage,
 )
 
 __all__ = ["build_server", "instructions", "serve_stdio"]
@@ -168,6 +169,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 0) -> MCPServe
     sequential.register(server)
     feedback.register(server)
     reports.register(server)
+    usage.register(server)
     return server
 
 

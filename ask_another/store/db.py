@@ -120,6 +120,21 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE conversations ADD COLUMN entry TEXT;
         ALTER TABLE research_jobs ADD COLUMN entry TEXT;
     """),
+    Migration(5, "the usage ledger: one row per provider call (store/usage.py)", """
+        CREATE TABLE usage (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL,
+            model TEXT NOT NULL,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            cost_usd REAL,
+            tool TEXT,
+            job_id TEXT,
+            conversation_id TEXT
+        );
+        CREATE INDEX usage_by_time ON usage (at);
+    """),
 ]
 
 

@@ -255,3 +255,21 @@ def test_research_agent_asks_permission_and_questions_at_the_terminal(
     results = [m["content"] for m in sim.requests_for("m1")[-1].messages if m["role"] == "tool"]
     assert "was denied" in results[0]
     assert '"option_id": "long"' in results[1]
+
+
+def test_usage_reports_what_ask_spent_by_model_and_tool(sim: Simulator, tmp_path: Path):
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
+           "MODEL_GPT4": f"openai/gpt-4o;k;{sim.openai_base}"}
+    done = run(["usage"], env)
+    assert done.returncode == 0 and "No provider calls recorded for this month" in done.stdout
+    assert run(["ask", "sim", "one"], env).returncode == 0
+    assert run(["ask", "gpt4", "two"], env).returncode == 0
+    done = run(["usage", "7d"], {**env, "ASK_ANOTHER_BUDGET_MONTH_USD": "20"})
+    assert done.returncode == 0, done
+    assert done.stdout.startswith("Usage for the last 7 days (UTC): $")
+    assert "+ 1 call of unknown price over 2 provider calls" in done.stdout
+    assert "  openai/m1: unknown · 1 call" in done.stdout
+    assert "  ask: $" in done.stdout
+    assert "Ceiling ASK_ANOTHER_BUDGET_MONTH_USD: $20.00 per month" in done.stdout
+    done = run(["usage", "forever"], env)
+    assert done.returncode == 1 and "unknown period 'forever'" in done.stderr

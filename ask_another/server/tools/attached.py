@@ -46,6 +46,8 @@ from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate
 from ask_another.server.context import runtime_of, tool_errors
+from ask_another.spend.before import estimate_research
+from ask_another.spend.budget import check_budget
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -96,6 +98,7 @@ class Attachment:
     deadline: float  # trio.current_time()
     asked: list[Question] = field(default_factory=list)
     delivered: set[tuple[str, str]] = field(default_factory=set)
+    estimate: str | None = None  # the cost estimated before the job started (spend/)
 
     def asked_keys(self) -> set[tuple[str, str]]:
         # One tool call can ask twice: ask_user needs a permission, then asks its choice.
@@ -183,9 +186,12 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
         if not 0 <= timeout <= MAX_WAIT:
             raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
                                   f"got {timeout:g}")
+        estimate = await estimate_research(runtime, model, query, method.strip() or "auto")
+        await check_budget(runtime, estimate.known_usd, "this research job")
         record = await runtime.jobs.start(model, query, method.strip() or "auto",
                                           depth=depth.strip() or "standard")
-        attached = Attachment(key, record, timeout, time.monotonic(), now + timeout)
+        attached = Attachment(key, record, timeout, time.monotonic(), now + timeout,
+                              estimate=estimate.describe())
         table.setdefault(key, []).append(attached)
         return attached
 

@@ -102,9 +102,11 @@ def jobs_table(records: list[JobRecord]) -> str:
     return "\n".join(lines)
 
 
-def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
+                estimate: str | None = None) -> str:
     """A completed job as JSON: report (paged), citations (url, title, query), model, elapsed,
-    and the job's usage (every provider call summed) with a line for people."""
+    the job's usage (every provider call summed) with a line for people, and the cost estimated
+    before it started, when given."""
     report = record.report or ""
     page = report[offset: offset + max_chars]
     body: dict[str, Any] = {
@@ -119,6 +121,8 @@ def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX
     if isinstance(usage, dict):
         body["usage"] = usage
         body["usage_text"] = usage_text(usage)
+    if estimate is not None:
+        body["estimated_cost"] = estimate
     end = offset + len(page)
     if offset > 0 or end < len(report):
         body["report_chars"] = {"from": offset, "to": end, "total": len(report)}
@@ -221,13 +225,14 @@ def register(server: MCPServer[Any]) -> None:
         with tool_errors("start_research"):
             began = attached.began
             final = await finish(ctx, attached, outcome)
+            estimate = f"Estimated cost before it started: {attached.estimate}."
             if final.status == "completed":
-                return result_json(final)
+                return result_json(final, estimate=attached.estimate)
             if final.status == "failed":
-                raise AskAnotherError(f"Research job {final.id} failed: {final.error}")
+                raise AskAnotherError(f"Research job {final.id} failed: {final.error} {estimate}")
             if final.status == "cancelled":
-                return f"Research job {final.id} was cancelled before it finished."
-            return background_text(final, time.monotonic() - began)
+                return f"Research job {final.id} was cancelled before it finished. {estimate}"
+            return f"{background_text(final, time.monotonic() - began)} {estimate}"
 
     @server.tool(name="answer_permission", description=ANSWER_PERMISSION, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))

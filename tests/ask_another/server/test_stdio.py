@@ -47,7 +47,7 @@ async def test_stdio_session_in_each_protocol_era(sim: Simulator, tmp_path: Path
                              "feedback", "start_research", "check_research", "cancel_research",
                              "sequential_research_plan", "sequential_research_compile",
                              "read_article", "discuss", "answer_permission", "answer_choice",
-                             "consensus"}
+                             "consensus", "usage"}
             assert "gateway.ready" not in stderr_path.read_text()
             assert "MODEL_BROKEN" in (client.instructions or "")
 

@@ -29,7 +29,7 @@ async def test_tools_list_has_the_four_tools_with_descriptions_and_annotations(
                               "feedback", "start_research", "check_research", "cancel_research",
                               "sequential_research_plan", "sequential_research_compile",
                               "read_article", "discuss", "answer_permission", "answer_choice",
-                              "consensus"}
+                              "consensus", "usage"}
         assert "verify a model ID before" in tools["search_models"].description
         assert "Do not set temperature" in tools["completion"].description
         assert "safe to call at any time" in tools["feedback"].description

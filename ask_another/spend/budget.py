@@ -1,0 +1,81 @@
+"""The budget ceilings: `ASK_ANOTHER_BUDGET_DAY_USD` and `ASK_ANOTHER_BUDGET_MONTH_USD`.
+
+Periods are UTC: a day from midnight, a month from the first. `check_budget(services,
+estimate)` refuses (raises `BudgetExceeded`) a call whose estimate would take the known spend
+of a period past its ceiling, naming the ceiling, what was spent and when it resets; with no
+estimate (a running job's next step) it refuses once the spend has reached a ceiling. Calls of
+unknown price count as nothing here (their price is unknown) but are named in the message.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ask_another.errors import AskAnotherError
+from ask_another.services import Services
+from ask_another.store.usage import Spent, spent_since
+
+__all__ = ["BudgetExceeded", "Ceiling", "ceilings", "check_budget", "period_start"]
+
+
+class BudgetExceeded(AskAnotherError):
+    """A call or a job's next step would cross a budget ceiling."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    variable: str
+    period: str  # "day" or "month"
+    usd: float
+
+
+def ceilings(services: Services) -> list[Ceiling]:
+    config = services.config
+    found = []
+    if config.budget_day_usd is not None:
+        found.append(Ceiling("ASK_ANOTHER_BUDGET_DAY_USD", "day", config.budget_day_usd))
+    if config.budget_month_usd is not None:
+        found.append(Ceiling("ASK_ANOTHER_BUDGET_MONTH_USD", "month", config.budget_month_usd))
+    return found
+
+
+def period_start(period: str, now: float) -> tuple[float, float]:
+    """The UTC start of the `period` ("day" or "month") holding `now`, and when it resets."""
+    at = datetime.fromtimestamp(now, UTC)
+    if period == "day":
+        start = at.replace(hour=0, minute=0, second=0, microsecond=0)
+        return start.timestamp(), start.timestamp() + 86400
+    start = at.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    year, month = (start.year + 1, 1) if start.month == 12 else (start.year, start.month + 1)
+    return start.timestamp(), start.replace(year=year, month=month).timestamp()
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+async def check_budget(services: Services, estimate_usd: float | None = None,
+                       what: str = "this call") -> None:
+    """Raise `BudgetExceeded` if `estimate_usd` (None: a running job's next step) would cross a
+    ceiling."""
+    found = ceilings(services)
+    if not found:
+        return
+    db = await services.database()
+    now = time.time()
+    for ceiling in found:
+        start, resets = period_start(ceiling.period, now)
+        spent: Spent = await spent_since(db, start)
+        over = (spent.known_usd >= ceiling.usd if estimate_usd is None
+                else spent.known_usd + estimate_usd > ceiling.usd)
+        if not over:
+            continue
+        this = "this " + ("month" if ceiling.period == "month" else "day")
+        estimate = "" if estimate_usd is None else f"; {what} is estimated at ${estimate_usd:.4f}"
+        raise BudgetExceeded(
+            f"Refused: {what} would cross the budget ceiling {ceiling.variable}="
+            f"${ceiling.usd:.2f} per {ceiling.period}: {spent.describe()} spent {this}"
+            f"{estimate}. The {ceiling.period}'s spend resets at {_when(resets)}; raise "
+            f"{ceiling.variable} to go on now")

@@ -1,0 +1,43 @@
+"""Recording spend: one ledger row per provider call, from the gateway's result values.
+
+`Purpose` says what a call served (the tool, the research job, the conversation). `record_call`
+writes the row (store/usage.py) from a result's `Usage` (tokens and the price litellm computed,
+None when unknown); it never fails the call it records: a ledger write that fails is logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ask_another.errors import AskAnotherError
+from ask_another.gateway import Usage
+from ask_another.logs import get_logger
+from ask_another.services import Services
+from ask_another.store.usage import Kind, UsageRow, record_usage
+
+__all__ = ["Purpose", "record_call"]
+
+log = get_logger("ask_another.spend")
+
+
+@dataclass(frozen=True, slots=True)
+class Purpose:
+    """What a provider call served."""
+
+    tool: str | None = None
+    job_id: str | None = None
+    conversation_id: str | None = None
+
+
+async def record_call(services: Services, kind: Kind, model: str, usage: Usage | None,
+                      purpose: Purpose) -> None:
+    """One ledger row for a call that returned (`usage` None: nothing known but the call)."""
+    usage = usage if usage is not None else Usage()
+    row = UsageRow(kind=kind, model=model, prompt_tokens=usage.prompt_tokens,
+                   completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
+                   tool=purpose.tool, job_id=purpose.job_id,
+                   conversation_id=purpose.conversation_id)
+    try:
+        await record_usage(await services.database(), row)
+    except AskAnotherError as exc:
+        log.error("usage.not_recorded", kind=kind, model=model, error=str(exc))

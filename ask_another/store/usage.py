@@ -1,0 +1,113 @@
+"""The usage ledger: one row per provider call, with what it cost and what it served.
+
+Every provider call that returned (a completion, each model of a consensus and its synthesis,
+each step of a research job, a web search) is one row: when (`at`, Unix seconds), what kind of
+call (`kind`), the model, tokens in and out, the price in USD, and what it served: the tool
+(`completion`, `consensus`, `start_research`, ...), the research job or the conversation.
+
+`cost_usd` is NULL when the price is unknown (litellm has no price for the model): unknown is a
+value of its own, never 0, and every total keeps the count of unknown-priced calls beside the
+sum of the known ones. A call that failed before the provider answered costs nothing and is
+not recorded.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from ask_another.store.db import Database
+
+__all__ = ["Kind", "Spent", "Totals", "UsageRow", "record_usage", "spent_since", "usage_totals"]
+
+Kind = Literal["completion", "consensus", "synthesis", "research", "search"]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    kind: Kind
+    model: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None  # None: the price is unknown
+    tool: str | None = None
+    job_id: str | None = None
+    conversation_id: str | None = None
+    at: float | None = None  # None: now
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """A total: the sum of the known prices, the calls of unknown price, and all the calls."""
+
+    known_usd: float = 0.0
+    unknown_calls: int = 0
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def describe(self) -> str:
+        """`$0.001200`, `$0.001200 + 2 calls of unknown price`, or `unknown` (never `$0` for
+        calls whose price nobody knows)."""
+        if self.unknown_calls and self.unknown_calls == self.calls:
+            return "unknown"
+        text = f"${self.known_usd:.6f}"
+        if self.unknown_calls:
+            plural = "s" if self.unknown_calls > 1 else ""
+            text += f" + {self.unknown_calls} call{plural} of unknown price"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    since: float
+    until: float
+    total: Spent
+    by_day: dict[str, Spent]  # "YYYY-MM-DD" (UTC)
+    by_model: dict[str, Spent]
+    by_tool: dict[str, Spent]
+
+
+async def record_usage(db: Database, row: UsageRow) -> int:
+    """Append one row; returns its id."""
+    return await db.execute(
+        "INSERT INTO usage (at, kind, model, prompt_tokens, completion_tokens, cost_usd, tool, "
+        "job_id, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (row.at if row.at is not None else time.time(), row.kind, row.model, row.prompt_tokens,
+         row.completion_tokens, row.cost_usd, row.tool, row.job_id, row.conversation_id),
+    )
+
+
+def _spent(row: sqlite3.Row) -> Spent:
+    return Spent(known_usd=float(row["known"] or 0.0), unknown_calls=int(row["unknown"] or 0),
+                 calls=int(row["calls"] or 0), prompt_tokens=int(row["tin"] or 0),
+                 completion_tokens=int(row["tout"] or 0))
+
+
+_SUMS = ("SUM(cost_usd) AS known, SUM(cost_usd IS NULL) AS unknown, COUNT(*) AS calls, "
+         "SUM(prompt_tokens) AS tin, SUM(completion_tokens) AS tout")
+
+
+async def spent_since(db: Database, since: float) -> Spent:
+    """Everything spent from `since` (Unix seconds) on."""
+    row = await db.fetchone(f"SELECT {_SUMS} FROM usage WHERE at >= ?", (since,))
+    return _spent(row) if row is not None else Spent()
+
+
+async def usage_totals(db: Database, since: float, until: float) -> Totals:
+    """Totals for `since <= at < until`, overall and by UTC day, model and tool."""
+    where = "WHERE at >= ? AND at < ?"
+    params = (since, until)
+    total = await db.fetchone(f"SELECT {_SUMS} FROM usage {where}", params)
+
+    async def grouped(key: str) -> dict[str, Spent]:
+        rows = await db.fetchall(
+            f"SELECT {key} AS k, {_SUMS} FROM usage {where} GROUP BY k ORDER BY k", params)
+        return {str(r["k"]): _spent(r) for r in rows}
+
+    return Totals(since=since, until=until, total=_spent(total) if total else Spent(),
+                  by_day=await grouped("date(at, 'unixepoch')"),
+                  by_model=await grouped("model"),
+                  by_tool=await grouped("COALESCE(tool, kind)"))
