@@ -19,7 +19,7 @@ if set. A call whose price is unknown is counted as unknown, never as $0."""
 
 
 def register(server: MCPServer[Any]) -> None:
-    @server.tool(name="usage", description=USAGE, structured_output=False,
+    @server.tool(name="usage", title="Usage and cost", description=USAGE, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True,
                                              open_world_hint=False))
     async def usage(
