@@ -81,6 +81,7 @@ from ask_another.sequential.contracts import (
     SequentialInputError,
 )
 from ask_another.sequential.plan import QUERY_COUNTS, build_plan, plan_from_model
+from ask_another.spend.budget import BudgetExceeded
 from ask_another.websearch import SEARCH_WEB_NAME
 from supervisors import (
     Actor,
@@ -453,6 +454,9 @@ class Shared:
     policy: Policy
     outbox: trio.MemorySendChannel[QueryUpdate | QueryDone]
     usage: JobUsage
+    check_budget: Callable[[], Awaitable[None]]
+    """The job's budget check (spend/budget.py): raises `BudgetExceeded` once a ceiling is
+    reached, which fails the query; the pipeline then stops at its next step."""
 
 
 class _Watcher:
@@ -552,6 +556,7 @@ class QueryWorker(Actor):
 
         async def model_call(history: list[Message], definitions: list[dict[str, object]],
                              _on_delta: Callable[[str], Awaitable[None]] | None) -> Any:
+            await shared.check_budget()  # a ceiling reached: this query stops before the call
             result = await shared.gateway.completion(
                 shared.entry, messages=history, tools=definitions or None,
                 timeout=shared.config.timeout)
@@ -698,7 +703,8 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
     tools = research_tools(ctx)
     send, receive = trio.open_memory_channel[QueryUpdate | QueryDone](math.inf)
     shared = Shared(entry=ctx.entry, gateway=ctx.gateway, config=ctx.config, tools=tools,
-                    policy=ctx.config.permissions, outbox=send, usage=ctx.usage)
+                    policy=ctx.config.permissions, outbox=send, usage=ctx.usage,
+                    check_budget=ctx.check_budget)
     results: dict[str, RawResult] = {}
     progress = _Progress(ctx, len(plan.execution_order))
     # Each query can crash at most QUERY_ATTEMPTS times (each crash is one restart), so this
@@ -707,6 +713,7 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
     with send, receive:
         async with open_dynamic_supervisor(max_restarts=restarts, max_seconds=3600) as queries_sup:
             for progress.phase, phase in enumerate(plan.execution_order, 1):
+                await _within_budget(ctx, plan, results, fallback)
                 for query_id in phase:
                     progress.states[query_id] = "queued"
                 progress.show()
@@ -728,8 +735,28 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
                             results[result.query_id] = result
                             pending.discard(result.query_id)
                             progress.show(result.query_id, _outcome(result))
+    await _within_budget(ctx, plan, results, fallback)
     ctx.report("writing the executive summary", usage=ctx.usage.as_dict())
     return await _compile(ctx, plan, results, fallback)
+
+
+async def _within_budget(ctx: JobContext, plan: Plan, results: Mapping[str, RawResult],
+                         fallback: str | None) -> None:
+    """Before each step: a budget ceiling reached ends the job, with the report of what the
+    queries found so far as its partial report."""
+    try:
+        await ctx.check_budget()
+    except BudgetExceeded as exc:
+        partial = None
+        if results:
+            ordered = renumber([results[q.query_id] for q in plan.queries
+                                if q.query_id in results])
+            partial = report_text(compile_report(CompileRequest(
+                plan=plan, raw_results=distinct_failures(ordered), include_methodology=True)),
+                fallback)
+        raise ResearchFailed(f"{exc}. The research stopped after "
+                             f"{len(results)} of {len(plan.queries)} queries",
+                             report=partial) from None
 
 
 def _outcome(result: RawResult) -> str:

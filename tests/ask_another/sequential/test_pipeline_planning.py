@@ -258,3 +258,19 @@ async def test_a_summary_that_never_fits_leaves_the_templates(runtime: Runtime, 
     assert ("The executive summary is the template's, because the model's summary did not fit, "
             "even after one repair: the answer holds no JSON object.") in result.report
     assert result.detail["summary_source"] == "template"
+
+
+async def test_a_budget_ceiling_stops_the_pipeline_at_its_next_step(sim: Simulator,
+                                                                    tmp_path: Path):
+    # Tavily's $0.008 a search: the two searches of phase 1 cross $0.01, so phase 2 never runs.
+    config = Config.from_env(env(sim, tmp_path / "home", SEARCH_TAVILY=f"tavily;k;{sim.url}",
+                                 ASK_ANOTHER_BUDGET_DAY_USD="0.01"))
+    async with open_runtime(config, prewarm_after=0) as rt:
+        record = await rt.jobs.start("sim", COMPARE, "sequential")
+        final = await rt.jobs.wait(record.id, 30)
+    assert final.status == "failed"
+    assert "budget ceiling ASK_ANOTHER_BUDGET_DAY_USD=$0.01" in (final.error or "")
+    assert "The research stopped after 2 of 3 queries" in (final.error or "")
+    assert final.report and "Methodology" in final.report  # what phase 1 found is kept
+    asked = [r.messages[-1]["content"] for r in sim.requests_for("m1")]
+    assert not any("Query q3" in str(text) for text in asked)
