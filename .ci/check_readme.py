@@ -187,6 +187,8 @@ def walk_the_readme(root: Path) -> int:
         walk.run("uv run ask-another models", "Allowed models (1):", "openai/m1")
         walk.run('uv run ask-another ask sim "Is 1 prime?"',
                  "[simulated m1] answer to: Is 1 prime?")
+        walk.run('uv run ask-another research sim "Why are there tides?"',
+                 "# Research Report: Why are there tides?", timeout=300)
         by_hand_on_a_tty(walk, "uv run ask-another", "ask-another is an MCP server",
                          "waiting on stdin", "ask-another demo")
 
