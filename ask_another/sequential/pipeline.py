@@ -2,20 +2,26 @@
 
 A research job with method "sequential" (see research/providers.py) runs `run_pipeline(ctx)`:
 
-1. **Plan.** `build_plan` with the job's query as the topic (whitespace collapsed, cut to
-   `MAX_TOPIC` characters at a word boundary; the full question goes into every query's prompt),
-   at depth `DEPTH`.
+1. **Plan.** The job's model is asked for a plan of the plan contract's shape at the job's depth
+   (`make_plan`), checked by `plan_from_model` and repaired once; only when it cannot make a
+   valid one does `build_plan` (the template planner) plan, with the job's query as the topic
+   (whitespace collapsed, cut to `MAX_TOPIC` characters at a word boundary; the full question
+   goes into every query's prompt), and the report's methodology says so.
 2. **Execute, phase by phase.** The phases are the plan's `execution_order`. Every query of a
    phase runs at once, each as a `QueryWorker` actor under a dynamic supervisor that belongs to
    this job (opened by the pipeline, so it lives and dies with the job's work task). A worker runs
    a router turn (`interaction.router.run_turn`) with the job's model through the gateway and the
-   read tools (`research_tools`: read_article), and must answer with a JSON object that fills the
-   query's result schema, with its sources. The answer is validated against the schema's required
-   fields; an invalid answer gets one repair round (the validation errors are sent back and the
-   model answers again). Queries of later phases see the findings of the queries they depend on.
+   read tools (`research_tools`: read_article, and search_web with a `SEARCH_*` engine), and
+   must answer with a JSON object that fills the query's result schema, with its sources. The
+   answer is validated against the schema's required fields; an invalid answer gets one repair
+   round (the validation errors are sent back and the model answers again). Queries of later
+   phases see the findings of the queries they depend on.
 3. **Compile** the raw results (sources renumbered to unique `S<n>` ids across queries) with
-   `compile_report` (methodology included) into the markdown report; the job's result is that
-   report, with its warnings and statistics appended, and the cited URLs as citations.
+   `compile_report` (methodology included) into the markdown report (a model-made plan's
+   sections headed by their query texts), then ask the model for the executive summary
+   (`write_summary`: checked, repaired once, the template's kept otherwise); the job's result is
+   that report, with its warnings and statistics appended, its cited sources (URL, title, the
+   query they support) as citations, and the job's usage (every provider call) in its detail.
 
 Failures: a query that fails (provider error, an answer that still does not fit after the repair)
 becomes a failed raw result, so a warning in the report, not a failed job. A transient provider
