@@ -58,6 +58,8 @@ def _server_env(sim_url: str, home: Path) -> dict[str, str]:
         "ASK_ANOTHER_HOME": str(home),
         "ASK_ANOTHER_POLL_SECONDS": "0.4",
         "ASK_ANOTHER_LOG_LEVEL": "WARNING",
+        # The simulator bills nothing: no confirmation of the deep-research estimate.
+        "ASK_ANOTHER_CONFIRM_USD": "1000000",
         "MODEL_SIM": f"openai/sim-chat;demo-key;{sim_url}/v1",
         "MODEL_GDR": f"{GEMINI};demo-key;{sim_url}",
         "MODEL_PPLX": f"perplexity/sonar-deep-research;demo-key;{sim_url}/v1",

@@ -61,6 +61,7 @@ async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: floa
         "ASK_ANOTHER_HOME": str(home),
         "ASK_ANOTHER_POLL_SECONDS": str(poll),
         "ASK_ANOTHER_LOG_LEVEL": "ERROR",
+        "ASK_ANOTHER_CONFIRM_USD": "1000000",  # simulated jobs: no spend confirmation
         "MODEL_GDR": f"{GEMINI};bench-key;{url}",
     })
     async with open_runtime(config, prewarm_after=0) as runtime:

@@ -33,7 +33,7 @@ import trio
 from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
-from ask_another.interaction.types import Allow, Deny
+from ask_another.interaction.types import Allow, Deny, PermissionRequest
 from ask_another.logs import get_logger
 from ask_another.research.messages import (
     Answered,
@@ -56,6 +56,7 @@ from ask_another.research.providers import METHODS, JobContext, ResearchFailed, 
 from ask_another.research.questions import Expired, Questions, decision_of
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
+from ask_another.spend.before import estimate_research
 from ask_another.spend.budget import check_budget
 from ask_another.store.jobs import (
     JobEvent,
@@ -76,6 +77,8 @@ log = get_logger("ask_another.research")
 DEFAULT_MAX_ATTEMPTS: Final = 3
 MAX_BACKOFF: Final = 60.0
 TRANSIENT: Final = (RateLimited, ProviderUnavailable)
+CONFIRM_SPEND: Final = "confirm-spend"
+"""The tool call id of a job's spend confirmation (answer_permission's `tool_call_id`)."""
 
 
 def job_name(job_id: str) -> tuple[str, str]:
@@ -261,6 +264,10 @@ class ResearchJob(Actor):
         except AskAnotherError as exc:
             return _Failure(f"the model is no longer allowed: {exc}")
         attempt = stored.attempts + 1
+        if attempt == 1 and stored.provider_handle is None:
+            refused = await self._confirm_spend(entry.model, stored)
+            if refused is not None:
+                return refused
         started = stored.started_at if stored.started_at is not None else time.time()
         step = "started" if attempt == 1 else f"attempt {attempt}"
         event = JobEvent(job_id=stored.id, at=time.time(), step=step,
@@ -301,6 +308,33 @@ class ResearchJob(Actor):
         finally:
             with trio.CancelScope(shield=True):  # a cancelled job's calls were still made
                 await self._record_usage(ctx)
+
+    async def _confirm_spend(self, model: str, stored: JobRecord) -> _Failure | None:
+        """Above `ASK_ANOTHER_CONFIRM_USD`, a person confirms the job's estimate before anything
+        is spent, through the permission flow of tool calls (elicitation while start_research
+        waits, `answer_permission` otherwise; `CONFIRM_SPEND` is the call's id). A denial or an
+        expiry fails the job with nothing spent."""
+        limit = self.services.config.confirm_usd
+        try:
+            estimate = await estimate_research(self.services, model, stored.query,
+                                               stored.method)
+        except AskAnotherError:
+            return None  # no estimate: nothing to confirm
+        if estimate.known_usd <= limit:
+            return None
+        log.info("research.confirm_spend", job_id=stored.id, estimate_usd=estimate.known_usd)
+        self._report(f"waiting for a person to confirm the estimated cost "
+                     f"({estimate.describe()})")
+        decision = await self._interaction().request_permission(PermissionRequest(
+            tool_call_id=CONFIRM_SPEND, tool="confirm_spend", server="ask-another",
+            class_="effect", arguments={"estimated_cost": estimate.describe(),
+                                        "confirm_above_usd": f"{limit:.2f}", "model": model}))
+        if isinstance(decision, Allow):
+            return None
+        why = ("nobody confirmed it in time" if decision.reason == "expired"
+               else "it was not confirmed")
+        return _Failure(f"not started: its estimated cost ({estimate.describe()}) is above "
+                        f"ASK_ANOTHER_CONFIRM_USD=${limit:.2f} and {why}; nothing was spent")
 
     async def _record_usage(self, ctx: JobContext) -> None:
         """The usage ledger's rows for the calls `ctx.usage` counted since the last time

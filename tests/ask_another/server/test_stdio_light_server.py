@@ -63,6 +63,7 @@ async def test_litellm_stays_out_of_the_server_process(sim: Simulator, tmp_path:
         "MODEL_SIM": f"openai/m1;{FAKE_KEY};{sim.openai_base}",
         "MODEL_GPT4": f"openai/gpt-4o;{FAKE_KEY};{sim.openai_base}",
         "MODEL_GDR": f"{GEMINI};{FAKE_KEY};{sim.url}",
+        "ASK_ANOTHER_CONFIRM_USD": "1000",  # no spend confirmation for simulated jobs
     }
     with (tmp_path / "stderr.log").open("w") as stderr:
         async with stdio_client_for(env, stderr, probe=True) as client:
