@@ -16,7 +16,9 @@ from typing import Any, Final
 import msgspec
 from mcp.types import Tool
 
+from ask_another.consensus import MAX_MODELS, MIN_MODELS
 from ask_another.runtime import MAX_TIMEOUT
+from ask_another.sequential.plan import MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_TOPIC_CHARS
 from ask_another.server.tools.attached import MAX_WAIT
 
 __all__ = ["LIMITS", "TITLES", "describe_tool", "output_schemas"]
@@ -37,16 +39,25 @@ TITLES: Final[Mapping[str, str]] = {
     "sequential_research_plan": "Plan sequential research",
     "sequential_research_compile": "Compile a sequential research report",
     "feedback": "Send feedback",
+    "usage": "Usage and cost",
 }
 
-# tool -> argument -> JSON-schema keywords
-LIMITS: Final[Mapping[str, Mapping[str, Mapping[str, float]]]] = {
+_LIST: Final = {"maxItems": MAX_LIST_ITEMS}
+
+# tool -> argument -> JSON-schema keywords (for a list of strings, `items` limits each string)
+LIMITS: Final[Mapping[str, Mapping[str, Mapping[str, Any]]]] = {
     "completion": {"temperature": {"minimum": 0.0, "maximum": 2.0},
                    "timeout": {"exclusiveMinimum": 0, "maximum": MAX_TIMEOUT}},
-    "consensus": {"temperature": {"minimum": 0.0, "maximum": 2.0},
+    "consensus": {"models": {"minItems": MIN_MODELS, "maxItems": MAX_MODELS},
+                  "temperature": {"minimum": 0.0, "maximum": 2.0},
                   "timeout": {"exclusiveMinimum": 0, "maximum": MAX_TIMEOUT}},
     "start_research": {"timeout": {"minimum": 0, "maximum": MAX_WAIT}},
     "check_research": {"offset": {"minimum": 0}, "max_chars": {"minimum": 1, "maximum": 100_000}},
+    "sequential_research_plan": {
+        "topic": {"maxLength": MAX_TOPIC_CHARS},
+        "focus_areas": {**_LIST, "items": {"type": "string", "maxLength": MAX_ITEM_CHARS}},
+        "constraints": {**_LIST, "items": {"type": "string", "maxLength": MAX_ITEM_CHARS}},
+    },
 }
 
 

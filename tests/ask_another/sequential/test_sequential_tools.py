@@ -58,7 +58,7 @@ async def test_tools_are_listed_with_required_fields_and_enums(client: Client):
     assert plan["required"] == ["topic"]
     assert plan["properties"]["depth"]["enum"] == ["shallow", "standard", "deep"]
     assert plan["properties"]["output_format"]["enum"] == ["markdown", "json", "structured"]
-    assert plan["properties"]["focus_areas"]["items"] == {"type": "string"}
+    assert plan["properties"]["focus_areas"]["items"]["type"] == "string"
     compile_ = tools["sequential_research_compile"].input_schema
     assert compile_["required"] == ["plan", "raw_results"]
     assert compile_["properties"]["citation_style"]["enum"] == ["inline", "footnote", "endnote"]

@@ -29,6 +29,11 @@ async def test_every_tool_has_a_title_and_numeric_limits_are_in_the_schema(
     paging = tools["check_research"].input_schema["properties"]
     assert paging["offset"]["minimum"] == 0
     assert (paging["max_chars"]["minimum"], paging["max_chars"]["maximum"]) == (1, 100_000)
+    models = tools["consensus"].input_schema["properties"]["models"]
+    assert (models["minItems"], models["maxItems"]) == (2, 8)
+    plan_input = tools["sequential_research_plan"].input_schema["properties"]
+    assert plan_input["topic"]["maxLength"] == 500
+    assert plan_input["focus_areas"]["maxItems"] == 12
     plan_schema = tools["sequential_research_plan"].output_schema
     assert plan_schema is not None and "queries" in plan_schema["properties"]
     assert tools["sequential_research_compile"].output_schema is not None
