@@ -235,7 +235,9 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _research(config: Config, args: argparse.Namespace) -> int:
+    from ask_another.interaction.types import Allow, PermissionRequest
     from ask_another.research import JobUpdate, ResearchJobs
+    from ask_another.research.job import CONFIRM_SPEND
     from ask_another.research.usage import usage_text
     from ask_another.runtime import open_runtime
     from ask_another.terminal import TerminalInteraction, open_progress
@@ -252,10 +254,24 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
         print(f"research job {job.id} ({job.model}, method {job.method})", file=sys.stderr)
         progress.set(f"{job.id} pending")
 
+        confirmer = person or TerminalInteraction(progress)
+        confirming = False
+
         async def update(change: JobUpdate) -> None:
+            nonlocal confirming
             status = change.status.replace("_", " ")
             step = f": {change.step}" if change.step and change.step != change.status else ""
             progress.set(f"{change.job_id} {status}{step}")
+            # A job estimated above ASK_ANOTHER_CONFIRM_USD waits for its spend to be confirmed.
+            for waiting in change.detail.get("waiting_for") or []:
+                if waiting.get("tool_call_id") != CONFIRM_SPEND or confirming:
+                    continue
+                confirming = True
+                decision = await confirmer.request_permission(PermissionRequest(
+                    tool_call_id=CONFIRM_SPEND, tool=waiting["tool"], server=waiting["server"],
+                    class_=waiting["class"], arguments=waiting["arguments"]))
+                await jobs.answer_permission(job.id, CONFIRM_SPEND,
+                                             "allow" if isinstance(decision, Allow) else "deny")
 
         try:
             final = await jobs.wait(job.id, timeout=float("inf"), on_progress=update)

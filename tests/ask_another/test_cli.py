@@ -273,3 +273,24 @@ def test_usage_reports_what_ask_spent_by_model_and_tool(sim: Simulator, tmp_path
     assert "Ceiling ASK_ANOTHER_BUDGET_MONTH_USD: $20.00 per month" in done.stdout
     done = run(["usage", "forever"], env)
     assert done.returncode == 1 and "unknown period 'forever'" in done.stderr
+
+
+def test_research_above_the_confirmation_threshold_asks_at_the_terminal(
+        sim: Simulator, tmp_path: Path):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    env = {**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), "ASK_ANOTHER_HOME": str(tmp_path),
+           "ASK_ANOTHER_POLL_SECONDS": "0.05",
+           # Priced in litellm's map: one task is estimated at about $1.22, above $1.00.
+           "MODEL_GDR": f"gemini/deep-research-pro-preview-12-2025;k;{sim.url}"}
+    done = subprocess.run([sys.executable, "-m", "ask_another", "research", "gdr", "Deny me"],
+                          cwd=REPO, input="n\n", capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert done.returncode == 1, done
+    assert "wants to run confirm_spend(estimated_cost='about $1." in done.stderr
+    assert "it was not confirmed; nothing was spent" in done.stderr
+    assert not sim.interactions
+    done = subprocess.run([sys.executable, "-m", "ask_another", "research", "gdr", "Allow me"],
+                          cwd=REPO, input="y\n", capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert done.returncode == 0, done
+    assert len(sim.interactions) == 1
