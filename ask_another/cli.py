@@ -235,12 +235,10 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _research(config: Config, args: argparse.Namespace) -> int:
-    from ask_another.interaction.types import Allow, PermissionRequest
     from ask_another.research import JobUpdate, ResearchJobs
-    from ask_another.research.job import CONFIRM_SPEND
     from ask_another.research.usage import usage_text
     from ask_another.runtime import open_runtime
-    from ask_another.terminal import TerminalInteraction, open_progress
+    from ask_another.terminal import TerminalPerson, open_progress
 
     unusable = await trio.to_thread.run_sync(home_problem, config.home)
     if unusable is not None:
@@ -248,36 +246,47 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
         return 1
     async with open_runtime(config, prewarm_after=0) as runtime, open_progress() as progress:
         jobs = ResearchJobs.of(runtime)
-        person = TerminalInteraction(progress) if args.method == "agent" else None
-        job = await jobs.start(args.model, args.query, args.method, interaction=person,
-                               depth=args.depth)
+        job = await jobs.start(args.model, args.query, args.method, depth=args.depth)
         print(f"research job {job.id} ({job.model}, method {job.method})", file=sys.stderr)
         progress.set(f"{job.id} pending")
-
-        confirmer = person or TerminalInteraction(progress)
-        confirming = False
+        person = TerminalPerson(progress)
 
         async def update(change: JobUpdate) -> None:
-            nonlocal confirming
             status = change.status.replace("_", " ")
             step = f": {change.step}" if change.step and change.step != change.status else ""
             progress.set(f"{change.job_id} {status}{step}")
-            # A job estimated above ASK_ANOTHER_CONFIRM_USD waits for its spend to be confirmed.
-            for waiting in change.detail.get("waiting_for") or []:
-                if waiting.get("tool_call_id") != CONFIRM_SPEND or confirming:
-                    continue
-                confirming = True
-                decision = await confirmer.request_permission(PermissionRequest(
-                    tool_call_id=CONFIRM_SPEND, tool=waiting["tool"], server=waiting["server"],
-                    class_=waiting["class"], arguments=waiting["arguments"]))
-                await jobs.answer_permission(job.id, CONFIRM_SPEND,
-                                             "allow" if isinstance(decision, Allow) else "deny")
+
+        async def answer_questions() -> None:
+            # What the job waits for is in its record (`waiting_for`), whichever way it asked:
+            # a spend confirmation above ASK_ANOTHER_CONFIRM_USD, an agent's permission
+            # requests and ask_user questions.
+            asked: set[str] = set()
+            while True:
+                record = await jobs.get(job.id)
+                for entry in record.detail.get("waiting_for", []):
+                    call_id = str(entry["tool_call_id"])
+                    if call_id in asked:
+                        continue
+                    asked.add(call_id)
+                    try:
+                        if entry["kind"] == "permission":
+                            await jobs.answer_permission(job.id, call_id,
+                                                         await person.permission(entry))
+                        elif (picked := await person.choice(entry)) is not None:
+                            await jobs.answer_choice(job.id, call_id, picked)
+                    except AskAnotherError as exc:  # expired meanwhile, say
+                        print(person_text(exc, config), file=sys.stderr)
+                await trio.sleep(0.2)
 
         try:
-            final = await jobs.wait(job.id, timeout=float("inf"), on_progress=update)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(answer_questions)
+                final = await jobs.wait(job.id, timeout=float("inf"), on_progress=update)
+                nursery.cancel_scope.cancel()
         except KeyboardInterrupt:
             progress.stop()
-            await jobs.cancel(job.id)
+            with trio.CancelScope(shield=True):
+                await jobs.cancel(job.id)
             print(f"research job {job.id} cancelled", file=sys.stderr)
             raise
         progress.stop()

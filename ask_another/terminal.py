@@ -3,9 +3,8 @@
 `open_progress(stream)` keeps one live status line on `stream` (stderr): on a terminal a spinner
 redrawn in place, with the seconds waited; anywhere else (a pipe, a log file) a plain line when
 the status changes and a "still ..." line every `every` seconds, so nothing is drawn over.
-`TerminalInteraction` is an `Interaction` for an agent research job run from a terminal: it
-shows each tool call on the status line, asks each permission request and each `ask_user`
-question on the terminal and reads the answer from stdin (end of input, or no terminal to ask,
+`TerminalPerson` answers a research job's open questions (permission requests, `ask_user`
+choices, a spend confirmation) on the terminal and reads the answer from stdin (end of input
 denies).
 
 Only `cli.py` writes through these; the server never does (stdout is its protocol).
@@ -16,22 +15,11 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
 import trio
 
-from ask_another.interaction import (
-    ALLOW,
-    CallHandle,
-    Choice,
-    ChoiceFailed,
-    Decision,
-    Deny,
-    PermissionRequest,
-    ToolUpdate,
-)
-
-__all__ = ["Progress", "TerminalInteraction", "open_progress"]
+__all__ = ["Progress", "TerminalPerson", "open_progress"]
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -121,16 +109,17 @@ async def open_progress(stream: TextIO | None = None, *, live: bool | None = Non
             nursery.cancel_scope.cancel()
 
 
-class TerminalInteraction:
-    """An agent job's person, at this terminal: questions on `out`, answers read by `read_line`
-    (stdin's `readline` by default; "" means end of input)."""
+class TerminalPerson:
+    """The person at this terminal, answering a research job's open questions (the entries of
+    its `waiting_for`: permission requests, `ask_user` choices, a spend confirmation): each is
+    asked on `out` with the status line paused, and the answer read by `read_line` (stdin's
+    `readline` by default; "" is end of input, which denies or leaves the choice unanswered)."""
 
     def __init__(self, progress: Progress, out: TextIO | None = None,
                  read_line: Callable[[], str] | None = None) -> None:
         self.progress = progress
         self.out = out if out is not None else sys.stderr
         self.read_line = read_line if read_line is not None else sys.stdin.readline
-        self.handles: dict[str, CallHandle] = {}
 
     async def _ask(self, question: str) -> str | None:
         async with self.progress.paused():
@@ -141,32 +130,30 @@ class TerminalInteraction:
             return None
         return line.strip()
 
-    async def tool_updated(self, update: ToolUpdate) -> None:
-        step = f": {update.current_step}" if update.current_step else ""
-        self.progress.set(f"{update.title} {update.status.replace('_', ' ')}{step}")
+    async def permission(self, entry: dict[str, Any]) -> str:
+        """"allow" or "deny" for a `waiting_for` entry of kind permission."""
+        arguments = ", ".join(f"{k}={v!r}" for k, v in dict(entry["arguments"]).items())
+        if entry["tool"] == "confirm_spend":
+            question = (f"Confirm the research job's estimated cost, "
+                        f"{entry['arguments'].get('estimated_cost')}? [y/N] ")
+        else:
+            question = (f"The research agent wants to run {entry['tool']}({arguments}) "
+                        f"[{entry['class']}]. Allow it? [y/N] ")
+        answer = await self._ask(question)
+        return "allow" if answer is not None and answer.lower() in ("y", "yes") else "deny"
 
-    async def request_permission(self, request: PermissionRequest) -> Decision:
-        arguments = ", ".join(f"{k}={v!r}" for k, v in request.arguments.items())
-        answer = await self._ask(f"The research agent wants to run {request.tool}({arguments}) "
-                                 f"[{request.class_}]. Allow it? [y/N] ")
-        return ALLOW if answer is not None and answer.lower() in ("y", "yes") else Deny()
-
-    async def register_call(self, tool_call_id: str, handle: CallHandle) -> None:
-        self.handles[tool_call_id] = handle
-
-    async def ask_choice(self, choice: Choice) -> str | ChoiceFailed:
-        lines = [f"The research agent asks: {choice.prompt}"]
-        lines += [f"  {n}. {o.label}" for n, o in enumerate(choice.options, 1)]
+    async def choice(self, entry: dict[str, Any]) -> str | None:
+        """The picked option's id for a `waiting_for` entry of kind choice, or None."""
+        options = [(str(o["id"]), str(o["label"])) for o in entry["options"]]
+        lines = [f"The research agent asks: {entry['prompt']}"]
+        lines += [f"  {n}. {label}" for n, (_, label) in enumerate(options, 1)]
         while True:
-            answer = await self._ask("\n".join(lines) + f"\nYour pick (1-{len(choice.options)}): ")
+            answer = await self._ask("\n".join(lines) + f"\nYour pick (1-{len(options)}): ")
             if answer is None:
-                return ChoiceFailed("no_answer")
-            if answer.isdigit() and 1 <= int(answer) <= len(choice.options):
-                return choice.options[int(answer) - 1].id
-            picked = next((o.id for o in choice.options if answer in (o.id, o.label)), None)
+                return None
+            if answer.isdigit() and 1 <= int(answer) <= len(options):
+                return options[int(answer) - 1][0]
+            picked = next((i for i, label in options if answer in (i, label)), None)
             if picked is not None:
                 return picked
             lines = [f"{answer!r} is not one of the options."]
-
-    async def text_delta(self, text: str) -> None:
-        self.progress.set("writing the report")

@@ -286,7 +286,7 @@ def test_research_above_the_confirmation_threshold_asks_at_the_terminal(
                           cwd=REPO, input="n\n", capture_output=True, text=True, timeout=120,
                           env=env)
     assert done.returncode == 1, done
-    assert "wants to run confirm_spend(estimated_cost='about $1." in done.stderr
+    assert "Confirm the research job's estimated cost, about $1." in done.stderr
     assert "it was not confirmed; nothing was spent" in done.stderr
     assert not sim.interactions
     done = subprocess.run([sys.executable, "-m", "ask_another", "research", "gdr", "Allow me"],
