@@ -19,6 +19,7 @@ not "call list_models"), without log lines unless ASK_ANOTHER_LOG_LEVEL=DEBUG. H
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -156,11 +157,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ask_another.demo import run_demo
 
         return run_demo()
-    except KeyboardInterrupt:
-        return 130
     except AskAnotherError as exc:
         print(person_text(exc, config), file=sys.stderr)
         return 1
+    except BaseException as exc:
+        # Ctrl-C: trio delivers KeyboardInterrupt inside whatever nurseries were open, so it
+        # may arrive wrapped in exception groups; a person pressed it, no traceback for that.
+        if _only(exc, KeyboardInterrupt):
+            return 130
+        raise
+
+
+def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether `exc` is `kind`, or exception groups holding nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only(e, kind) for e in exc.exceptions)
+    return isinstance(exc, kind)
 
 
 def _log_level(config: Config, command: str, by_hand: bool) -> str:
@@ -278,18 +290,25 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
                         print(person_text(exc, config), file=sys.stderr)
                 await trio.sleep(0.2)
 
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(answer_questions)
-                final = await jobs.wait(job.id, timeout=float("inf"), on_progress=update)
-                nursery.cancel_scope.cancel()
-        except KeyboardInterrupt:
-            progress.stop()
-            with trio.CancelScope(shield=True):
-                await jobs.cancel(job.id)
-            print(f"research job {job.id} cancelled", file=sys.stderr)
-            raise
+        final = None
+        async with trio.open_nursery() as nursery:
+
+            async def cancel_on_ctrl_c() -> None:
+                with trio.open_signal_receiver(signal.SIGINT) as presses:
+                    async for _ in presses:
+                        nursery.cancel_scope.cancel()  # final stays None: interrupted
+                        return
+
+            nursery.start_soon(cancel_on_ctrl_c)
+            nursery.start_soon(answer_questions)
+            final = await jobs.wait(job.id, timeout=float("inf"), on_progress=update)
+            nursery.cancel_scope.cancel()
         progress.stop()
+        if final is None:
+            outcome = await jobs.cancel(job.id)
+            remote = f"; {outcome.remote}" if outcome.remote else ""
+            print(f"research job {job.id} cancelled (Ctrl-C){remote}", file=sys.stderr)
+            return 130
     if final.status != "completed" or final.report is None:
         reason = f": {final.error}" if final.error else ""
         print(person_text(AskAnotherError(f"Research job {final.id} {final.status}{reason}"),

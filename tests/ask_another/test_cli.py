@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -294,3 +295,27 @@ def test_research_above_the_confirmation_threshold_asks_at_the_terminal(
                           env=env)
     assert done.returncode == 0, done
     assert len(sim.interactions) == 1
+
+
+def test_ctrl_c_during_research_cancels_the_job(sim: Simulator, tmp_path: Path):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    env = {**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), "ASK_ANOTHER_HOME": str(tmp_path),
+           "ASK_ANOTHER_POLL_SECONDS": "0.05", "ASK_ANOTHER_CONFIRM_USD": "100",
+           "MODEL_GDR": f"gemini/deep-research-pro-preview-12-2025;k;{sim.url}"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ask_another", "research", "gdr", "long [[sim:polls=100000]]"],
+        cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stderr is not None
+        for line in child.stderr:  # wait until the provider has the interaction
+            if "Gemini interaction in_progress" in line:
+                break
+        child.send_signal(signal.SIGINT)
+        _, rest = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 130, rest
+    assert "cancelled" in rest
+    (interaction,) = sim.interactions.values()
+    assert interaction.cancel_called
