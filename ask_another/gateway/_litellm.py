@@ -101,37 +101,15 @@ async def close_clients(litellm: ModuleType) -> None:
 
 # ----- completions -----------------------------------------------------------------------------
 
-def is_priced(litellm: ModuleType, model: str) -> bool:
-    """Whether litellm's model map has a price for `model` (by its full id, or its bare name
-    under the same provider: the catalog's rule, catalog._lookup)."""
-    cost = litellm.model_cost
-    data = cost.get(model)
-    if data is None and "/" in model:
-        provider, bare = model.split("/", 1)
-        data = cost.get(bare)
-        if data is not None and not str(data.get("litellm_provider", "")).startswith(provider):
-            data = None
-    return isinstance(data, dict) and (
-        "input_cost_per_token" in data or "output_cost_per_token" in data)
-
-
 async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
                    deliver: Deliver) -> CompletionResult:
     """One `litellm.acompletion(**kwargs)` as a `CompletionResult`.
 
     Streamed (`kwargs["stream"]`): each text chunk goes to `deliver` as it arrives.
-
-    A model litellm cannot price (a custom endpoint's model, a new one) is given a price of zero
-    for the call and reported with an unknown cost: otherwise litellm's logging tries to price
-    every response, fails, and formats a traceback for its debug log each time (14% of the
-    server's CPU in the research benchmark before this).
     """
-    priced = is_priced(litellm, model)
-    if not priced:
-        kwargs = {**kwargs, "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
     if not kwargs.get("stream"):
         response = await litellm.acompletion(**kwargs)
-        return _result(litellm, response, model, priced)
+        return _result(litellm, response, model)
     wrapper = await litellm.acompletion(**kwargs)
     chunks = []
     async for chunk in wrapper:
@@ -144,29 +122,27 @@ async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
     if not chunks:
         raise MalformedResponse("the stream ended without any chunk", model=model)
     response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
-    return _result(litellm, response, model, priced)
+    return _result(litellm, response, model)
 
 
-def _cost(litellm: ModuleType, response: Any, priced: bool) -> float | None:
+def _cost(litellm: ModuleType, response: Any) -> float | None:
     """The call's price in USD, None when litellm does not know the model's price.
 
     litellm prices every non-streamed response itself (`_hidden_params["response_cost"]`);
     pricing it again costs about a millisecond per call. Streamed responses, assembled from
     chunks, are priced here.
     """
-    if not priced:
-        return None
     hidden = getattr(response, "_hidden_params", None)
     if isinstance(hidden, dict) and "response_cost" in hidden:
         known = hidden["response_cost"]
         return float(known) if isinstance(known, int | float) else None
     try:
         return float(litellm.completion_cost(completion_response=response))
-    except Exception:  # a price litellm could not compute after all: unknown, not an error
+    except Exception:  # unmapped model: the price is unknown, which is not an error
         return None
 
 
-def _result(litellm: ModuleType, response: Any, model: str, priced: bool) -> CompletionResult:
+def _result(litellm: ModuleType, response: Any, model: str) -> CompletionResult:
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise MalformedResponse("the answer had no choices", model=model)
@@ -182,7 +158,7 @@ def _result(litellm: ModuleType, response: Any, model: str, priced: bool) -> Com
     usage = Usage(
         prompt_tokens=getattr(usage_obj, "prompt_tokens", None),
         completion_tokens=getattr(usage_obj, "completion_tokens", None),
-        cost_usd=_cost(litellm, response, priced),
+        cost_usd=_cost(litellm, response),
     )
     return CompletionResult(
         text=str(getattr(message, "content", None) or ""),
