@@ -130,26 +130,30 @@ class StreamScrubber:
     `flush()` returns the rest. Not thread-safe: one per stream."""
 
     def __init__(self, secrets: Iterable[str] | None = None) -> None:
-        self._values = _ordered(secrets)
-        self._forms = [form for v in self._values for form in (v, *_base64_forms(v))]
+        values = _ordered(secrets)
+        # Every form once, longest first (what `scrub_answer` would compute on every chunk).
+        self._forms = _ordered([*values, *(f for v in values for f in _base64_forms(v))])
         self._pending = ""
 
     def feed(self, chunk: str) -> str:
-        text = scrub_answer(self._pending + chunk, self._values)
+        text = scrub(self._pending + chunk, self._forms)
         hold = 0
         for form in self._forms:
-            # A whole short key at the end is held too: the next character decides whether
-            # it stands as a token of its own.
-            for size in range(min(len(form), len(text)), hold, -1):
-                if text.endswith(form[:size]):
-                    hold = size
+            # The longest end of `text` that starts `form` (a whole short key at the end is
+            # held too: the next character decides whether it stands as a token of its own).
+            tail = text[-len(form):]
+            at = tail.find(form[0])
+            while at != -1 and len(tail) - at > hold:
+                if form.startswith(tail[at:]):
+                    hold = len(tail) - at
                     break
+                at = tail.find(form[0], at + 1)
         cut = len(text) - hold
         self._pending = text[cut:]
         return text[:cut]
 
     def flush(self) -> str:
-        text, self._pending = scrub_answer(self._pending, self._values), ""
+        text, self._pending = scrub(self._pending, self._forms), ""
         return text
 
 
