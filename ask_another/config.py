@@ -32,6 +32,8 @@ DEFAULT_POLL_SECONDS: Final = 5.0
 DEFAULT_RESEARCH_DEADLINE: Final = 3600.0  # a Gemini deep-research interaction, polled
 DEFAULT_RESEARCH_TIMEOUT: Final = 1800.0  # one completion of another deep-research model
 DEFAULT_PERMISSION_TIMEOUT: Final = 600.0  # how long a tool call waits for a person's answer
+DEFAULT_START_WAIT: Final = 90.0  # start_research's default wait (Claude Code backgrounds >120 s)
+DEFAULT_LEASE_SECONDS: Final = 15.0  # a research job's lease; its owner renews it every third
 DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in characters
 DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
 DEFAULT_GATEWAY_IDLE: Final = 900.0  # the gateway worker exits after this long without a call
@@ -127,6 +129,8 @@ class Config:
     permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT
     searches: tuple[SearchEntry, ...] = ()
     """Web-search engines, by variable name; research turns search with the first."""
+    start_wait: float = DEFAULT_START_WAIT
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     max_feedback_chars: int = DEFAULT_MAX_FEEDBACK_CHARS
     # Provider calls in the gateway's worker process (the default, None or True) or in a thread
@@ -155,6 +159,9 @@ class Config:
         permission_timeout = _parse_positive(env, "ASK_ANOTHER_PERMISSION_TIMEOUT",
                                              DEFAULT_PERMISSION_TIMEOUT, problems)
         searches = _parse_searches(env, problems)
+        start_wait = _parse_positive(env, "ASK_ANOTHER_START_WAIT", DEFAULT_START_WAIT, problems)
+        lease_seconds = _parse_positive(env, "ASK_ANOTHER_LEASE_SECONDS", DEFAULT_LEASE_SECONDS,
+                                        problems)
         gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
         max_prompt = _parse_count(env, "ASK_ANOTHER_MAX_PROMPT_CHARS", DEFAULT_MAX_PROMPT_CHARS,
                                   problems)
@@ -178,6 +185,8 @@ class Config:
             permissions=permissions,
             permission_timeout=permission_timeout,
             searches=tuple(searches),
+            start_wait=start_wait,
+            lease_seconds=lease_seconds,
             gateway_process=gateway_process,
             max_prompt_chars=max_prompt,
             max_feedback_chars=max_feedback,

@@ -11,19 +11,27 @@ state, so a result that arrives after a cancel (or a cancel after a result) neve
 finished job. Once finished the actor replies to every waiter, closes the subscribers' channels
 and exits normally; its record stays in the store.
 
-Attempts and restarts: each run of the work loads the job from the store and counts one attempt.
-A transient provider error (rate limit, 5xx, dropped connection) or an unexpected exception
-escapes the task and crashes the actor; `terminate` records the error; the supervisor restarts
-the job (transient child), and the new run waits a backoff (``ASK_ANOTHER_POLL_SECONDS`` × 2^n,
-at most 60 s) and continues — for Gemini, polling the saved interaction rather than creating a
-second one. When a run starts with `max_attempts` already used, the job fails with the last
-error. The bound lives in the store, per job, so it survives restarts and does not depend on
-the supervisor's restart intensity (see docs/research.md).
+Attempts and retries: the job's one actor lives for the whole job, and its work task runs the
+attempt loop. A transient provider error (`TRANSIENT`: rate limit, 5xx, a dropped connection)
+ends the attempt: its error and the attempt count are written to the store, the task waits the
+backoff (`backoff(attempt, unit)`: ``ASK_ANOTHER_POLL_SECONDS`` × 2^(n-2), at most 60 s) and
+tries again, for Gemini polling the saved interaction rather than creating a second one. After
+`max_attempts` the job fails with "gave up after n attempts; the last one failed with: ...".
+Every caller keeps talking to the same actor meanwhile. A supervisor restart is for a bug (an
+unexpected exception): the restarted actor reloads the job from the store (its first write only
+succeeds on a pending job, so it knows) and goes on within the same attempt bound.
+
+Ownership: the job's row names this process as its owner (a lease renewed by the `JobOwner`'s
+heartbeat, supervisor.py). Progress steps and the job's live detail (what it waits for, its tool
+calls) are written to the row in batches, so `check_research` in another process sharing the
+home shows the live step. `Relinquish` (another process took the lease) stops the work without
+writing anything.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -47,6 +55,7 @@ from ask_another.research.messages import (
     NotWaiting,
     PermissionAnswer,
     RegisterCall,
+    Relinquish,
     Status,
     Subscribe,
     TextPreview,
@@ -65,12 +74,13 @@ from ask_another.store.jobs import (
     add_events,
     finish_job,
     get_job,
+    start_job,
     update_job,
 )
 from supervisors import NOREPLY, Actor, Caller, Crash, ExitReason, TaskCancelled, TaskDone
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "FirstRun", "JobOptions", "ResearchJob",
-           "Services", "job_name"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "TRANSIENT", "JobOptions", "ResearchJob",
+           "Services", "backoff", "job_name"]
 
 log = get_logger("ask_another.research")
 
@@ -79,6 +89,12 @@ MAX_BACKOFF: Final = 60.0
 TRANSIENT: Final = (RateLimited, ProviderUnavailable)
 CONFIRM_SPEND: Final = "confirm-spend"
 """The tool call id of a job's spend confirmation (answer_permission's `tool_call_id`)."""
+"""The provider errors worth another attempt (a job's and a sequential query's): the one list."""
+
+
+def backoff(attempt: int, unit: float) -> float:
+    """Seconds to wait before `attempt` (2, 3, ...): `unit` × 2^(attempt-2), at most 60 s."""
+    return min(MAX_BACKOFF, unit * 2 ** max(0, attempt - 2))
 
 
 def job_name(job_id: str) -> tuple[str, str]:
@@ -107,54 +123,31 @@ class _Failure:
     report: str | None = None
 
 
-class FirstRun:
-    """A job's record as the store holds it right now, handed to the job's first run only.
-
-    Every run of a job reloads its record from the store, the truth after a crash: the
-    supervisor restarts a job with the arguments it first started with, stale by then. The
-    first run need not, since its record was just inserted (a new job) or just read (recovery):
-    that is one query fewer per job, which counts when a thousand jobs start at once, as each
-    query is a thread hop on the one query-only connection and a person's `check_research`
-    waits behind them. The spec holds this box, so a restart finds it taken and reloads.
-    """
-
-    __slots__ = ("_taken", "record")
-
-    def __init__(self, record: JobRecord) -> None:
-        self.record = record
-        self._taken = False
-
-    def take(self) -> JobRecord | None:
-        """The record for the first run; None for every later one (which must reload it)."""
-        if self._taken:
-            return None
-        self._taken = True
-        return self.record
-
-
 class ResearchJob(Actor):
     """One research job. Start it through the job supervisor (see jobs.py), not directly.
 
-    `init(first_run, services, max_attempts)`: `first_run` holds the job as it was just stored
-    (see `FirstRun`); every later run reloads it from the store, the truth after a restart.
+    `init(record, services, max_attempts, options)`: `record` is the job as it was just stored
+    (a new job) or just claimed (a takeover); a restarted actor gets the same arguments and
+    reloads the job from the store (see `_load`).
     """
 
     record: JobRecord
     services: Services
     max_attempts: int
 
-    async def init(self, first_run: FirstRun, services: Services,
+    async def init(self, record: JobRecord, services: Services,
                    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                    options: JobOptions | None = None) -> None:
         # No I/O here: init runs in the supervisor's task, so it must be quick and cannot fail.
-        self.fresh = first_run.take()
-        self.record = msgspec.structs.replace(first_run.record)
+        self.record = msgspec.structs.replace(record)
         self.services = services
         self.max_attempts = max_attempts
         self.waiters: list[Caller] = []
         self.subscribers: list[Any] = []
         self.unwritten: list[JobEvent] = []
+        self.detail_changed = False
         self.writer: Any = None
+        self.relinquished = False
         self.options = options or JobOptions()
         # Agent jobs: what the turn waits for, the running tool calls and their last state.
         self.questions = Questions()
@@ -198,6 +191,8 @@ class ResearchJob(Actor):
 
     async def handle_info(self, msg: Any) -> None:
         match msg:
+            case Relinquish():
+                self._relinquish()
             case _Progress(step=step, detail=detail):
                 await self._progress(step, detail)
             case TextPreview(chars=chars, tail=tail):
@@ -233,7 +228,7 @@ class ResearchJob(Actor):
                 await super().handle_info(msg)
 
     async def terminate(self, reason: ExitReason) -> None:
-        if isinstance(reason, Crash) and not self.record.finished:
+        if isinstance(reason, Crash) and not self.record.finished and not self.relinquished:
             # Record why this attempt failed, so the next one (or the last) can say it.
             message = _describe(reason.exception)
             log.warning("research.attempt_failed", job_id=self.record.id,
@@ -245,69 +240,107 @@ class ResearchJob(Actor):
 
     # ----- the work --------------------------------------------------------------------------
 
-    async def _run(self) -> ResearchResult | _Failure | None:
-        db = await self.services.database()
-        stored, self.fresh = self.fresh or await get_job(db, self.record.id), None
-        if stored is None or stored.finished or self.record.finished:
-            if stored is not None and not self.record.finished:
+    async def _load(self, db: Any) -> JobRecord | _Failure | None:
+        """The job as this run starts it: a pending job is moved to attempt 1 (one guarded
+        write); any other is reloaded from the store (a takeover, or a restart after a bug).
+        None when it has finished (or vanished) meanwhile."""
+        if self.record.status == "pending":
+            if self.record.provider_handle is None:
+                refused = await self._confirm_spend(self.record.model, self.record)
+                if refused is not None:
+                    return refused
+            now = time.time()
+            event = JobEvent(job_id=self.record.id, at=now, step="started",
+                             detail={"attempt": 1})
+            if await start_job(db, self.record.id, started_at=now, event=event):
+                self._set(status="in_progress", attempts=1, started_at=now, step="started")
+                return self.record
+        stored = await get_job(db, self.record.id)
+        if stored is None or stored.finished:
+            if stored is not None:
                 self.record = stored
             return None
         self.record = stored
-        method = METHODS.get(stored.method)
-        if method is None:
-            return _Failure(f"unknown research method {stored.method!r}")
         if stored.attempts >= self.max_attempts:
             return _Failure(f"gave up after {stored.attempts} attempts; the last one failed "
                             f"with: {stored.error or 'an unknown error'}")
-        try:
-            entry = self.services.model(stored.model, stored.entry)
-        except AskAnotherError as exc:
-            return _Failure(f"the model is no longer allowed: {exc}")
+        return await self._next_attempt(db, stored)
+
+    async def _next_attempt(self, db: Any, stored: JobRecord) -> JobRecord | None:
         attempt = stored.attempts + 1
-        if attempt == 1 and stored.provider_handle is None:
-            refused = await self._confirm_spend(entry.model, stored)
-            if refused is not None:
-                return refused
         started = stored.started_at if stored.started_at is not None else time.time()
-        step = "started" if attempt == 1 else f"attempt {attempt}"
+        step = f"attempt {attempt}"
         event = JobEvent(job_id=stored.id, at=time.time(), step=step,
-                         detail={"attempt": attempt})
+                         detail={"attempt": attempt, "last_error": stored.error})
         if not await add_event(db, event, status="in_progress", attempts=attempt,
                                started_at=started, step=step):
             return None
         self._set(status="in_progress", attempts=attempt, started_at=started, step=step)
-        self._notify(self._update())
-        if attempt > 1:
-            delay = min(MAX_BACKOFF, self.services.config.poll_seconds * 2 ** (attempt - 2))
-            self._report(f"waiting {delay:g} s before attempt {attempt}",
-                         {"last_error": stored.error})
-            await trio.sleep(delay)
-        log.info("research.run", job_id=stored.id, model=entry.model, attempt=attempt,
-                 resume=stored.provider_handle is not None)
-        ctx = JobContext(
-            job_id=stored.id, entry=entry, query=stored.query, config=self.services.config,
-            gateway=await self.services.gateway(), attempt=attempt, started_at=started,
-            handle=stored.provider_handle, report=self._report, save_handle=self._save_handle,
-            interaction=self._interaction(), tools=self.options.tools,
-            depth=str(stored.detail.get("depth") or "standard"),
-        )
+        return self.record
 
+    async def _run(self) -> ResearchResult | _Failure | None:
+        db = await self.services.database()
+        if self.record.finished:
+            return None
+        record = await self._load(db)
+        if record is None or isinstance(record, _Failure):
+            return record
+        method = METHODS.get(record.method)
+        if method is None:
+            return _Failure(f"unknown research method {record.method!r}")
+        try:
+            entry = self.services.model(record.model, record.entry)
+        except AskAnotherError as exc:
+            return _Failure(f"the model is no longer allowed: {exc}")
+        self._notify(self._update())
+        while True:
+            attempt = self.record.attempts
+            if attempt > 1:
+                delay = backoff(attempt, self.services.config.poll_seconds)
+                self._report(f"waiting {delay:g} s before attempt {attempt}",
+                             {"last_error": self.record.error})
+                await trio.sleep(delay)
+            log.info("research.run", job_id=record.id, model=entry.model, attempt=attempt,
+                     resume=self.record.provider_handle is not None)
+            ctx = JobContext(
+                job_id=record.id, entry=entry, query=record.query, config=self.services.config,
+                gateway=await self.services.gateway(), attempt=attempt,
+                started_at=self.record.started_at or time.time(),
+                handle=self.record.provider_handle, report=self._report,
+                save_handle=self._save_handle, interaction=self._interaction(),
+                tools=self.options.tools,
+                depth=str(self.record.detail.get("depth") or "standard"),
+            )
+            ctx.check_budget = self._budget_check(ctx)
+            try:
+                return await method.run(ctx)
+            except ResearchFailed as exc:
+                return _Failure(str(exc), exc.report)
+            except TRANSIENT as exc:
+                message = str(exc)
+                log.warning("research.attempt_failed", job_id=record.id, attempt=attempt,
+                            error=message)
+                if attempt >= self.max_attempts:
+                    return _Failure(f"gave up after {attempt} attempts; the last one failed "
+                                    f"with: {message}")
+                self.record.error = message
+                if not await update_job(db, record.id, error=message,
+                                        step=f"attempt {attempt} failed"):
+                    return None
+                if await self._next_attempt(db, self.record) is None:
+                    return None
+                self._notify(self._update())
+            except AskAnotherError as exc:
+                return _Failure(str(exc))
+            finally:
+                with trio.CancelScope(shield=True):  # a cancelled job's calls were still made
+                    await self._record_usage(ctx)
+
+    def _budget_check(self, ctx: JobContext) -> Callable[[], Awaitable[None]]:
         async def budget() -> None:
             await self._record_usage(ctx)
-            await check_budget(self.services, None, f"research job {stored.id}")
-
-        ctx.check_budget = budget
-        try:
-            return await method.run(ctx)
-        except ResearchFailed as exc:
-            return _Failure(str(exc), exc.report)
-        except TRANSIENT:
-            raise  # crash: the supervisor restarts the job, which retries within its bound
-        except AskAnotherError as exc:
-            return _Failure(str(exc))
-        finally:
-            with trio.CancelScope(shield=True):  # a cancelled job's calls were still made
-                await self._record_usage(ctx)
+            await check_budget(self.services, None, f"research job {ctx.job_id}")
+        return budget
 
     async def _confirm_spend(self, model: str, stored: JobRecord) -> _Failure | None:
         """Above `ASK_ANOTHER_CONFIRM_USD`, a person confirms the job's estimate before anything
@@ -382,16 +415,37 @@ class ResearchJob(Actor):
         self._notify(self._update(detail))
 
     def _write_soon(self) -> None:
-        if self.writer is None and self.unwritten and not self.record.finished:
+        if (self.writer is None and (self.unwritten or self.detail_changed)
+                and not self.record.finished and not self.relinquished):
             self.writer = self.start_task(self._write_events)
 
     async def _write_events(self) -> None:
+        # The live step and detail go with the events, so another process's check_research
+        # shows what this job does and waits for.
         events, self.unwritten = self.unwritten, []
+        detail = _jsonable(self.record.detail) if self.detail_changed else None
+        self.detail_changed = False
         db = await self.services.database()
-        await add_events(db, self.record.id, events)
+        await add_events(db, self.record.id, events, detail=detail, step=self.record.step)
+
+    def _relinquish(self) -> None:
+        """Another process holds the lease now: stop, writing nothing (it writes from now)."""
+        if self.record.finished:
+            return
+        self.relinquished = True
+        log.warning("research.relinquished", job_id=self.record.id)
+        self.work.cancel()
+        self.questions.close_all()
+        for caller in self.waiters:
+            caller.reply(msgspec.structs.replace(self.record))
+        self.waiters.clear()
+        for channel in self.subscribers:
+            channel.close()
+        self.subscribers.clear()
+        self.stop()
 
     async def _finish(self, status: Any, **changes: Any) -> None:
-        if self.record.finished:
+        if self.record.finished or self.relinquished:
             return
         db = await self.services.database()
         now = time.time()
@@ -497,6 +551,7 @@ class ResearchJob(Actor):
         if update.status in ("completed", "failed"):
             self.calls.pop(update.tool_call_id, None)
         self.record.detail = {**self.record.detail, "tool_calls": list(self.tool_states.values())}
+        self.detail_changed = True
         step = f"tool {update.title} ({update.tool_call_id}): {update.status.replace('_', ' ')}"
         if update.current_step:
             step += f": {update.current_step}"
@@ -517,6 +572,8 @@ class ResearchJob(Actor):
             what = (f"permission to run {first['tool']}" if first["kind"] == "permission"
                     else "an answer to a question")
             self.record.step = f"waiting for {what} (tool call {first['tool_call_id']})"
+        self.detail_changed = True
+        self._write_soon()
         self._notify(self._update({"waiting_for": waiting}))
 
     async def _settle(self) -> None:

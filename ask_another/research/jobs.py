@@ -1,9 +1,12 @@
 """`ResearchJobs`: the face of research jobs for the MCP tools and for embedding.
 
-It holds no job state: it stores a new job and asks the job supervisor to start it, and every
-other request is a message to the job's actor, found in the registry as ``("job", job_id)``. A
-job whose actor has exited is finished (or between a crash and its restart), and is read from the
-store, which holds every state change.
+It holds no job state: it stores a new job (owned by this runtime: `Lease`, supervisor.py) and
+asks the job supervisor to start it. Every other request goes to the job's actor, found in the
+registry as ``("job", job_id)`` when the job runs in this process. A job running in another
+process sharing the home is read from the store (its owner writes its live step there), and a
+cancel or an answer for it is stored as a request its owner takes within `REQUEST_POLL` seconds
+and answers (`JobStore.request` / `request_answer`); the answer says what the owner did, as if
+the job ran here. A finished job is read from the store, which holds every state change.
 
     jobs = ResearchJobs.of(runtime)
     record = await jobs.start("gdr", "What changed in ...?")
@@ -24,6 +27,7 @@ from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
 from ask_another.research.agent import is_deep_research
 from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, JobOptions, Services, job_name
+from ask_another.research.lease import Lease
 from ask_another.research.messages import (
     Answered,
     AwaitResult,
@@ -37,8 +41,17 @@ from ask_another.research.messages import (
     Subscribe,
 )
 from ask_another.research.providers import DEPTHS, METHODS
-from ask_another.research.supervisor import JOBS_SUPERVISOR, job_spec
-from ask_another.store.jobs import JobEvent, JobRecord, finish_job, get_job, insert_job, list_jobs
+from ask_another.research.supervisor import JOB_OWNER, JOBS_SUPERVISOR, GetLease, job_spec
+from ask_another.store.jobs import (
+    JobEvent,
+    JobRecord,
+    RequestKind,
+    SqliteJobStore,
+    finish_job,
+    get_job,
+    insert_job,
+    list_jobs,
+)
 from supervisors import (
     ActorExited,
     CallTimeout,
@@ -48,11 +61,17 @@ from supervisors import (
     StartError,
 )
 
-__all__ = ["PROGRESS_EVERY", "ResearchJobs", "UnknownJob"]
+__all__ = ["PROGRESS_EVERY", "REQUEST_WAIT", "ResearchJobs", "UnknownJob"]
 
 PROGRESS_EVERY: Final = 5.0
 """Seconds between progress reports while waiting, when nothing else happened (MCP asks <= 10)."""
 
+REQUEST_WAIT: Final = 10.0
+"""Seconds a request for a job in another process waits for its owner's answer."""
+DELIVERY_WAIT: Final = 40.0
+"""Seconds to wait for the answer to a request the owner has taken (it acts within 30 s)."""
+STORE_POLL: Final = 0.25
+"""Seconds between two reads of a job running in another process, while waiting on it."""
 MAX_QUERY: Final = 100_000
 _BUILTIN_NAMES: Final = frozenset({"read_article", "ask_user"})
 
@@ -84,6 +103,14 @@ class ResearchJobs:
     @property
     def registry(self) -> Registry:
         return self.services.registry
+
+    async def lease(self) -> Lease:
+        """This runtime's lease (owner id and duration), from its `JobOwner`."""
+        owner = self.registry.whereis(JOB_OWNER)
+        if owner is None:
+            raise AskAnotherError("the research job owner is restarting; try again shortly")
+        lease: Lease = await owner.call(GetLease())
+        return lease
 
     async def start(self, model: str, query: str, method: str = "auto", *,
                     interaction: Interaction | None = None,
@@ -124,9 +151,11 @@ class ResearchJobs:
         if len(query) > MAX_QUERY:
             raise InvalidArgument(f"the research query is {len(query)} characters long; at "
                                   f"most {MAX_QUERY} are allowed")
+        lease = await self.lease()
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
                            created_at=time.time(), entry=entry.variable,
-                           detail={"depth": depth})
+                           detail={"depth": depth}, owner=lease.owner,
+                           lease_expires=lease.until())
         db = await self.services.database()
         await insert_job(db, record)
         try:
@@ -173,27 +202,61 @@ class ResearchJobs:
         return await list_jobs(await self.services.database(), limit)
 
     async def cancel(self, job_id: str) -> CancelOutcome:
-        """Cancel a job; the outcome says whether it was still running and what was stopped."""
-        for _ in range(50):
-            ref = self.registry.whereis(job_name(job_id))
-            if ref is None:
-                record = await self._stored(job_id)
-                if record.finished:
-                    return CancelOutcome(cancelled=False, record=record)
-                # Between a crash and its restart: cancel it in the store; the restarted run
-                # loads a finished job and ends without doing anything.
-                now = time.time()
-                if await finish_job(await self.services.database(), job_id, "cancelled",
-                                    ended_at=now, step="cancelled",
-                                    event=JobEvent(job_id=job_id, at=now, step="cancelled")):
-                    return CancelOutcome(cancelled=True, record=await self._stored(job_id))
-                continue
+        """Cancel a job; the outcome says whether it was still running and what was stopped.
+
+        A job running in another process is cancelled by its owner (a stored request)."""
+        ref = self.registry.whereis(job_name(job_id))
+        if ref is not None:
             try:
                 outcome: CancelOutcome = await ref.call(Cancel(), timeout=30)
                 return outcome
             except ActorExited:
-                await trio.sleep(0.01)
-        raise AskAnotherError(f"job {job_id} could not be cancelled: it keeps restarting")
+                pass  # it finished just now: the store says how
+        record = await self._stored(job_id)
+        if record.finished:
+            return CancelOutcome(cancelled=False, record=record)
+        if record.owner is not None and record.owner != (await self.lease()).owner:
+            answer = await self._request(record, "cancel")
+            return CancelOutcome(cancelled=bool(answer.get("cancelled")),
+                                 record=await self._stored(job_id), remote=answer.get("remote"))
+        # Ours (or from before leases) with no actor: cancel it in the store.
+        now = time.time()
+        cancelled = await finish_job(await self.services.database(), job_id, "cancelled",
+                                     ended_at=now, step="cancelled",
+                                     event=JobEvent(job_id=job_id, at=now, step="cancelled"))
+        return CancelOutcome(cancelled=cancelled, record=await self._stored(job_id))
+
+    async def _request(self, record: JobRecord, kind: RequestKind,
+                       tool_call_id: str | None = None, value: str | None = None
+                       ) -> dict[str, Any]:
+        """Store a request for the job's owner in another process and wait for its answer."""
+        store = SqliteJobStore(await self.services.database())
+        request_id = await store.request(record.id, kind, tool_call_id, value, now=time.time())
+        with trio.move_on_after(REQUEST_WAIT):
+            while True:
+                answer = await store.request_answer(request_id)
+                if answer is not None:
+                    return answer
+                await trio.sleep(0.05)
+        if await store.withdraw_request(request_id):
+            stored = await self._stored(record.id)
+            if stored.finished:
+                if kind == "cancel":
+                    return {"ok": True, "cancelled": False, "remote": None}
+                return {"ok": False, "message": f"job {record.id} is {stored.status} and "
+                                                "waits for nothing. This changes nothing"}
+            raise AskAnotherError(
+                f"job {record.id} runs in another ask-another process ({stored.owner}), which "
+                f"did not take the request within {REQUEST_WAIT:g} s; if that process has "
+                "stopped, the job is taken over once its lease expires. Nothing changed; try "
+                "again shortly")
+        # Taken just now: its answer is on the way.
+        with trio.fail_after(DELIVERY_WAIT):
+            while True:
+                answer = await store.request_answer(request_id)
+                if answer is not None:
+                    return answer
+                await trio.sleep(0.05)  # another process writes it: nothing here to wait on
 
     async def cancel_call(self, job_id: str, tool_call_id: str) -> str:
         """Cancel one tool call of a running agent job (the job goes on); returns what happened.
@@ -228,6 +291,13 @@ class ResearchJobs:
                 ref = None
         if ref is None:
             record = await self._stored(job_id)
+            if not record.finished and record.owner is not None and \
+                    record.owner != (await self.lease()).owner:
+                kind, value = _request_of(message)
+                answer = await self._request(record, kind, message.tool_call_id, value)
+                if not answer.get("ok"):
+                    raise AskAnotherError(str(answer.get("message")))
+                return str(answer.get("message"))
             raise AskAnotherError(f"Cannot {what} job {job_id}: it is {record.status} and "
                                   "waits for nothing. This changes nothing")
         if isinstance(reply, NotWaiting):
@@ -249,13 +319,25 @@ class ResearchJobs:
         `progress_every` seconds the current state. Cancelling the wait leaves the job running.
         """
         deadline = trio.current_time() + timeout
+        shown: tuple[str, str | None] | None = None
+        last_shown = trio.current_time()
         while True:
             ref = self.registry.whereis(job_name(job_id))
             if ref is None:
+                # Running in another process (or between a crash and its restart here): its
+                # owner writes its step to the store; read it there.
                 record = await self._stored(job_id)
                 if record.finished or trio.current_time() >= deadline:
                     return record
-                await trio.sleep(0.01)  # between a crash and the restart
+                now = trio.current_time()
+                if on_progress is not None and ((record.status, record.step) != shown
+                                                or now - last_shown >= progress_every):
+                    shown, last_shown = (record.status, record.step), now
+                    await on_progress(JobUpdate(
+                        job_id=record.id, status=record.status, step=record.step,
+                        elapsed=record.elapsed(time.time()),
+                        detail={k: v for k, v in record.detail.items() if k == "waiting_for"}))
+                await trio.sleep(min(STORE_POLL, max(0.0, deadline - trio.current_time())))
                 continue
             if on_progress is None:
                 # Nothing to relay: no channel, no nursery, only the call (the common case of
@@ -309,6 +391,15 @@ class ResearchJobs:
                 update = JobUpdate(job_id=record.id, status=record.status, step=record.step,
                                    elapsed=record.elapsed(time.time()))
             await on_progress(update)
+
+
+def _request_of(message: Any) -> tuple[RequestKind, str | None]:
+    match message:
+        case PermissionAnswer(decision=decision):
+            return "permission", decision
+        case ChoiceAnswer(option_id=option_id):
+            return "choice", option_id
+    return "cancel_call", None
 
 
 def _new_id() -> str:

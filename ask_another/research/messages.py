@@ -16,6 +16,9 @@ Calls (`ref.call(msg)`):
   `Answered` when the job was waiting for exactly that, else `NotWaiting` saying why (already
   answered, expired, unknown id, not an option); a refused answer changes nothing.
 
+Sent by the `JobOwner` (supervisor.py): `Relinquish()` (``send``): another process has taken
+this job's lease; the actor stops its work and exits without writing anything.
+
 Sent by an agent job's own work task (its Interaction, see agent.py), not by other code:
 `AskPermission`, `AskChoice` (deferred replies: a `Decision` / an option id or `ChoiceFailed`),
 `ToolUpdated`, `RegisterCall` (→ None) and `TextPreview` (``send``, best effort).
@@ -43,6 +46,7 @@ __all__ = [
     "NotWaiting",
     "PermissionAnswer",
     "RegisterCall",
+    "Relinquish",
     "Status",
     "Subscribe",
     "TextPreview",
@@ -82,6 +86,11 @@ class ChoiceAnswer(msgspec.Struct, frozen=True, tag=True):
 
     tool_call_id: str
     option_id: str
+
+
+class Relinquish(msgspec.Struct, frozen=True, tag=True):
+    """Sent (``send``) by the `JobOwner`: another process holds this job's lease now; stop the
+    work and exit without writing anything (the new owner writes what happens next)."""
 
 
 class NotWaiting(msgspec.Struct, frozen=True, tag=True):

@@ -1,49 +1,69 @@
-"""The research part of the supervision tree: the job supervisor and the start-up recovery.
+"""The research part of the supervision tree: the job supervisor and the job owner.
 
     research  (Supervisor, rest_for_one)
     ├── research.jobs      DynamicSupervisor: one transient `ResearchJob` child per job
-    └── research.recovery  `JobRecovery`: at start, deals with every unfinished job in the store
+    └── research.owner     `JobOwner`: this process's leases, the requests other processes
+                           made for its jobs, and the takeover of jobs whose owner died
 
 `research_spec(config, registry)` is the child spec the runtime adds under its root supervisor.
-`rest_for_one`: if the job supervisor itself is ever restarted (its jobs die with it), the
-recovery runs again after it and picks the jobs up, exactly as after a server restart.
+`rest_for_one`: if the job supervisor itself is ever restarted (its jobs die with it), the owner
+runs again after it and takes its own jobs over, as after a server restart.
 
-The job supervisor's restart intensity is deliberately high (`JOB_RESTARTS` per
-`JOB_RESTART_SECONDS`): it is shared by all jobs, and 200 jobs hitting one rate limit at once
-must not make it give up and take every job down. Each job's own retries are bounded by its
-attempt count, kept in the store (job.py), and spaced by a backoff, so the supervisor-wide bound
-only has to catch a runaway loop.
+Several processes share one ASK_ANOTHER_HOME (every client session starts a server). A running
+job belongs to exactly one of them, named by `Lease.owner` in the job's row with a lease expiry
+(store/jobs.py, `JobStore`). `JobOwner` keeps this process's leases alive with one statement per
+heartbeat (every `lease_seconds / 3`) for all its jobs, takes the requests stored for its jobs
+every `REQUEST_POLL` seconds and delivers them to the job actors, writing back what they did, and
+at start-up and every `lease_seconds / 2` takes over the jobs whose lease has expired: their
+process died (kill -9, a crash, a sleeping machine). A takeover is one guarded UPDATE, so two
+processes never both take a job; the winner resumes the job when its method can (a Gemini
+interaction the provider holds, polled again from its saved id) or fails it with a reason saying
+its owner stopped. Nothing is silently lost and nothing is re-run and billed twice.
 
-Recovery (in `JobRecovery.init`, so the runtime is not open for tool calls before it is done):
-every job in the store that is not finished and has no live actor is either resumed (its method
-says it can be: a Gemini interaction with a saved id is polled again) or marked failed with
-"interrupted by a server restart". Nothing is silently lost and nothing is re-run and billed
-twice.
+The job supervisor's restart intensity is high (`JOB_RESTARTS` per `JOB_RESTART_SECONDS`): it
+is shared by all jobs, and a restart is for a bug only (retries are a loop inside the job, see
+job.py), so the bound is there to stop a runaway loop, not to count provider errors.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
 
 from ask_another.config import Config
+from ask_another.errors import AskAnotherError
 from ask_another.logs import get_logger
 from ask_another.research.job import (
     DEFAULT_MAX_ATTEMPTS,
-    FirstRun,
     JobOptions,
     ResearchJob,
     Services,
     job_name,
 )
+from ask_another.research.lease import Lease, heartbeat, new_owner
+from ask_another.research.messages import (
+    Answered,
+    Cancel,
+    CancelOutcome,
+    ChoiceAnswer,
+    NotWaiting,
+    PermissionAnswer,
+    Relinquish,
+)
 from ask_another.research.providers import METHODS
-from ask_another.store.jobs import JobEvent, JobRecord, finish_job, unfinished_jobs
+from ask_another.store.jobs import JobEvent, JobRecord, JobRequest, SqliteJobStore
 from supervisors import (
     Actor,
+    ActorExited,
+    Caller,
     ChildSpec,
     DynamicSupervisorRef,
     Registry,
     Start,
+    TaskDone,
     child_spec,
     dynamic_supervisor_spec,
     supervisor_spec,
@@ -52,9 +72,12 @@ from supervisors import (
 __all__ = [
     "INTERRUPTED",
     "JOBS_SUPERVISOR",
+    "JOB_OWNER",
     "JOB_RESTARTS",
     "JOB_RESTART_SECONDS",
-    "JobRecovery",
+    "OWNER_DIED",
+    "GetLease",
+    "JobOwner",
     "job_spec",
     "research_spec",
 ]
@@ -62,19 +85,30 @@ __all__ = [
 log = get_logger("ask_another.research")
 
 JOBS_SUPERVISOR: Final = "research.jobs"
+JOB_OWNER: Final = "research.owner"
 JOB_RESTARTS: Final = 100_000
 JOB_RESTART_SECONDS: Final = 10.0
 INTERRUPTED: Final = "interrupted by a server restart"
+"""Why a job from before leases (no owner recorded) that cannot resume was failed."""
+OWNER_DIED: Final = "its owner process stopped before it finished (its lease expired)"
+"""Why a job whose owner died and that cannot resume was failed (followed by who and why)."""
 JOB_MAILBOX: Final = 256
+DELIVER_TIMEOUT: Final = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class GetLease:
+    """Ask the `JobOwner` for this runtime's `Lease`."""
 
 
 def job_spec(record: JobRecord, services: Services,
              max_attempts: int = DEFAULT_MAX_ATTEMPTS,
              options: JobOptions | None = None) -> ChildSpec:
-    """The child spec of one job: transient (restarted only after a crash), registered by id."""
+    """The child spec of one job: transient (restarted only after a crash: a bug), registered by
+    id."""
     return ChildSpec(
         id=record.id,
-        start=Start(ResearchJob, (FirstRun(record), services, max_attempts, options),
+        start=Start(ResearchJob, (record, services, max_attempts, options),
                     name=job_name(record.id),
                     registry=services.registry, mailbox_size=JOB_MAILBOX),
         restart="transient",
@@ -83,16 +117,19 @@ def job_spec(record: JobRecord, services: Services,
 
 
 def research_spec(config: Config, registry: Registry,
-                  max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> ChildSpec:
-    """The `research` subtree for the runtime's root supervisor."""
+                  max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                  lease: Lease | None = None) -> ChildSpec:
+    """The `research` subtree for the runtime's root supervisor (`lease`: this runtime's, made
+    here unless given)."""
     services = Services(config, registry)
+    lease = lease if lease is not None else Lease(new_owner(), config.lease_seconds)
     return supervisor_spec(
         "research",
         [
             dynamic_supervisor_spec(JOBS_SUPERVISOR, max_restarts=JOB_RESTARTS,
                                     max_seconds=JOB_RESTART_SECONDS, name=JOBS_SUPERVISOR,
                                     registry=registry),
-            child_spec(JobRecovery, services, max_attempts, name="research.recovery",
+            child_spec(JobOwner, services, lease, max_attempts, name=JOB_OWNER,
                        registry=registry),
         ],
         "rest_for_one",
@@ -101,29 +138,141 @@ def research_spec(config: Config, registry: Registry,
     )
 
 
-class JobRecovery(Actor):
-    """Resumes or fails the unfinished jobs found in the store, then idles."""
+class JobOwner(Actor):
+    """This runtime's leases: takes over expired jobs at start-up, then runs the heartbeat
+    (renewals, requests from other processes, later takeovers) in a task it owns."""
 
-    async def init(self, services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
-        supervisor = services.registry.whereis(JOBS_SUPERVISOR)
+    async def init(self, services: Services, lease: Lease,
+                   max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
+        self.services = services
+        self.lease = lease
+        self.max_attempts = max_attempts
+        self.store = SqliteJobStore(await services.database())
+        # Start-up recovery, before the runtime serves a tool call: jobs whose owner died (or
+        # this owner's own, when the job supervisor was restarted).
+        await self._take_over(await self.store.expired(lease.wall()), at_start=True)
+        self.beat = self.start_task(self._heartbeat)
+
+    async def _heartbeat(self) -> None:
+        await heartbeat(self.store, self.lease, on_renewed=self._renewed,
+                        on_requests=self._requests, on_expired=self._take_over)
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        if isinstance(msg, GetLease):
+            return self.lease
+        return await super().handle_call(msg, caller)
+
+    async def handle_info(self, msg: Any) -> None:
+        if isinstance(msg, TaskDone) and msg.task is not self.beat:
+            return  # a delivered request
+        await super().handle_info(msg)
+
+    # ----- takeover --------------------------------------------------------------------------
+
+    async def _take_over(self, records: list[JobRecord], at_start: bool = False) -> None:
+        registry = self.services.registry
+        supervisor = registry.whereis(JOBS_SUPERVISOR)
         assert isinstance(supervisor, DynamicSupervisorRef)
-        db = await services.database()
         resumed = failed = 0
-        for record in await unfinished_jobs(db):
-            if services.registry.whereis(job_name(record.id)) is not None:
-                continue  # alive: only this actor restarted
+        for record in records:
+            if registry.whereis(job_name(record.id)) is not None:
+                # Ours and alive: our own renewals failed for a while. Take the lease back.
+                await self.store.claim(record.id, self.lease.owner, self.lease.until(),
+                                       self.lease.wall())
+                continue
+            if not await self.store.claim(record.id, self.lease.owner, self.lease.until(),
+                                          self.lease.wall()):
+                continue  # another process took it first, or it finished meanwhile
             method = METHODS.get(record.method)
+            mine = msgspec.structs.replace(record, owner=self.lease.owner,
+                                           lease_expires=self.lease.until())
             if method is not None and method.resumable(record):
-                await supervisor.start_child(job_spec(record, services, max_attempts))
+                log.info("research.taken_over", job_id=record.id, previous_owner=record.owner,
+                         owner=self.lease.owner)
+                await supervisor.start_child(job_spec(mine, self.services, self.max_attempts))
                 resumed += 1
                 continue
+            reason = self._reason(record)
             now = time.time()
-            reason = INTERRUPTED
-            if record.status == "pending":
-                reason += " before it started"
-            await finish_job(db, record.id, "failed", ended_at=now, step="failed", error=reason,
-                             event=JobEvent(job_id=record.id, at=now, step="failed",
-                                            detail={"error": reason}))
+            await self.store.finish(record.id, "failed", ended_at=now, step="failed",
+                                    error=reason, event=JobEvent(job_id=record.id, at=now,
+                                                                 step="failed",
+                                                                 detail={"error": reason}))
             failed += 1
         if resumed or failed:
-            log.info("research.recovered", resumed=resumed, failed=failed)
+            log.info("research.recovered", resumed=resumed, failed=failed, at_start=at_start)
+
+    def _reason(self, record: JobRecord) -> str:
+        if record.owner is None:
+            reason = INTERRUPTED  # a job from before leases were kept
+        elif record.owner == self.lease.owner:
+            reason = "its job actor stopped in this process before it finished"
+        else:
+            reason = f"{OWNER_DIED}: process {record.owner}"
+        if record.status == "pending":
+            return reason + ", before it started"
+        return reason + "; its work cannot be resumed without running it (and billing it) again"
+
+    async def _renewed(self, held: set[str]) -> None:
+        """After a renewal: a job running here whose lease another process holds now (our beats
+        failed for longer than a lease) stops here, without writing anything."""
+        for name in self.services.registry.names():
+            if not (isinstance(name, tuple) and len(name) == 2 and name[0] == "job"):
+                continue
+            job_id = name[1]
+            if job_id in held:
+                continue
+            stored = await self.store.get(job_id)
+            if stored is None or stored.finished or stored.owner == self.lease.owner:
+                continue  # finished (its actor is exiting), or started after the renewal
+            ref = self.services.registry.whereis(name)
+            if ref is not None:
+                log.warning("research.lease_lost", job_id=job_id, owner=self.lease.owner,
+                            now_owned_by=stored.owner)
+                ref.send(Relinquish())
+
+    # ----- requests from other processes ------------------------------------------------------
+
+    async def _requests(self, requests: list[JobRequest]) -> None:
+        for request in requests:
+            self.start_task(self._deliver, request)
+
+    async def _deliver(self, request: JobRequest) -> None:
+        answer = await self._act(request)
+        await self.store.answer_request(request.id, answer, self.lease.wall())
+        log.info("research.request_answered", job_id=request.job_id, kind=request.kind,
+                 request_id=request.id, ok=answer.get("ok"))
+
+    async def _act(self, request: JobRequest) -> dict[str, Any]:
+        match request.kind:
+            case "cancel":
+                message: Any = Cancel()
+            case "cancel_call":
+                message = Cancel(request.tool_call_id)
+            case "permission":
+                message = PermissionAnswer(request.tool_call_id or "", request.value or "")
+            case _:
+                message = ChoiceAnswer(request.tool_call_id or "", request.value or "")
+        ref = self.services.registry.whereis(job_name(request.job_id))
+        reply: Any = None
+        if ref is not None:
+            try:
+                reply = await ref.call(message, timeout=DELIVER_TIMEOUT)
+            except ActorExited:
+                reply = None
+            except AskAnotherError as exc:
+                return {"ok": False, "message": str(exc)}
+        match reply:
+            case CancelOutcome(cancelled=cancelled, remote=remote):
+                return {"ok": True, "cancelled": cancelled, "remote": remote}
+            case Answered(message=text):
+                return {"ok": True, "message": text}
+            case NotWaiting(message=text):
+                return {"ok": False, "message": text}
+        # The job ended here just before the request was delivered.
+        stored = await self.store.get(request.job_id)
+        status = stored.status if stored is not None else "unknown"
+        if request.kind == "cancel":
+            return {"ok": True, "cancelled": False, "remote": None}
+        return {"ok": False, "message": f"job {request.job_id} is {status} and waits for "
+                                        "nothing. This changes nothing"}

@@ -135,6 +135,26 @@ MIGRATIONS: list[Migration] = [
         );
         CREATE INDEX usage_by_time ON usage (at);
     """),
+    Migration(6, "research job leases and the requests for their owners (store/jobs.py)", """
+        ALTER TABLE research_jobs ADD COLUMN owner TEXT;
+        ALTER TABLE research_jobs ADD COLUMN lease_expires REAL;
+        CREATE INDEX research_jobs_running_by_owner ON research_jobs (owner)
+            WHERE status NOT IN ('completed', 'failed', 'cancelled');
+        CREATE TABLE research_requests (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id TEXT NOT NULL REFERENCES research_jobs (id),
+            kind TEXT NOT NULL,
+            tool_call_id TEXT,
+            value TEXT,
+            created_at REAL NOT NULL,
+            taken_by TEXT,
+            taken_at REAL,
+            answered_at REAL,
+            answer TEXT
+        );
+        CREATE INDEX research_requests_untaken ON research_requests (job_id)
+            WHERE taken_at IS NULL;
+    """),
 ]
 
 

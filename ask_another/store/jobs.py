@@ -8,13 +8,22 @@ Terminal states are final at this level too: every update except `insert_job` ca
 late writer (a result arriving after a cancel, a recovery racing a job) can never flip a finished
 job. Times are Unix timestamps (seconds, float); citations are a JSON list of objects (`url`,
 `title`, and `query` for the local pipeline; rows from before titles hold bare URLs).
+
+Ownership (docs/research.md, "One owner per job"): a running job belongs to the process named in
+its `owner` column until `lease_expires` (wall clock). The owner renews every lease it holds with
+ONE statement per heartbeat (`renew`); anyone may take over a job whose lease has expired, and
+`claim` does it in one guarded UPDATE, so of two processes racing for one job exactly one wins.
+Requests for a job (a cancel, an answer) made in another process are rows of
+`research_requests`: the owner takes them (`take_requests`, one UPDATE that marks them taken),
+acts, and writes the answer back (`answer_request`), which the asker polls. `JobStore` is that
+protocol as an interface; `SqliteJobStore` is its SQLite backend.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
@@ -24,7 +33,11 @@ __all__ = [
     "TERMINAL",
     "JobEvent",
     "JobRecord",
+    "JobRequest",
     "JobStatus",
+    "JobStore",
+    "RequestKind",
+    "SqliteJobStore",
     "add_event",
     "add_events",
     "finish_job",
@@ -32,6 +45,7 @@ __all__ = [
     "insert_job",
     "job_events",
     "list_jobs",
+    "start_job",
     "unfinished_jobs",
     "update_job",
 ]
@@ -43,7 +57,7 @@ TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 _NOT_FINAL: Final = "status NOT IN ('completed', 'failed', 'cancelled')"
 _COLUMNS: Final = (
     "id, model, query, method, status, step, created_at, started_at, ended_at, attempts, "
-    "provider_handle, report, citations, error, detail, entry"
+    "provider_handle, report, citations, error, detail, entry, owner, lease_expires"
 )
 _UPDATABLE: Final = frozenset({
     "status", "step", "started_at", "ended_at", "attempts", "provider_handle", "report",
@@ -72,6 +86,8 @@ class JobRecord(msgspec.Struct, kw_only=True):
     error: str | None = None
     detail: dict[str, Any] = msgspec.field(default_factory=dict)
     entry: str | None = None  # the MODEL_* variable it was made with (None: made before v4)
+    owner: str | None = None  # the process that runs it (None: made before v5, or finished)
+    lease_expires: float | None = None  # the owner's lease, renewed by its heartbeat
 
     @property
     def finished(self) -> bool:
@@ -111,6 +127,8 @@ def _record(row: sqlite3.Row) -> JobRecord:
         error=row["error"],
         detail=json.loads(row["detail"]) if row["detail"] else {},
         entry=row["entry"],
+        owner=row["owner"],
+        lease_expires=row["lease_expires"],
     )
 
 
@@ -130,11 +148,11 @@ async def insert_job(db: Database, record: JobRecord) -> None:
     """Store a new job (committed when this returns)."""
     await db.execute(
         f"INSERT INTO research_jobs ({_COLUMNS}) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (record.id, record.model, record.query, record.method, record.status, record.step,
          record.created_at, record.started_at, record.ended_at, record.attempts,
          record.provider_handle, record.report, json.dumps(record.citations), record.error,
-         json.dumps(record.detail), record.entry),
+         json.dumps(record.detail), record.entry, record.owner, record.lease_expires),
     )
 
 
@@ -242,17 +260,20 @@ async def add_event(db: Database, event: JobEvent, **changes: Any) -> bool:
     return await db.run(go)
 
 
-async def add_events(db: Database, job_id: str, events: list[JobEvent]) -> bool:
-    """Append several timeline events and set the job's `step` to the last one's, in one commit.
-    False (nothing written) if the job has finished."""
-    if not events:
+async def add_events(db: Database, job_id: str, events: list[JobEvent],
+                     detail: dict[str, Any] | None = None, step: str | None = None) -> bool:
+    """Append several timeline events and set the job's `step` (given, or the last event's) and,
+    given, its `detail`, in one commit. False (nothing written) if the job has finished."""
+    if not events and detail is None and step is None:
         return True
+    step = step if step is not None else (events[-1].step if events else None)
 
     def go(conn: sqlite3.Connection) -> bool:
         with conn:
             cursor = conn.execute(
-                f"UPDATE research_jobs SET step = ? WHERE id = ? AND {_NOT_FINAL}",
-                (events[-1].step, job_id),
+                f"UPDATE research_jobs SET step = coalesce(?, step), "
+                f"detail = coalesce(?, detail) WHERE id = ? AND {_NOT_FINAL}",
+                (step, json.dumps(detail) if detail is not None else None, job_id),
             )
             if cursor.rowcount != 1:
                 return False
@@ -294,3 +315,183 @@ async def job_events(db: Database, job_id: str) -> list[JobEvent]:
     )
     return [JobEvent(job_id=r["job_id"], at=r["at"], step=r["step"],
                      detail=json.loads(r["detail"]) if r["detail"] else {}) for r in rows]
+
+
+# ----- ownership and requests (the JobStore interface) ------------------------------------------
+
+RequestKind = Literal["cancel", "cancel_call", "permission", "choice"]
+
+
+class JobRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A request for a job's owner, made by another process (`value`: the decision or option)."""
+
+    id: int
+    job_id: str
+    kind: RequestKind
+    tool_call_id: str | None = None
+    value: str | None = None
+
+
+class JobStore(Protocol):
+    """The job store's ownership protocol, the part a second backend (PostgreSQL) implements.
+
+    Times are wall-clock Unix seconds given by the caller, so a test can drive them; a backend
+    for several machines should compare against its own clock instead.
+    """
+
+    async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
+        """Take the job for `owner` if it is unfinished and unowned, expired at `now`, or already
+        `owner`'s; atomic: of several claimers of one expired lease exactly one gets True."""
+        ...
+
+    async def renew(self, owner: str, lease_expires: float) -> set[str]:
+        """Extend every lease `owner` holds on an unfinished job, in one statement; returns the
+        ids of the jobs it holds."""
+        ...
+
+    async def release(self, job_id: str, owner: str) -> bool:
+        """Give the job up (its lease ends now) if `owner` holds it."""
+        ...
+
+    async def finish(self, job_id: str, status: JobStatus, *, ended_at: float,
+                     event: JobEvent | None = None, **changes: Any) -> bool:
+        """Move the job to a terminal state (first one wins; see `finish_job`)."""
+        ...
+
+    async def expired(self, now: float) -> list[JobRecord]:
+        """Unfinished jobs whose lease has expired at `now` (or that have no owner)."""
+        ...
+
+    async def request(self, job_id: str, kind: RequestKind, tool_call_id: str | None = None,
+                      value: str | None = None, *, now: float) -> int:
+        """Store a request for the job's owner; returns its id."""
+        ...
+
+    async def take_requests(self, owner: str, now: float) -> list[JobRequest]:
+        """The untaken requests for the unfinished jobs `owner` holds, marked taken by it."""
+        ...
+
+    async def answer_request(self, request_id: int, answer: dict[str, Any], now: float) -> None:
+        """Record what the owner did about a request (a JSON object)."""
+        ...
+
+    async def request_answer(self, request_id: int) -> dict[str, Any] | None:
+        """The owner's answer, once there is one."""
+        ...
+
+    async def withdraw_request(self, request_id: int) -> bool:
+        """Delete a request nobody has taken yet (the asker gave up); False if it was taken."""
+        ...
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        """The job as stored."""
+        ...
+
+
+class SqliteJobStore:
+    """`JobStore` on the SQLite file (every statement through `Database`)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
+        def go(conn: sqlite3.Connection) -> bool:
+            with conn:
+                cursor = conn.execute(
+                    "UPDATE research_jobs SET owner = ?, lease_expires = ? WHERE id = ? AND "
+                    f"{_NOT_FINAL} AND (owner IS NULL OR owner = ? OR lease_expires IS NULL "
+                    "OR lease_expires < ?)",
+                    (owner, lease_expires, job_id, owner, now))
+                return cursor.rowcount == 1
+        return await self.db.run(go)
+
+    async def renew(self, owner: str, lease_expires: float) -> set[str]:
+        def go(conn: sqlite3.Connection) -> set[str]:
+            with conn:
+                return {r[0] for r in conn.execute(
+                    f"UPDATE research_jobs SET lease_expires = ? WHERE owner = ? AND {_NOT_FINAL} "
+                    "RETURNING id", (lease_expires, owner)).fetchall()}
+        return await self.db.run(go)
+
+    async def release(self, job_id: str, owner: str) -> bool:
+        def go(conn: sqlite3.Connection) -> bool:
+            with conn:
+                return conn.execute(
+                    "UPDATE research_jobs SET owner = NULL, lease_expires = NULL "
+                    "WHERE id = ? AND owner = ?", (job_id, owner)).rowcount == 1
+        return await self.db.run(go)
+
+    async def finish(self, job_id: str, status: JobStatus, *, ended_at: float,
+                     event: JobEvent | None = None, **changes: Any) -> bool:
+        return await finish_job(self.db, job_id, status, ended_at=ended_at, event=event,
+                                **changes)
+
+    async def expired(self, now: float) -> list[JobRecord]:
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM research_jobs WHERE {_NOT_FINAL} AND (owner IS NULL OR "
+            "lease_expires IS NULL OR lease_expires < ?) ORDER BY created_at, rowid", (now,))
+        return [_record(r) for r in rows]
+
+    async def request(self, job_id: str, kind: RequestKind, tool_call_id: str | None = None,
+                      value: str | None = None, *, now: float) -> int:
+        return await self.db.execute(
+            "INSERT INTO research_requests (job_id, kind, tool_call_id, value, created_at) "
+            "VALUES (?, ?, ?, ?, ?)", (job_id, kind, tool_call_id, value, now))
+
+    async def take_requests(self, owner: str, now: float) -> list[JobRequest]:
+        # A read first (the query-only connection, a partial index): most beats find nothing
+        # and then write nothing.
+        if await self.db.fetchone(
+                "SELECT 1 FROM research_requests WHERE taken_at IS NULL LIMIT 1") is None:
+            return []
+
+        def go(conn: sqlite3.Connection) -> list[JobRequest]:
+            with conn:
+                rows = conn.execute(
+                    "UPDATE research_requests SET taken_by = ?, taken_at = ? WHERE taken_at IS "
+                    "NULL AND job_id IN (SELECT id FROM research_jobs WHERE owner = ? AND "
+                    f"{_NOT_FINAL}) RETURNING id, job_id, kind, tool_call_id, value",
+                    (owner, now, owner)).fetchall()
+            return sorted((JobRequest(id=r["id"], job_id=r["job_id"], kind=r["kind"],
+                                      tool_call_id=r["tool_call_id"], value=r["value"])
+                           for r in rows), key=lambda r: r.id)
+        return await self.db.run(go)
+
+    async def answer_request(self, request_id: int, answer: dict[str, Any], now: float) -> None:
+        await self.db.execute(
+            "UPDATE research_requests SET answer = ?, answered_at = ? WHERE id = ?",
+            (json.dumps(answer), now, request_id))
+
+    async def request_answer(self, request_id: int) -> dict[str, Any] | None:
+        row = await self.db.fetchone("SELECT answer FROM research_requests WHERE id = ?",
+                                     (request_id,))
+        if row is None or row["answer"] is None:
+            return None
+        answer: dict[str, Any] = json.loads(row["answer"])
+        return answer
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        return await get_job(self.db, job_id)
+
+    async def withdraw_request(self, request_id: int) -> bool:
+        def go(conn: sqlite3.Connection) -> bool:
+            with conn:
+                return conn.execute("DELETE FROM research_requests WHERE id = ? AND taken_at IS "
+                                    "NULL", (request_id,)).rowcount == 1
+        return await self.db.run(go)
+
+
+async def start_job(db: Database, job_id: str, *, started_at: float, event: JobEvent) -> bool:
+    """Move a pending job to in_progress, attempt 1, with its first event; False (nothing
+    written) if it is not pending any more (it was started before: a restart reloads it)."""
+    def go(conn: sqlite3.Connection) -> bool:
+        with conn:
+            cursor = conn.execute(
+                "UPDATE research_jobs SET status = 'in_progress', attempts = 1, started_at = ?, "
+                "step = ? WHERE id = ? AND status = 'pending'",
+                (started_at, event.step, job_id))
+            if cursor.rowcount != 1:
+                return False
+            _insert_event(conn, event)
+            return True
+    return await db.run(go)

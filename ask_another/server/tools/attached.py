@@ -166,7 +166,7 @@ def _question(job_id: str, w: dict[str, Any]) -> Question:
 
 
 async def attachment(ctx: Context[Any, Any], model: str, query: str,
-                     timeout: float,  # noqa: ASYNC109 - start_research's argument, by name
+                     timeout: float | None,  # noqa: ASYNC109 - start_research's, by name
                      method: str, depth: str = "standard") -> Attachment:
     """Start the job (first round), or find it again (a 2026-07-28 retry with answers)."""
     with tool_errors("start_research"):
@@ -176,6 +176,8 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
         for key in [k for k, atts in table.items()
                     if all(a.deadline + KEEP_ATTACHED < now for a in atts)]:
             del table[key]
+        if timeout is None:  # the default wait, ASK_ANOTHER_START_WAIT
+            timeout = runtime.config.start_wait
         key = _key(model, query, timeout, method, depth)
         if ctx.request_state is not None:
             found = table.get(key)

@@ -50,7 +50,8 @@ deep-research model (a gemini/deep-research-* agent, perplexity/sonar-deep-resea
 o3-deep-research) the provider does the research; with any other allowed model (method auto) \
 ask-another runs its own pipeline: a research plan whose queries the model answers in phases, \
 reading articles, compiled into a cited report. If it finishes in time you get JSON with the \
-report, citations, model and elapsed time. If not, or if this call is interrupted, the job \
+report, citations, model and elapsed time. If not (the default wait is 90 s, below the 120 s \
+after which some clients stop waiting for a call), or if this call is interrupted, the job \
 keeps running in the background: call check_research with the job id to get the result later, \
 or cancel_research to stop it. Progress is reported while waiting. Method agent: the model works \
 in one tool loop and may read articles (read_article) or ask the user (ask_user). Tools that \
@@ -170,8 +171,11 @@ def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CH
 def background_text(record: JobRecord, waited: float) -> str:
     return (f"Research job {record.id} ({record.model}) is still {record.status.replace('_', ' ')}"
             f" after {waited:.0f} s (current step: {record.step or 'starting'}). It continues in "
-            f"the background: call check_research with job_id='{record.id}' to get the report "
-            "when it is done, or cancel_research to stop it.")
+            f"the background, whatever happens to this session: to get the report later, call "
+            f"check_research with job_id='{record.id}' (from this or any other session on this "
+            "machine; it shows the current step until the report is ready), or cancel_research "
+            "to stop it. Research usually takes several minutes: check back in a minute or two "
+            "rather than waiting in one long call.")
 
 
 def cancel_text(outcome: CancelOutcome) -> str:
@@ -208,10 +212,12 @@ def register(server: MCPServer[Any]) -> None:
                                     "model ID (a deep-research model, or any model for the "
                                     "agent and sequential methods).")],
         query: Annotated[str, Field(description="The research question, with any context.")],
-        timeout: Annotated[float, Field(  # noqa: ASYNC109 - the tool's public argument
+        timeout: Annotated[float | None, Field(  # noqa: ASYNC109 - the tool's public argument
             strict=True,  # true is not 1 second
             description="Seconds to wait for the report before leaving the job running in "
-                        "the background (default 300, at most 3600).")] = 300,
+                        "the background (default 90, ASK_ANOTHER_START_WAIT; at most 3600). "
+                        "Some clients give up on a call after 120 s: keep it below that and "
+                        "call check_research for the result.")] = None,
         method: Annotated[str, Field(
             description="auto (default: provider for deep-research models, sequential for "
                         "every other model), provider, agent or sequential.",

@@ -18,7 +18,7 @@ from stdio_server import stdio_client_for
 from tool_results import call, text_of
 
 from ask_another.errors import FEEDBACK_POINTER
-from ask_another.research import INTERRUPTED
+from ask_another.research import OWNER_DIED
 from ask_another.simulator import Reply, Simulator
 
 pytestmark = pytest.mark.slow  # starts real server processes
@@ -250,7 +250,7 @@ async def test_kill_9_then_restart_resumes_gemini_fails_the_rest_keeps_results(
             _, text = await call(client, "check_research", job_id=done_job)
             assert "finished before the crash" in json.loads(text)["report"]
             __, text = await call(client, "check_research", job_id=pplx_job)
-            assert "is failed" in text and INTERRUPTED in text
+            assert "is failed" in text and OWNER_DIED in text
             resumed = json.loads(await wait_until_done(client, gemini_job))
             assert resumed["report"] == "resumed report"
     (interaction,) = [i for i in sim.interactions.values() if i.input_text == "gemini in flight"]
