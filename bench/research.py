@@ -15,7 +15,11 @@ Measured, with N jobs started at once through `ResearchJobs` (the API the MCP to
   random started job every 5 ms (an actor `Status` call while it runs, a store read once it
   has finished; reported separately), and the full jobs table every 50 ms
   (a store query); p50 and p99 of each;
-- that every job completed with its own report (the report quotes its own question).
+- that every job completed with its own report (the report quotes its own question);
+- the heartbeat, on throughout with a short lease (`LEASE_SECONDS`: a renewal every 0.5 s, a
+  look for requests every 0.5 s, a sweep every 0.75 s, far more often than the 15 s default):
+  renewal statements run (one per beat, whatever the number of jobs), the most leases one of
+  them extended, and the slowest.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import trio
 from bench.report import Row
 
 SUITE = "research"
+LEASE_SECONDS = 1.5
 GEMINI = "gemini/deep-research-pro-preview-12-2025"
 
 
@@ -54,6 +59,7 @@ async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: floa
                    ) -> dict[str, object]:
     from ask_another.config import Config
     from ask_another.research import ResearchJobs, job_name
+    from ask_another.research.supervisor import JOB_OWNER, GetStatistics
     from ask_another.runtime import open_runtime
     from ask_another.server.tools.research import job_text, jobs_table
 
@@ -62,6 +68,7 @@ async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: floa
         "ASK_ANOTHER_POLL_SECONDS": str(poll),
         "ASK_ANOTHER_LOG_LEVEL": "ERROR",
         "ASK_ANOTHER_CONFIRM_USD": "1000000",  # simulated jobs: no spend confirmation
+        "ASK_ANOTHER_LEASE_SECONDS": str(LEASE_SECONDS),
         "MODEL_GDR": f"{GEMINI};bench-key;{url}",
     })
     async with open_runtime(config, prewarm_after=0) as runtime:
@@ -117,6 +124,9 @@ async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: floa
                     nursery.start_soon(one, n)
             wall = time.perf_counter() - began
             running = False
+        owner = runtime.registry.whereis(JOB_OWNER)
+        assert owner is not None
+        beats = await owner.call(GetStatistics())
         own = sum(1 for n, f in finals.items()
                   if getattr(f, "status", None) == "completed"
                   and f"benchmark question {n}" in (getattr(f, "report", "") or ""))
@@ -130,6 +140,10 @@ async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: floa
         "single_stored": single_stored,
         "table": table,
         "own_results": own,
+        "renewals": beats.renewals,
+        "renewed_max": beats.renewed_max,
+        "renew_ms_max": beats.renew_seconds_max * 1000,
+        "heartbeat_failures": beats.failures,
     }
 
 
@@ -168,5 +182,11 @@ def run(quick: bool) -> list[Row]:
             extra={**extra, "samples": len(table)}),
         Row(SUITE, "check_research() table p99", _pct(table, 0.99), "ms",
             extra={**extra, "samples": len(table), "mean_ms": statistics.fmean(table or [0])}),
+        Row(SUITE, "heartbeat: most leases renewed by one statement",
+            float(result["renewed_max"]),  # type: ignore[arg-type]
+            "jobs", better="higher",
+            extra={**extra, "lease_s": LEASE_SECONDS, "renewals": result["renewals"],
+                   "slowest_renewal_ms": result["renew_ms_max"],
+                   "failed_beats": result["heartbeat_failures"]}),
     ]
 

@@ -38,7 +38,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
+from ask_another.errors import AskAnotherError
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.interaction.types import Allow, Deny, PermissionRequest
@@ -63,6 +63,7 @@ from ask_another.research.messages import (
 )
 from ask_another.research.providers import METHODS, JobContext, ResearchFailed, ResearchResult
 from ask_another.research.questions import Expired, Questions, decision_of
+from ask_another.research.retry import MAX_BACKOFF, TRANSIENT, backoff
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
 from ask_another.spend.before import estimate_research
@@ -85,16 +86,8 @@ __all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "TRANSIENT", "JobOptions", "Re
 log = get_logger("ask_another.research")
 
 DEFAULT_MAX_ATTEMPTS: Final = 3
-MAX_BACKOFF: Final = 60.0
-TRANSIENT: Final = (RateLimited, ProviderUnavailable)
 CONFIRM_SPEND: Final = "confirm-spend"
 """The tool call id of a job's spend confirmation (answer_permission's `tool_call_id`)."""
-"""The provider errors worth another attempt (a job's and a sequential query's): the one list."""
-
-
-def backoff(attempt: int, unit: float) -> float:
-    """Seconds to wait before `attempt` (2, 3, ...): `unit` × 2^(attempt-2), at most 60 s."""
-    return min(MAX_BACKOFF, unit * 2 ** max(0, attempt - 2))
 
 
 def job_name(job_id: str) -> tuple[str, str]:

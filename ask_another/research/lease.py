@@ -28,7 +28,7 @@ from ask_another.errors import StoreError
 from ask_another.logs import get_logger
 from ask_another.store.jobs import JobRecord, JobRequest, JobStore
 
-__all__ = ["REQUEST_POLL", "Lease", "heartbeat", "new_owner"]
+__all__ = ["REQUEST_POLL", "HeartbeatStatistics", "Lease", "heartbeat", "new_owner"]
 
 log = get_logger("ask_another.research")
 
@@ -62,6 +62,17 @@ class Lease:
         return self.seconds / 2
 
 
+@dataclass(slots=True)
+class HeartbeatStatistics:
+    """What a heartbeat has done so far (`JobOwner.statistics()`, the benchmark reads it)."""
+
+    renewals: int = 0  # renewal statements run (one per beat, whatever the number of jobs)
+    renewed_max: int = 0  # the most leases one renewal statement extended
+    renew_seconds_max: float = 0.0  # the slowest renewal, from the call to its commit
+    failures: int = 0  # beats whose store statements failed
+    requests: int = 0  # requests from other processes taken
+
+
 RenewedFn = Callable[[set[str]], Awaitable[None]]
 RequestsFn = Callable[[list[JobRequest]], Awaitable[None]]
 ExpiredFn = Callable[[list[JobRecord]], Awaitable[None]]
@@ -69,10 +80,12 @@ ExpiredFn = Callable[[list[JobRecord]], Awaitable[None]]
 
 async def heartbeat(store: JobStore, lease: Lease, *, on_renewed: RenewedFn,
                     on_requests: RequestsFn, on_expired: ExpiredFn,
-                    request_poll: float = REQUEST_POLL) -> None:
+                    request_poll: float = REQUEST_POLL,
+                    statistics: HeartbeatStatistics | None = None) -> None:
     """Run forever (cancel it to stop): renew, take requests, sweep expired leases, each on its
     own schedule. The first renewal and sweep happen one period after the call (the caller has
     just claimed and swept)."""
+    stats = statistics if statistics is not None else HeartbeatStatistics()
     begin = trio.current_time()
     next_renew, next_sweep = begin + lease.renew_every, begin + lease.sweep_every
     while True:
@@ -81,9 +94,15 @@ async def heartbeat(store: JobStore, lease: Lease, *, on_renewed: RenewedFn,
         try:
             if now >= next_renew:
                 next_renew = now + lease.renew_every
-                await on_renewed(await store.renew(lease.owner, lease.until()))
+                held = await store.renew(lease.owner, lease.until())
+                stats.renewals += 1
+                stats.renewed_max = max(stats.renewed_max, len(held))
+                stats.renew_seconds_max = max(stats.renew_seconds_max,
+                                              trio.current_time() - now)
+                await on_renewed(held)
             requests = await store.take_requests(lease.owner, lease.wall())
             if requests:
+                stats.requests += len(requests)
                 await on_requests(requests)
             if now >= next_sweep:
                 next_sweep = now + lease.sweep_every
@@ -91,4 +110,5 @@ async def heartbeat(store: JobStore, lease: Lease, *, on_renewed: RenewedFn,
                 if expired:
                     await on_expired(expired)
         except StoreError as exc:
+            stats.failures += 1
             log.warning("research.heartbeat_failed", owner=lease.owner, error=str(exc))

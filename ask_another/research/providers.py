@@ -22,8 +22,8 @@ Method "provider":
   citations are taken from the response (Perplexity's list, OpenAI url annotations).
 
 Errors: `ResearchFailed` ends the job as failed with its message. A transient provider error
-(`RateLimited`, `ProviderUnavailable`) or an unexpected exception escapes, crashes the job actor
-and is retried through its supervisor within the job's attempt bound (see job.py).
+(`research.retry.TRANSIENT`) escapes to the job's attempt loop, which retries it within the job's
+attempt bound (see job.py); an unexpected exception crashes the job actor (a bug).
 """
 
 from __future__ import annotations

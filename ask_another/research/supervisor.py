@@ -27,6 +27,7 @@ job.py), so the bound is there to stop a runaway loop, not to count provider err
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Final
@@ -43,7 +44,7 @@ from ask_another.research.job import (
     Services,
     job_name,
 )
-from ask_another.research.lease import Lease, heartbeat, new_owner
+from ask_another.research.lease import HeartbeatStatistics, Lease, heartbeat, new_owner
 from ask_another.research.messages import (
     Answered,
     Cancel,
@@ -77,6 +78,7 @@ __all__ = [
     "JOB_RESTART_SECONDS",
     "OWNER_DIED",
     "GetLease",
+    "GetStatistics",
     "JobOwner",
     "job_spec",
     "research_spec",
@@ -99,6 +101,11 @@ DELIVER_TIMEOUT: Final = 30.0
 @dataclass(frozen=True, slots=True)
 class GetLease:
     """Ask the `JobOwner` for this runtime's `Lease`."""
+
+
+@dataclass(frozen=True, slots=True)
+class GetStatistics:
+    """Ask the `JobOwner` for a copy of its `HeartbeatStatistics`."""
 
 
 def job_spec(record: JobRecord, services: Services,
@@ -148,6 +155,7 @@ class JobOwner(Actor):
         self.lease = lease
         self.max_attempts = max_attempts
         self.store = SqliteJobStore(await services.database())
+        self.statistics = HeartbeatStatistics()
         # Start-up recovery, before the runtime serves a tool call: jobs whose owner died (or
         # this owner's own, when the job supervisor was restarted).
         await self._take_over(await self.store.expired(lease.wall()), at_start=True)
@@ -155,11 +163,14 @@ class JobOwner(Actor):
 
     async def _heartbeat(self) -> None:
         await heartbeat(self.store, self.lease, on_renewed=self._renewed,
-                        on_requests=self._requests, on_expired=self._take_over)
+                        on_requests=self._requests, on_expired=self._take_over,
+                        statistics=self.statistics)
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
         if isinstance(msg, GetLease):
             return self.lease
+        if isinstance(msg, GetStatistics):
+            return dataclasses.replace(self.statistics)
         return await super().handle_call(msg, caller)
 
     async def handle_info(self, msg: Any) -> None:

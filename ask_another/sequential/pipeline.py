@@ -25,11 +25,11 @@ A research job with method "sequential" (see research/providers.py) runs `run_pi
 
 Failures: a query that fails (provider error, an answer that still does not fit after the repair)
 becomes a failed raw result, so a warning in the report, not a failed job. A transient provider
-error (rate limit, 5xx, dropped connection) or an unexpected exception crashes the worker; the
-supervisor restarts it (transient child) and the new run backs off and tries again, up to
-`QUERY_ATTEMPTS` runs per query (the count lives outside the actor, so it survives the
-restart); the run after the last one reports the query failed. The job fails only when every
-query failed.
+error (`research.retry.TRANSIENT`: rate limit, 5xx, dropped connection) is retried by the
+worker's own attempt loop after `research.retry.backoff` (at most `MAX_BACKOFF`), up to
+`QUERY_ATTEMPTS` attempts per query; then the query is reported failed. An unexpected exception
+(a bug) crashes the worker and the query supervisor restarts it, within the same attempt count.
+The job fails only when every query failed.
 
 Cancellation: cancelling the job cancels its work task; leaving the supervisor's block stops every
 worker, which cancels its turn and so aborts the HTTP request in flight (the gateway cancels the
@@ -55,7 +55,7 @@ import trio
 
 from ask_another.articles import READ_ARTICLE_NAME
 from ask_another.config import Config, ModelEntry
-from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
+from ask_another.errors import AskAnotherError
 from ask_another.gateway import CompletionResult, Gateway, SearchResult
 from ask_another.interaction import (
     Choice,
@@ -72,6 +72,7 @@ from ask_another.interaction.router import Message, TurnResult, run_turn
 from ask_another.logs import get_logger
 from ask_another.research.citations import read_sources, search_titles
 from ask_another.research.providers import DEPTHS, Cited, JobContext, ResearchFailed, ResearchResult
+from ask_another.research.retry import TRANSIENT, backoff
 from ask_another.research.usage import JobUsage
 from ask_another.sequential.compile import compile_report
 from ask_another.sequential.contracts import (
@@ -118,13 +119,13 @@ DEPTH: Final[Depth] = "standard"
 """The plan depth when the job names none."""
 MAX_TOPIC: Final = 200
 QUERY_ATTEMPTS: Final = 2
-"""Runs of one query before it is reported failed (a crash of the first run is retried once)."""
+"""Attempts of one query before it is reported failed (a transient error is retried once)."""
 MAX_BACKOFF: Final = 10.0
+"""At most this long between two attempts of a query (a whole job's attempts wait up to 60 s)."""
 MAX_ROUNDS: Final = 6
 """Model calls in one turn (tool rounds included) before it must answer."""
 CONTEXT_CHARS: Final = 4000
 """Characters of earlier findings given to a query that depends on them."""
-TRANSIENT: Final = (RateLimited, ProviderUnavailable)
 SOURCE_TYPES: Final = ("web", "document", "api", "database", "manual")
 _SHAPES: Final[dict[str, type | tuple[type, ...]]] = {
     "string": str, "array": list, "object": dict, "number": (int, float), "boolean": bool}
@@ -508,21 +509,24 @@ class QueryWorker(Actor):
         run = self.run
         if run.done:
             return None
-        if run.attempts >= QUERY_ATTEMPTS:
-            return _failed(run.query.query_id, f"gave up after {run.attempts} attempts; the "
-                           f"last one failed with: {run.last_error or 'an unknown error'}")
-        run.attempts += 1
-        if run.attempts > 1:
-            self._update(f"attempt {run.attempts}")
-            await trio.sleep(min(MAX_BACKOFF,
-                                 self.shared.config.poll_seconds * 2 ** (run.attempts - 2)))
-        self._update("running")
-        try:
-            return await self._execute()
-        except TRANSIENT:
-            raise  # crash: the supervisor restarts this query within QUERY_ATTEMPTS
-        except AskAnotherError as exc:
-            return _failed(run.query.query_id, str(exc))
+        while True:  # the attempt loop: a transient error is retried here, not by a restart
+            if run.attempts >= QUERY_ATTEMPTS:
+                return _failed(run.query.query_id, f"gave up after {run.attempts} attempts; "
+                               f"the last one failed with: {run.last_error or 'an unknown error'}")
+            run.attempts += 1
+            if run.attempts > 1:
+                self._update(f"attempt {run.attempts}")
+                await trio.sleep(backoff(run.attempts, self.shared.config.poll_seconds,
+                                         MAX_BACKOFF))
+            self._update("running")
+            try:
+                return await self._execute()
+            except TRANSIENT as exc:
+                run.last_error = str(exc)
+                log.warning("sequential.query_attempt_failed", query_id=run.query.query_id,
+                            attempt=run.attempts, error=run.last_error)
+            except AskAnotherError as exc:
+                return _failed(run.query.query_id, str(exc))
 
     async def _execute(self) -> RawResult:
         run = self.run

@@ -155,6 +155,18 @@ async def test_two_servers_on_one_home_one_owner_per_job_requests_reach_it_takeo
                 (remote,) = [i for i in sim.interactions.values() if i.input_text == "cancel me"]
                 assert remote.cancel_called and remote.status == "cancelled"
 
+                # A tool-call cancel given in B reaches A's job too; the job goes on.
+                sim.script("m1", agent_step("call-3", "went on without it"))
+                _, text = await call(a, "start_research", model="sim", query="agent three",
+                                     method="agent", timeout=0)
+                third = job_id_in(text)
+                await check_until(b, third, "waiting for permission")
+                error, text = await call(b, "cancel_research", job_id=third,
+                                         tool_call_id="call-3")
+                assert not error and "will not run" in text, text
+                done = json.loads(await check_until(b, third, '"completed"'))
+                assert done["report"] == "went on without it"
+
                 # Only A polls its Gemini interaction.
                 (gemini,) = [i for i in sim.interactions.values()
                              if i.input_text == "gemini long"]
