@@ -78,7 +78,7 @@ def server_pid(name: str) -> int:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if marker in environ and b"gateway_worker" not in cmdline:
+        if marker in environ and b"gateway" not in cmdline:  # not its gateway worker
             found.append(int(entry.name))
     assert len(found) == 1, found
     return found[0]
