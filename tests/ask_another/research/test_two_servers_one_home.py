@@ -137,7 +137,9 @@ async def test_two_servers_on_one_home_one_owner_per_job_requests_reach_it_takeo
                 assert not error and "allowed" in text, text
                 error, text = await call(b, "answer_permission", job_id=agent_job,
                                          tool_call_id="call-1", decision="deny")
-                assert error and "already allowed" in text, text  # the owner's refusal
+                # Refused, saying why: by the owner while the job runs, by the store once the
+                # job has finished (its answer arrives quickly).
+                assert error and ("already allowed" in text or "waits for nothing" in text), text
                 done = json.loads(await check_until(b, agent_job, '"completed"'))
                 assert done["report"] == "agent report from A"
                 _, text = await call(a, "check_research", job_id=agent_job)
