@@ -37,6 +37,7 @@ def env_for(sim: Simulator, home: Path, name: str, key: str) -> dict[str, str]:
         "ASK_ANOTHER_HOME": str(home),
         "ASK_ANOTHER_POLL_SECONDS": "0.05",
         "ASK_ANOTHER_LEASE_SECONDS": "3",
+        "ASK_ANOTHER_CONFIRM_USD": "1000",  # simulated jobs run without a spend confirmation
         "ASK_ANOTHER_PERMISSIONS": "read=ask",
         "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
         "MODEL_GDR": f"{GEMINI};{key};{sim.url}",
