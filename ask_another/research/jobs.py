@@ -251,12 +251,16 @@ class ResearchJobs:
                 "stopped, the job is taken over once its lease expires. Nothing changed; try "
                 "again shortly")
         # Taken just now: its answer is on the way.
-        with trio.fail_after(DELIVERY_WAIT):
+        with trio.move_on_after(DELIVERY_WAIT):
             while True:
                 answer = await store.request_answer(request_id)
                 if answer is not None:
                     return answer
                 await trio.sleep(0.05)  # another process writes it: nothing here to wait on
+        raise AskAnotherError(
+            f"job {record.id} runs in another ask-another process, which took the request but "
+            f"did not say what it did within {DELIVERY_WAIT:g} s; call check_research to see "
+            "the job's state")
 
     async def cancel_call(self, job_id: str, tool_call_id: str) -> str:
         """Cancel one tool call of a running agent job (the job goes on); returns what happened.
