@@ -29,7 +29,7 @@ import trio
 
 from ask_another.coldstart import quick_import
 from ask_another.config import Config
-from ask_another.errors import FEEDBACK_POINTER, AskAnotherError, ProviderUnavailable, error_text
+from ask_another.errors import FEEDBACK_POINTER, AskAnotherError, error_text
 from ask_another.home import home_problem
 from ask_another.logs import configure_logging
 
@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_demo()
     except AskAnotherError as exc:
-        print(person_text(exc, config), file=sys.stderr)
+        print(person_text(exc), file=sys.stderr)
         return 1
     except BaseException as exc:
         # Ctrl-C: trio delivers KeyboardInterrupt inside whatever nurseries were open, so it
@@ -186,14 +186,10 @@ def _log_level(config: Config, command: str, by_hand: bool) -> str:
     return "CRITICAL"
 
 
-def person_text(exc: BaseException, config: Config) -> str:
+def person_text(exc: BaseException) -> str:
     """`error_text(exc)` for a person at a terminal: the commands to run instead of the tools to
-    call, and where a provider could not be reached, the URL that was tried."""
+    call."""
     text = error_text(exc)
-    if isinstance(exc, ProviderUnavailable):
-        base = next((m.api_base for m in config.models if m.model == exc.model), None)
-        where = f"tried {base}" if base else "the provider's own API"
-        text = text.replace(f" {FEEDBACK_POINTER}", f" ({where}) {FEEDBACK_POINTER}", 1)
     for said, instead in _FOR_A_PERSON:
         text = text.replace(said, instead)
     return text
@@ -234,7 +230,7 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
             progress.stop()
             if streamed:
                 print()
-            print(person_text(exc, config), file=sys.stderr)
+            print(person_text(exc), file=sys.stderr)
             return 1
         progress.stop()
     if not streamed:
@@ -287,7 +283,7 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
                         elif (picked := await person.choice(entry)) is not None:
                             await jobs.answer_choice(job.id, call_id, picked)
                     except AskAnotherError as exc:  # expired meanwhile, say
-                        print(person_text(exc, config), file=sys.stderr)
+                        print(person_text(exc), file=sys.stderr)
                 await trio.sleep(0.2)
 
         final = None
@@ -311,8 +307,8 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
             return 130
     if final.status != "completed" or final.report is None:
         reason = f": {final.error}" if final.error else ""
-        print(person_text(AskAnotherError(f"Research job {final.id} {final.status}{reason}"),
-                          config), file=sys.stderr)
+        print(person_text(AskAnotherError(f"Research job {final.id} {final.status}{reason}")),
+              file=sys.stderr)
         return 1
     print(final.report)
     for n, cited in enumerate(final.citations, 1):

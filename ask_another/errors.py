@@ -11,7 +11,8 @@
     │   ├── RateLimited              HTTP 429 or a quota message
     │   ├── AuthenticationFailed     HTTP 401/403: a wrong or missing API key
     │   ├── BadRequest               HTTP 400/404/422: the provider refused the request
-    │   ├── ProviderUnavailable      HTTP 5xx, connection refused or dropped
+    │   ├── ProviderUnavailable      HTTP 5xx, a dropped connection
+    │   │   └── ProviderUnreachable  no connection at all (refused, no route): names the URL tried
     │   └── MalformedResponse        an answer that could not be parsed
     └── StoreError                   the SQLite store failed
 
@@ -102,6 +103,12 @@ class BadRequest(ProviderError):
 
 class ProviderUnavailable(ProviderError):
     kind = "The provider is unavailable"
+
+
+class ProviderUnreachable(ProviderUnavailable):
+    """No connection could be made: there is no HTTP status, and the message names the URL."""
+
+    kind = "The provider could not be reached"
 
 
 class MalformedResponse(ProviderError):

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import trio
 
 from ask_another.config import ModelEntry, SearchEntry
-from ask_another.errors import InvalidArgument, ProviderError, ProviderTimeout
+from ask_another.errors import InvalidArgument, ProviderError, ProviderTimeout, ProviderUnreachable
 from ask_another.gateway._results import (
     CompletionResult,
     GatewayStatistics,
@@ -183,19 +183,17 @@ class Gateway:
             raise ProviderTimeout(f"no complete answer within {timeout:g} seconds",
                                   model=entry.model) from None
         except ProviderError as exc:
-            _log_failure(exc)
-            raise
+            raise _failure(exc, kwargs) from None
 
     async def interaction(self, entry: ModelEntry, name: str, **kwargs: Any) -> InteractionState:
         """One Gemini interactions call with `entry`'s key and API base: `name` is acreate
         (`agent=`, `input=`, `background=`), aget or acancel (`interaction_id=`). Raises
         `ProviderError`s; cancellation aborts the HTTP request."""
+        call = {**kwargs, **_credentials(entry)}
         try:
-            return await self._transport.interact(name, {**kwargs, **_credentials(entry)},
-                                                  entry.model)
+            return await self._transport.interact(name, call, entry.model)
         except ProviderError as exc:
-            _log_failure(exc)
-            raise
+            raise _failure(exc, call) from None
 
 
     async def search(
@@ -229,14 +227,22 @@ class Gateway:
             raise ProviderTimeout(f"no search results within {timeout:g} seconds",
                                   model=name) from None
         except ProviderError as exc:
-            _log_failure(exc)
-            raise
+            raise _failure(exc, kwargs) from None
 
 
 def _scrubbed(result: CompletionResult, secrets: Sequence[str]) -> CompletionResult:
     calls = tuple(dataclasses.replace(c, arguments=scrub_answer(c.arguments, secrets))
                   for c in result.tool_calls)
     return dataclasses.replace(result, text=scrub_answer(result.text, secrets), tool_calls=calls)
+
+
+def _failure(exc: ProviderError, kwargs: dict[str, Any]) -> ProviderError:
+    """`exc`, naming the URL that was tried when no connection could be made to it."""
+    base = kwargs.get("api_base")
+    if isinstance(exc, ProviderUnreachable) and base:
+        exc = ProviderUnreachable(f"{exc.provider_message} (tried {base})", model=exc.model)
+    _log_failure(exc)
+    return exc
 
 
 def _log_failure(exc: ProviderError) -> None:

@@ -35,6 +35,7 @@ from ask_another.errors import (
     ProviderError,
     ProviderTimeout,
     ProviderUnavailable,
+    ProviderUnreachable,
     RateLimited,
 )
 from ask_another.gateway._results import (
@@ -255,6 +256,10 @@ def classify_failure(litellm: ModuleType | None, exc: BaseException,
     registered ones), and the HTTP status if there was one."""
     if isinstance(exc, ProviderError):  # raised by our own parsing (MalformedResponse)
         return type(exc), scrub_provider_text(exc.provider_message, secrets), exc.status
+    if _no_connection(exc):
+        # litellm reports a refused connection as an InternalServerError with status 500; no
+        # request reached anyone, so there is no status to show.
+        return ProviderUnreachable, scrub_provider_text(_provider_text(exc), secrets), None
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     kind = ProviderError if litellm is None else _classify(litellm, exc, status)
@@ -314,6 +319,13 @@ def _classify(litellm: ModuleType, exc: BaseException, status: int | None) -> ty
         # litellm's parsers raise these on a body that is not the shape it expects.
         return MalformedResponse
     return ProviderError
+
+
+def _no_connection(exc: BaseException) -> bool:
+    """Whether `exc` comes from a connection that was never made (refused, no route, DNS)."""
+    import httpx  # already imported wherever litellm is
+
+    return any(isinstance(e, (httpx.ConnectError, ConnectionRefusedError)) for e in _chain(exc))
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -129,7 +129,7 @@ def test_ask_speaks_to_a_person_of_commands_not_tools(tmp_path: Path):
     assert done.returncode == 1
     (line,) = [ln for ln in done.stderr.splitlines()
                if not ln.startswith("… ")]  # one line besides the progress: no log line
-    assert line.startswith("The provider is unavailable (openai/m1)")
+    assert line.startswith("The provider could not be reached (openai/m1)")
     assert f"tried {base}" in line and "status=500" not in line
 
 

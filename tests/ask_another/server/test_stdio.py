@@ -7,6 +7,7 @@ answer (timeout) and a dropped connection, in both protocol eras.
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,12 @@ def server_env(sim: Simulator, home: Path) -> dict[str, str]:
 async def test_stdio_session_in_each_protocol_era(sim: Simulator, tmp_path: Path, mode: str,
                                                   era: str):
     stderr_path = tmp_path / "stderr.log"
+    with socket.socket() as s:  # a port nobody listens on once it is closed
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    env = {**server_env(sim, tmp_path / "home"), "MODEL_DOWN": f"openai/m9;{FAKE_KEY};{down}"}
     with stderr_path.open("w") as stderr:
-        async with stdio_client_for(server_env(sim, tmp_path / "home"), stderr, mode) as client:
+        async with stdio_client_for(env, stderr, mode) as client:
             assert client.protocol_version == era
 
             # initialize / tools/list are answered before litellm has even been imported.
@@ -95,6 +100,12 @@ async def test_stdio_session_in_each_protocol_era(sim: Simulator, tmp_path: Path
                 assert text.endswith(FEEDBACK_POINTER)
                 assert "Traceback" not in text
 
+            # Nobody listening: the error names the URL tried, and no HTTP status is made up.
+            result = await client.call_tool("completion", {"model": "down", "prompt": "hi"})
+            assert result.is_error
+            assert (f"The provider could not be reached (openai/m9): Connection error. "
+                    f"(tried {down})") in text_of(result)
+
             start = trio.current_time()
             error, text = await ask("[[sim:delay=5]] slow", timeout=0.5)
             assert error and "Timed out waiting for an answer (openai/m1)" in text
@@ -110,5 +121,8 @@ async def test_stdio_session_in_each_protocol_era(sim: Simulator, tmp_path: Path
 
     log = stderr_path.read_text()
     assert "MODEL_BROKEN" in log  # the start-up error names the malformed variable
+    (refused,) = [line for line in log.splitlines()
+                  if "gateway.call_failed" in line and "openai/m9" in line]
+    assert "ProviderUnreachable" in refused and "status=500" not in refused
     with sqlite3.connect(tmp_path / "home" / "ask-another.sqlite3") as conn:
         assert conn.execute("SELECT issue FROM feedback").fetchall() == [("stdio works",)]
