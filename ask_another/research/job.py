@@ -238,15 +238,18 @@ class ResearchJob(Actor):
         write); any other is reloaded from the store (a takeover, or a restart after a bug).
         None when it has finished (or vanished) meanwhile."""
         if self.record.status == "pending":
-            if self.record.provider_handle is None:
-                refused = await self._confirm_spend(self.record.model, self.record)
-                if refused is not None:
-                    return refused
             now = time.time()
             event = JobEvent(job_id=self.record.id, at=now, step="started",
                              detail={"attempt": 1})
             if await start_job(db, self.record.id, started_at=now, event=event):
                 self._set(status="in_progress", attempts=1, started_at=now, step="started")
+                if self.record.provider_handle is None:
+                    # In progress from here (the first estimate reads the price map, which
+                    # kept a new job pending past a quick wait under load), but nothing is
+                    # asked of the provider until the spend is confirmed.
+                    refused = await self._confirm_spend(self.record.model, self.record)
+                    if refused is not None:
+                        return refused
                 return self.record
         stored = await get_job(db, self.record.id)
         if stored is None or stored.finished:
