@@ -2,7 +2,8 @@
 restarts and other processes on the same home (docs/research.md).
 
 `ResearchJobs` is the face the MCP tools and embedding programs use; `research_spec` is the
-subtree the runtime adds under its root supervisor; `METHODS` holds the research methods.
+subtree the runtime adds under its root supervisor; `METHODS` holds the research methods
+(research/methods/).
 """
 
 from ask_another.research.job import DEFAULT_MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
@@ -21,11 +22,11 @@ from ask_another.research.messages import NotWaiting as NotWaiting
 from ask_another.research.messages import PermissionAnswer as PermissionAnswer
 from ask_another.research.messages import Status as Status
 from ask_another.research.messages import Subscribe as Subscribe
-from ask_another.research.providers import METHODS as METHODS
-from ask_another.research.providers import JobContext as JobContext
-from ask_another.research.providers import Method as Method
-from ask_another.research.providers import ResearchFailed as ResearchFailed
-from ask_another.research.providers import ResearchResult as ResearchResult
+from ask_another.research.methods import METHODS as METHODS
+from ask_another.research.methods import JobContext as JobContext
+from ask_another.research.methods import Method as Method
+from ask_another.research.methods import ResearchFailed as ResearchFailed
+from ask_another.research.methods import ResearchResult as ResearchResult
 from ask_another.research.supervisor import INTERRUPTED as INTERRUPTED
 from ask_another.research.supervisor import OWNER_DIED as OWNER_DIED
 from ask_another.research.supervisor import research_spec as research_spec

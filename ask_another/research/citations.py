@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from ask_another.articles import READ_ARTICLE_NAME
 from ask_another.interaction.router import CallRecord
-from ask_another.research.providers import Cited
+from ask_another.research.methods.method import Cited
 from ask_another.websearch import SEARCH_WEB_NAME
 
 __all__ = ["read_sources", "search_titles"]

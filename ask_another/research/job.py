@@ -1,8 +1,8 @@
 """The research job actor: one supervised actor per job, the store written before every answer.
 
 A `ResearchJob` is a transient child of the job supervisor, registered as ``("job", job_id)``.
-Its work (a research method, see providers.py) runs in a task the actor owns, so the actor keeps
-answering `Status`, `Cancel`, `Subscribe` and `AwaitResult` while the provider works.
+Its work (a research method, see research/methods/) runs in a task the actor owns, so the actor
+keeps answering `Status`, `Cancel`, `Subscribe` and `AwaitResult` while the provider works.
 
 State changes follow one rule: written to the store first, then acknowledged. The move to a
 terminal state happens only in the actor's own message loop (the result arriving as `TaskDone`,
@@ -61,7 +61,8 @@ from ask_another.research.messages import (
     TextPreview,
     ToolUpdated,
 )
-from ask_another.research.providers import METHODS, JobContext, ResearchFailed, ResearchResult
+from ask_another.research.methods import METHODS, JobContext, ResearchFailed, ResearchResult
+from ask_another.research.methods.agent import HostInteraction, JobInteraction
 from ask_another.research.questions import Expired, Questions, decision_of
 from ask_another.research.retry import MAX_BACKOFF, TRANSIENT, backoff
 from ask_another.services import Services
@@ -374,8 +375,6 @@ class ResearchJob(Actor):
                               "web search" if search else ctx.entry.model, usage, purpose)
 
     def _interaction(self) -> Interaction:
-        from ask_another.research.agent import HostInteraction, JobInteraction
-
         own = JobInteraction(self.ref)
         if self.options.interaction is None:
             return own

@@ -25,7 +25,6 @@ import trio
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
-from ask_another.research.agent import is_deep_research
 from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, JobOptions, Services, job_name
 from ask_another.research.lease import Lease
 from ask_another.research.messages import (
@@ -40,7 +39,8 @@ from ask_another.research.messages import (
     Status,
     Subscribe,
 )
-from ask_another.research.providers import DEPTHS, METHODS
+from ask_another.research.methods import DEPTHS, METHODS
+from ask_another.research.methods.agent import is_deep_research
 from ask_another.research.supervisor import JOB_OWNER, JOBS_SUPERVISOR, GetLease, job_spec
 from ask_another.store.jobs import (
     JobEvent,

@@ -19,7 +19,7 @@ Calls (`ref.call(msg)`):
 Sent by the `JobOwner` (supervisor.py): `Relinquish()` (``send``): another process has taken
 this job's lease; the actor stops its work and exits without writing anything.
 
-Sent by an agent job's own work task (its Interaction, see agent.py), not by other code:
+Sent by an agent job's own work task (its Interaction, see methods/agent.py), not by other code:
 `AskPermission`, `AskChoice` (deferred replies: a `Decision` / an option id or `ChoiceFailed`),
 `ToolUpdated`, `RegisterCall` (→ None) and `TextPreview` (``send``, best effort).
 """

@@ -1,8 +1,8 @@
 """The one definition of a retryable provider error and of the backoff between attempts.
 
 Used by the research job's attempt loop (job.py) and by the sequential pipeline's queries
-(sequential/pipeline.py): a retry is a loop in the code that does the work, never a crash and a
-supervisor restart (that is for bugs).
+(research/methods/sequential.py): a retry is a loop in the code that does the work, never a
+crash and a supervisor restart (that is for bugs).
 """
 
 from __future__ import annotations

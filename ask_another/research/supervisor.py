@@ -54,7 +54,7 @@ from ask_another.research.messages import (
     PermissionAnswer,
     Relinquish,
 )
-from ask_another.research.providers import METHODS
+from ask_another.research.methods import METHODS
 from ask_another.store.jobs import JobEvent, JobRecord, JobRequest, SqliteJobStore
 from supervisors import (
     Actor,

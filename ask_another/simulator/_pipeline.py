@@ -1,7 +1,7 @@
 """The simulator's default answers to the local research pipeline's prompts.
 
-The pipeline (ask_another/sequential/pipeline.py) asks the job's model three kinds of things,
-each recognised here by the opening of its system message:
+The pipeline (ask_another/research/methods/sequential.py) asks the job's model three kinds of
+things, each recognised here by the opening of its system message:
 
 - **a plan** ("You are the planner of a research pipeline"): answered with a plan object of the
   plan contract's shape made from the question (a "Compare A and B ..." question gets one query

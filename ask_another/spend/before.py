@@ -6,7 +6,7 @@ the ceilings and the confirmation threshold are checked against) before the job 
 
 from __future__ import annotations
 
-from ask_another.research.agent import is_deep_research
+from ask_another.research.methods.agent import is_deep_research
 from ask_another.services import Services
 from ask_another.spend.estimate import Estimate, research_estimate
 

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.research import CancelOutcome, ResearchJobs
-from ask_another.research.providers import is_gemini_agent
+from ask_another.research.methods.provider import is_gemini_agent
 from ask_another.research.usage import usage_text
 from ask_another.server.context import runtime_of, tool_errors
 from ask_another.server.tools.attached import (

@@ -9,8 +9,8 @@ import trio
 
 from ask_another.config import Config
 from ask_another.interaction import Deny, PermissionRequest, Policy
-from ask_another.research.agent import PREVIEW_EVERY, JobInteraction
 from ask_another.research.messages import TextPreview
+from ask_another.research.methods.agent import PREVIEW_EVERY, JobInteraction
 from ask_another.research.questions import Questions, decision_of
 from supervisors import Actor, Caller, spawn
 

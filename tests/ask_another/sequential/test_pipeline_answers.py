@@ -8,9 +8,7 @@ import json
 import pytest
 
 from ask_another.interaction import ToolRegistry
-from ask_another.sequential import PlanRequest, RawResult, build_plan, compile_report
-from ask_another.sequential.contracts import Citation, CompileRequest
-from ask_another.sequential.pipeline import (
+from ask_another.research.methods.sequential import (
     MAX_TOPIC,
     AnswerInvalid,
     check_answer,
@@ -18,6 +16,8 @@ from ask_another.sequential.pipeline import (
     renumber,
     topic_of,
 )
+from ask_another.sequential import PlanRequest, RawResult, build_plan, compile_report
+from ask_another.sequential.contracts import Citation, CompileRequest
 
 PLAN = build_plan(PlanRequest(topic="photonic computing", depth="standard"))
 SCHEMA = {s.query_id: s for s in PLAN.result_schemas}

@@ -14,9 +14,9 @@ import trio
 
 from ask_another.config import Config
 from ask_another.research import JobContext
-from ask_another.research.providers import ResearchFailed
+from ask_another.research.methods import ResearchFailed
+from ask_another.research.methods.sequential import run_pipeline
 from ask_another.runtime import Runtime, open_runtime
-from ask_another.sequential.pipeline import run_pipeline
 from ask_another.simulator import Fail, Reply, Simulator
 
 KEY = "sk-test-PLANNING-9f8e7d"

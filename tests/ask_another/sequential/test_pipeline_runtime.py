@@ -14,8 +14,8 @@ from pipeline_script import FAILURE, MODEL, REPAIR_MARK, SLOW, query_of, respond
 
 from ask_another.config import Config
 from ask_another.research import JobContext, ResearchJobs
+from ask_another.research.methods.sequential import QUERY_ATTEMPTS, run_pipeline
 from ask_another.runtime import Runtime, open_runtime
-from ask_another.sequential.pipeline import QUERY_ATTEMPTS, run_pipeline
 from ask_another.simulator import Simulator
 
 KEY = "sk-test-PIPELINE-0a1b2c"

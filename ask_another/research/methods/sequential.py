@@ -1,6 +1,7 @@
 """The local deep-research pipeline: research method "sequential", for any allowed model.
 
-A research job with method "sequential" (see research/providers.py) runs `run_pipeline(ctx)`:
+A research job with method "sequential" (`SEQUENTIAL`, see research/methods/) runs
+`run_pipeline(ctx)`:
 
 1. **Plan.** The job's model is asked for a plan of the plan contract's shape at the job's depth
    (`make_plan`), checked by `plan_from_model` and repaired once; only when it cannot make a
@@ -71,7 +72,14 @@ from ask_another.interaction.builtin import ReadScope, read_article_tool, search
 from ask_another.interaction.router import Message, TurnResult, run_turn
 from ask_another.logs import get_logger
 from ask_another.research.citations import read_sources, search_titles
-from ask_another.research.providers import DEPTHS, Cited, JobContext, ResearchFailed, ResearchResult
+from ask_another.research.methods.method import (
+    DEPTHS,
+    Cited,
+    JobContext,
+    Method,
+    ResearchFailed,
+    ResearchResult,
+)
 from ask_another.research.retry import TRANSIENT, backoff
 from ask_another.research.usage import JobUsage
 from ask_another.sequential.compile import compile_report
@@ -105,6 +113,7 @@ __all__ = [
     "DEPTH",
     "MAX_TOPIC",
     "QUERY_ATTEMPTS",
+    "SEQUENTIAL",
     "AnswerInvalid",
     "check_answer",
     "make_plan",
@@ -877,3 +886,7 @@ def report_text(report: Report, fallback: str | None = None, summary: str | None
                  f"{s.queries_succeeded} succeeded, {s.queries_failed} failed; "
                  f"{s.total_sources} sources; {s.word_count} words.*")
     return "\n\n".join(parts) + "\n"
+
+
+# Not resumable: its queries' turns may already have run tools (docs/sequential.md).
+SEQUENTIAL: Final = Method(run=run_pipeline)

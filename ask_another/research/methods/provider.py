@@ -1,13 +1,4 @@
-"""Research methods: how a job's work is done. Method "provider" asks the model's own provider.
-
-A method is an async function that receives a `JobContext` and returns a `ResearchResult`. The
-job actor runs it in a task it owns, so the job keeps answering status and cancel meanwhile.
-`METHODS` maps a method name to its `Method` (the function, plus the optional hooks to cancel the
-provider's side and to tell whether a job interrupted by a restart can be resumed): "provider",
-"agent" (one router turn, research/agent.py) and "sequential" (the local pipeline,
-sequential/pipeline.py).
-
-Method "provider":
+"""Research method "provider": the model's own provider does the research.
 
 - ``gemini/deep-research-*``: litellm's interactions API, through the gateway
   (`Gateway.interaction`, so in its worker process). The interaction is created with
@@ -24,40 +15,34 @@ Method "provider":
 Errors: `ResearchFailed` ends the job as failed with its message. A transient provider error
 (`research.retry.TRANSIENT`) escapes to the job's attempt loop, which retries it within the job's
 attempt bound (see job.py); an unexpected exception crashes the job actor (a bug).
+
+`PROVIDER` is the `Method`: it can cancel a Gemini interaction on the provider's side, and a job
+interrupted by a restart resumes polling its saved interaction.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import trio
 
-from ask_another.config import Config, ModelEntry
-from ask_another.errors import AskAnotherError, ProviderError
+from ask_another.config import ModelEntry
+from ask_another.errors import ProviderError
 from ask_another.gateway import Gateway, InteractionState
-from ask_another.interaction.protocol import Interaction
-from ask_another.interaction.tools import Tool
 from ask_another.logs import scrub_answer, scrub_provider_text
-from ask_another.research.usage import JobUsage
+from ask_another.research.methods.method import (
+    JobContext,
+    Method,
+    ResearchFailed,
+    ResearchResult,
+    cited_urls,
+)
 from ask_another.spend.budget import BudgetExceeded
 from ask_another.store.jobs import JobRecord
 
-__all__ = [
-    "DEPTHS",
-    "METHODS",
-    "Cited",
-    "JobContext",
-    "Method",
-    "ResearchFailed",
-    "ResearchResult",
-    "is_gemini_agent",
-]
+__all__ = ["PROVIDER", "cancel_interaction", "is_gemini_agent", "provider_method"]
 
-DEPTHS: Final = ("shallow", "standard", "deep")
-"""How thorough a research job is: the local pipeline plans fewer or more queries."""
 MAX_POLL_INTERVAL: Final = 60.0
 POLL_GROWTH: Final = 1.5
 REMOTE_CANCEL_TIMEOUT: Final = 10.0
@@ -70,101 +55,6 @@ _ENDED: Final = {
     "incomplete": "the research stopped before it finished (incomplete)",
     "budget_exceeded": "the research ran out of its budget before it finished",
 }
-
-
-class ResearchFailed(AskAnotherError):
-    """The research cannot succeed; the job fails with this message (`report`: any partial
-    report worth keeping)."""
-
-    def __init__(self, message: str, *, report: str | None = None) -> None:
-        super().__init__(message)
-        self.report = report
-
-
-@dataclass(frozen=True, slots=True)
-class Cited:
-    """One source a report cites: its URL, its title when known, and the research query it
-    supports (the pipeline's query text; None for the provider's own research)."""
-
-    url: str
-    title: str | None = None
-    query: str | None = None
-
-    def as_dict(self) -> dict[str, str]:
-        found = {"url": self.url, "title": self.title or self.url}
-        if self.query:
-            found["query"] = self.query
-        return found
-
-
-def cited_urls(urls: Iterable[str], titles: dict[str, str] | None = None) -> tuple[Cited, ...]:
-    """URLs (and any titles known for them) as citations, in order, each once."""
-    return tuple(Cited(url, (titles or {}).get(url)) for url in dict.fromkeys(urls))
-
-
-@dataclass(frozen=True, slots=True)
-class ResearchResult:
-    """What a finished method returns."""
-
-    report: str
-    citations: tuple[Cited, ...] = ()
-    detail: dict[str, Any] = field(default_factory=dict)  # usage, provider status, ...
-
-
-@dataclass(slots=True)
-class JobContext:
-    """What a method gets: the job, its model, the gateway, and ways to report and save.
-
-    `report(step, **progress)` records a timeline event (written to the store by the job actor,
-    shown by check_research and in progress notifications); it never blocks. `save_handle(h)`
-    durably records the provider's handle (e.g. a Gemini interaction id) before returning.
-    `handle` is the handle saved by an earlier attempt or run, when resuming.
-    """
-
-    job_id: str
-    entry: ModelEntry
-    query: str
-    config: Config
-    gateway: Gateway
-    attempt: int
-    started_at: float
-    handle: str | None
-    report: Callable[..., None]
-    save_handle: Callable[[str], Awaitable[None]]
-    interaction: Interaction | None = None
-    """Agent jobs: the Interaction of the turn (the job itself, or an embedding host's)."""
-    tools: Iterable[Tool] = ()
-    """Agent jobs: a host's own tools, next to the built-in ones."""
-    depth: str = "standard"
-    """One of `DEPTHS`: how many queries the sequential pipeline plans."""
-    usage: JobUsage = field(default_factory=JobUsage)
-    """Every provider call of the job adds its usage here (see research/usage.py); a progress
-    report with a ``usage`` detail shows the sum so far."""
-    check_budget: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
-    """Raises `BudgetExceeded` once a budget ceiling is reached: a method calls it before each
-    step and stops, keeping its partial report (spend/budget.py)."""
-
-
-async def _nothing() -> None:
-    return None
-
-
-MethodFn = Callable[[JobContext], Awaitable[ResearchResult]]
-CancelFn = Callable[[Gateway, ModelEntry, str], Awaitable[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class Method:
-    """A research method: `run`, and the optional hooks the job uses around it.
-
-    - `cancel_remote(gateway, entry, handle)`: stop the provider's side; returns what happened.
-    - `resumable(record)`: True if a job interrupted by a server restart can continue (its work
-      is not simply re-run: that would bill it twice).
-    """
-
-    run: MethodFn
-    cancel_remote: CancelFn | None = None
-    resumable: Callable[[JobRecord], bool] = lambda _record: False
 
 
 def is_gemini_agent(model: str) -> bool:
@@ -314,30 +204,5 @@ def _provider_resumable(record: JobRecord) -> bool:
     return is_gemini_agent(record.model) and record.provider_handle is not None
 
 
-# ----- method "agent" ------------------------------------------------------------------------
-
-
-async def _agent_method(ctx: JobContext) -> ResearchResult:
-    from ask_another.research.agent import run_agent  # agent.py imports this module
-
-    return await run_agent(ctx)
-
-
-# ----- method "sequential" -------------------------------------------------------------------
-
-
-async def _sequential_method(ctx: JobContext) -> ResearchResult:
-    from ask_another.sequential.pipeline import run_pipeline  # the pipeline imports this module
-
-    return await run_pipeline(ctx)
-
-
-METHODS: dict[str, Method] = {
-    "provider": Method(run=provider_method, cancel_remote=_provider_cancel,
-                       resumable=_provider_resumable),
-    # Not resumable: a turn interrupted by a restart may already have run tools.
-    "agent": Method(run=_agent_method),
-    # Not resumable either: its queries' turns may already have run tools (docs/sequential.md).
-    "sequential": Method(run=_sequential_method),
-}
-"""Every research method by name."""
+PROVIDER: Final = Method(run=provider_method, cancel_remote=_provider_cancel,
+                         resumable=_provider_resumable)

@@ -43,11 +43,11 @@ from ask_another.research.messages import (
     TextPreview,
     ToolUpdated,
 )
-from ask_another.research.providers import JobContext, ResearchFailed, ResearchResult
+from ask_another.research.methods.method import JobContext, Method, ResearchFailed, ResearchResult
 from ask_another.spend.budget import BudgetExceeded
 from supervisors import ActorRef, SupervisorError
 
-__all__ = ["PREVIEW_EVERY", "SYSTEM_PROMPT", "HostInteraction", "JobInteraction",
+__all__ = ["AGENT", "PREVIEW_EVERY", "SYSTEM_PROMPT", "HostInteraction", "JobInteraction",
            "is_deep_research", "run_agent"]
 
 log = get_logger("ask_another.research")
@@ -188,3 +188,7 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
     return ResearchResult(report=result.text, citations=tuple(read_sources(result.calls)),
                           detail={"rounds": result.rounds, "tool_calls": calls,
                                   "model": ctx.entry.model, "usage": ctx.usage.as_dict()})
+
+
+# Not resumable: a turn interrupted by a restart may already have run tools.
+AGENT: Final = Method(run=run_agent)

@@ -1,0 +1,132 @@
+"""What a research method is, and what it gets and returns: the types every method and the job
+actor share (and nothing else, so the methods depend on this module, never on each other).
+
+A method is an async function that receives a `JobContext` and returns a `ResearchResult`; a
+`Method` is that function plus the optional hooks the job uses around it. The job actor runs it in
+a task it owns, so the job keeps answering status and cancel meanwhile. `ResearchFailed` ends the
+job as failed with its message; a transient provider error (`research.retry.TRANSIENT`) escapes
+to the job's attempt loop (job.py); an unexpected exception crashes the job actor (a bug).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ask_another.config import Config, ModelEntry
+from ask_another.errors import AskAnotherError
+from ask_another.gateway import Gateway
+from ask_another.interaction.protocol import Interaction
+from ask_another.interaction.tools import Tool
+from ask_another.research.usage import JobUsage
+from ask_another.store.jobs import JobRecord
+
+__all__ = [
+    "DEPTHS",
+    "CancelFn",
+    "Cited",
+    "JobContext",
+    "Method",
+    "MethodFn",
+    "ResearchFailed",
+    "ResearchResult",
+    "cited_urls",
+]
+
+DEPTHS: Final = ("shallow", "standard", "deep")
+"""How thorough a research job is: the local pipeline plans fewer or more queries."""
+
+class ResearchFailed(AskAnotherError):
+    """The research cannot succeed; the job fails with this message (`report`: any partial
+    report worth keeping)."""
+
+    def __init__(self, message: str, *, report: str | None = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass(frozen=True, slots=True)
+class Cited:
+    """One source a report cites: its URL, its title when known, and the research query it
+    supports (the pipeline's query text; None for the provider's own research)."""
+
+    url: str
+    title: str | None = None
+    query: str | None = None
+
+    def as_dict(self) -> dict[str, str]:
+        found = {"url": self.url, "title": self.title or self.url}
+        if self.query:
+            found["query"] = self.query
+        return found
+
+
+def cited_urls(urls: Iterable[str], titles: dict[str, str] | None = None) -> tuple[Cited, ...]:
+    """URLs (and any titles known for them) as citations, in order, each once."""
+    return tuple(Cited(url, (titles or {}).get(url)) for url in dict.fromkeys(urls))
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchResult:
+    """What a finished method returns."""
+
+    report: str
+    citations: tuple[Cited, ...] = ()
+    detail: dict[str, Any] = field(default_factory=dict)  # usage, provider status, ...
+
+
+@dataclass(slots=True)
+class JobContext:
+    """What a method gets: the job, its model, the gateway, and ways to report and save.
+
+    `report(step, **progress)` records a timeline event (written to the store by the job actor,
+    shown by check_research and in progress notifications); it never blocks. `save_handle(h)`
+    durably records the provider's handle (e.g. a Gemini interaction id) before returning.
+    `handle` is the handle saved by an earlier attempt or run, when resuming.
+    """
+
+    job_id: str
+    entry: ModelEntry
+    query: str
+    config: Config
+    gateway: Gateway
+    attempt: int
+    started_at: float
+    handle: str | None
+    report: Callable[..., None]
+    save_handle: Callable[[str], Awaitable[None]]
+    interaction: Interaction | None = None
+    """Agent jobs: the Interaction of the turn (the job itself, or an embedding host's)."""
+    tools: Iterable[Tool] = ()
+    """Agent jobs: a host's own tools, next to the built-in ones."""
+    depth: str = "standard"
+    """One of `DEPTHS`: how many queries the sequential pipeline plans."""
+    usage: JobUsage = field(default_factory=JobUsage)
+    """Every provider call of the job adds its usage here (see research/usage.py); a progress
+    report with a ``usage`` detail shows the sum so far."""
+    check_budget: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
+    """Raises `BudgetExceeded` once a budget ceiling is reached: a method calls it before each
+    step and stops, keeping its partial report (spend/budget.py)."""
+
+
+async def _nothing() -> None:
+    return None
+
+
+MethodFn = Callable[[JobContext], Awaitable[ResearchResult]]
+CancelFn = Callable[[Gateway, ModelEntry, str], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A research method: `run`, and the optional hooks the job uses around it.
+
+    - `cancel_remote(gateway, entry, handle)`: stop the provider's side; returns what happened.
+    - `resumable(record)`: True if a job interrupted by a server restart can continue (its work
+      is not simply re-run: that would bill it twice).
+    """
+
+    run: MethodFn
+    cancel_remote: CancelFn | None = None
+    resumable: Callable[[JobRecord], bool] = lambda _record: False
