@@ -166,6 +166,7 @@ async def test_the_thread_transport_shortens_the_gil_switch_interval_and_never_l
         sys.setswitchinterval(saved)
 
 
+@pytest.mark.slow  # starts a worker process
 async def test_the_process_transport_leaves_the_gil_switch_interval_alone(sim: Simulator):
     saved = sys.getswitchinterval()
     sys.setswitchinterval(0.005)

@@ -17,7 +17,10 @@ from ask_another.simulator import Simulator
 @pytest.fixture
 def research_config(sim: Simulator, tmp_path: Path) -> Callable[..., Config]:
     def make(**extra: str) -> Config:
-        return Config.from_env({**research_env(sim.url, tmp_path / "home"), **extra})
+        # In-process tests keep litellm in a thread (as make_config does): a worker process per
+        # test costs seconds each; the stdio tests use the worker, the default.
+        return Config.from_env({**research_env(sim.url, tmp_path / "home"),
+                                "ASK_ANOTHER_GATEWAY_PROCESS": "0", **extra})
     return make
 
 
