@@ -64,7 +64,7 @@ from ask_another.research.messages import (
 from ask_another.research.methods import METHODS, JobContext, ResearchFailed, ResearchResult
 from ask_another.research.methods.agent import HostInteraction, JobInteraction
 from ask_another.research.questions import Expired, Questions, decision_of
-from ask_another.research.retry import MAX_BACKOFF, TRANSIENT, backoff
+from ask_another.research.retry import TRANSIENT, backoff
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
 from ask_another.spend.before import estimate_research
@@ -81,8 +81,7 @@ from ask_another.store.jobs import (
 )
 from supervisors import NOREPLY, Actor, Caller, Crash, ExitReason, TaskCancelled, TaskDone
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_BACKOFF", "TRANSIENT", "JobOptions", "ResearchJob",
-           "Services", "backoff", "job_name"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "JobOptions", "ResearchJob", "Services", "job_name"]
 
 log = get_logger("ask_another.research")
 

@@ -27,7 +27,7 @@ A research job with method "sequential" (`SEQUENTIAL`, see research/methods/) ru
 Failures: a query that fails (provider error, an answer that still does not fit after the repair)
 becomes a failed raw result, so a warning in the report, not a failed job. A transient provider
 error (`research.retry.TRANSIENT`: rate limit, 5xx, dropped connection) is retried by the
-worker's own attempt loop after `research.retry.backoff` (at most `MAX_BACKOFF`), up to
+worker's own attempt loop after `research.retry.backoff` (at most `QUERY_MAX_BACKOFF`), up to
 `QUERY_ATTEMPTS` attempts per query; then the query is reported failed. An unexpected exception
 (a bug) crashes the worker and the query supervisor restarts it, within the same attempt count.
 The job fails only when every query failed.
@@ -129,7 +129,7 @@ DEPTH: Final[Depth] = "standard"
 MAX_TOPIC: Final = 200
 QUERY_ATTEMPTS: Final = 2
 """Attempts of one query before it is reported failed (a transient error is retried once)."""
-MAX_BACKOFF: Final = 10.0
+QUERY_MAX_BACKOFF: Final = 10.0
 """At most this long between two attempts of a query (a whole job's attempts wait up to 60 s)."""
 MAX_ROUNDS: Final = 6
 """Model calls in one turn (tool rounds included) before it must answer."""
@@ -526,7 +526,7 @@ class QueryWorker(Actor):
             if run.attempts > 1:
                 self._update(f"attempt {run.attempts}")
                 await trio.sleep(backoff(run.attempts, self.shared.config.poll_seconds,
-                                         MAX_BACKOFF))
+                                         QUERY_MAX_BACKOFF))
             self._update("running")
             try:
                 return await self._execute()
