@@ -128,22 +128,19 @@ async def call(process: Process, msg: Any, timeout: float | None, *, wait_for_ro
         raise CallToSelf(f"{process.ref!r} called itself; it would wait forever for its reply")
     check_timeout("call", timeout)
     caller = Caller(msg, task, process)
-    item = (CALL, caller)
-    mailbox = process.mailbox
     if timeout is None:
-        if wait_for_room:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            if not await mailbox.put_wait(item):
-                raise process.refusal()
-        elif not mailbox.put(item):
-            raise process.refusal()
-        return await trio.lowlevel.wait_task_rescheduled(caller._abort)
+        return await _send_and_wait(process, caller, wait_for_room)
     with trio.move_on_after(timeout):
-        if wait_for_room:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            if not await mailbox.put_wait(item):
-                raise process.refusal()
-        elif not mailbox.put(item):
-            raise process.refusal()
-        return await trio.lowlevel.wait_task_rescheduled(caller._abort)
+        return await _send_and_wait(process, caller, wait_for_room)
     raise CallTimeout(repr(process.ref), timeout)
+
+
+async def _send_and_wait(process: Process, caller: Caller, wait_for_room: bool) -> Any:
+    item = (CALL, caller)
+    if wait_for_room:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not await process.mailbox.put_wait(item):
+            raise process.refusal()
+    elif not process.mailbox.put(item):
+        raise process.refusal()
+    return await trio.lowlevel.wait_task_rescheduled(caller._abort)
