@@ -17,6 +17,7 @@ API keys are held in `Secret` values whose `repr` and `str` are masked; only the
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -343,17 +344,23 @@ def _parse_home(env: Mapping[str, str], problems: list[ConfigProblem]) -> Path:
     return Path(raw).expanduser()
 
 
+def _finite(raw: str) -> float | None:
+    """`raw` as a finite number, or None (not a number, NaN, an infinity)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def _parse_positive(
     env: Mapping[str, str], variable: str, default: float, problems: list[ConfigProblem]
 ) -> float:
     raw = env.get(variable, "").strip()
     if not raw:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
+    value = _finite(raw)
+    if value is None or not value > 0:
         problems.append(ConfigProblem(
             variable, f"must be a positive number of seconds, got {raw!r}; using {default:g}"
         ))
@@ -380,11 +387,8 @@ def _parse_usd(env: Mapping[str, str], variable: str, default: float | None,
     raw = env.get(variable, "").strip().removeprefix("$")
     if not raw:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
+    value = _finite(raw)
+    if value is None or not value >= 0:
         fallback = "no ceiling" if default is None else f"{default:.2f}"
         problems.append(ConfigProblem(
             variable, f"must be an amount of US dollars such as 5.00, got {raw!r}; using "
