@@ -4,10 +4,11 @@ The MCP SDK (2.3) reads stdin line by line and parses each line with pydantic's 
 that parser refuses (a lone surrogate escape such as ``"\\ud800"``, a number of more than 4,300
 digits) becomes an exception in the read stream, which the session drops: the client gets no reply
 at all and waits until its own timeout. ``AnsweringStdin`` sits between stdin and the SDK's reader:
-a line the SDK's parser refuses, but whose request id Python's own JSON parser can still read, is
-answered with a JSON-RPC parse error naming the reason, through the same write stream every reply
-takes (so frames never interleave). Every other line reaches the SDK unchanged, so anything it
-does not answer today stays as it was. See docs/server.md, "Known issues".
+a line the SDK's parser refuses is answered as JSON-RPC 2.0 asks, through the same write stream
+every reply takes (so frames never interleave): a request whose id Python's own JSON parser can
+still read gets a parse error with that id and the reason; a line that is not JSON, or not a
+request object, gets an error with a null id; a notification or a response gets nothing. Every
+line the SDK can read reaches it unchanged. See docs/server.md, "Known issues".
 
 ``AskAnotherServer`` is the ``MCPServer`` whose ``run_stdio_async`` uses it. With its stdin given
 explicitly the SDK does not divert fd 0, so ``_claim_stdin`` does what it would have done: the
@@ -50,19 +51,35 @@ def _bounded_int(text: str) -> int:
     return int(text) if len(text) <= 4300 else 0
 
 
-def _request_id(line: str) -> int | str | None:
-    """The id of the request on `line`, if Python's parser can read one (None otherwise, and for
-    a notification: nothing to answer)."""
+def _addressee(line: str) -> tuple[bool, int | str | None]:
+    """Whether JSON-RPC asks for a reply to a line the SDK refused, and its id: None when the id
+    cannot be determined (the line is not JSON, or not a request object), which the reply says
+    with a null id. No reply is due to a notification or to a response from the client."""
     try:
         message = json.loads(line, parse_int=_bounded_int, parse_float=lambda _: 0.0)
     except ValueError:
-        return None
-    if not isinstance(message, dict) or "method" not in message:
-        return None
-    request_id = message.get("id")
+        return True, None
+    if not isinstance(message, dict):
+        return True, None
+    if "method" not in message:
+        return "id" not in message, None  # a response (its content broken) is not answered
+    if "id" not in message:
+        return False, None  # a notification is never answered, even with an error
+    request_id = message["id"]
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-        return None
-    return request_id
+        return True, None
+    return True, request_id
+
+
+def _is_parse_failure(exc: Exception) -> bool:
+    """Whether the SDK's parser refused the line as JSON (rather than its shape as a message)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return True
+    try:
+        return any(error["type"] == "json_invalid" for error in errors())
+    except Exception:
+        return True
 
 
 def _reason(exc: Exception) -> str:
@@ -104,20 +121,26 @@ class AnsweringStdin:
 
     @staticmethod
     def answer_for(line: str) -> types.JSONRPCError | None:
-        """The error to answer `line` with, or None when the SDK can read it (or no one could
-        be answered: no request id)."""
+        """The error to answer `line` with, or None when the SDK can read it (or no reply is due:
+        a notification, a response). A line that is not JSON gets -32700 with a null id, a
+        request that is not a valid JSON-RPC request -32600 (JSON-RPC 2.0, section 5.1)."""
         if not line.strip():
             return None
         try:
             types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except Exception as exc:
-            request_id = _request_id(line)
-            if request_id is None:
+            reply_due, request_id = _addressee(line)
+            if not reply_due:
                 return None
             reason = _reason(exc)
             log.warning("stdio.unreadable_request", id=request_id, reason=reason)
+            if _is_parse_failure(exc):
+                return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
+                    code=types.PARSE_ERROR, message=f"the request could not be read: {reason}"))
             return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
-                code=types.PARSE_ERROR, message=f"the request could not be read: {reason}"))
+                code=types.INVALID_REQUEST,
+                message="not a valid JSON-RPC 2.0 request (an object with jsonrpc \"2.0\", a "
+                        "string or integer id, a method and object params)"))
         return None
 
 

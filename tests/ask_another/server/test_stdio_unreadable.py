@@ -35,11 +35,13 @@ class RawSession:
         message: dict[str, Any] = json.loads(line)
         return message
 
-    async def reply_to(self, request_id: int | str) -> dict[str, Any]:
+    async def reply_to(self, request_id: int | str | None) -> dict[str, Any]:
+        """The next reply with this id (None: an error reply with a null id)."""
         with trio.fail_after(30):
             while True:
                 message = await self.receive()
-                if message.get("id") == request_id:
+                if "id" in message and message["id"] == request_id and (
+                        request_id is not None or "error" in message):
                     return message
 
 
@@ -74,9 +76,15 @@ async def test_unparseable_requests_are_answered_with_a_parse_error(sim: Simulat
             # A string id is answered with that id too.
             await session.send(call_line(4, '{"prompt":"\\udfff"}').replace('"id":4', '"id":"s4"'))
             by_string = await session.reply_to("s4")
+            # Not JSON at all: JSON-RPC's parse error, with a null id.
+            await session.send("this is not json")
+            not_json = await session.reply_to(None)
+            # JSON, but not a request: params must be an object.
+            await session.send('{"jsonrpc":"2.0","id":6,"method":"tools/call","params":"x"}')
+            malformed = await session.reply_to(6)
             # The session goes on.
-            await session.send(call_line(5, '{"model":"sim","prompt":"hello"}'))
-            fine = await session.reply_to(5)
+            await session.send(call_line(7, '{"model":"sim","prompt":"hello"}'))
+            fine = await session.reply_to(7)
         finally:
             process.kill()
             await process.wait()
@@ -84,13 +92,26 @@ async def test_unparseable_requests_are_answered_with_a_parse_error(sim: Simulat
     assert "lone surrogate" in lone["error"]["message"], lone
     assert huge["error"]["code"] == -32700 and "4,300 digits" in huge["error"]["message"], huge
     assert by_string["error"]["code"] == -32700, by_string
+    assert not_json["error"]["code"] == -32700 and not_json["id"] is None, not_json
+    assert malformed["error"]["code"] == -32600, malformed
     assert "still here" in json.dumps(fine["result"]), fine
     assert "stdio.unreadable_request" in (tmp_path / "stderr.log").read_text()
 
 
-def test_lines_the_sdk_reads_are_passed_through_unanswered() -> None:
+def test_lines_the_sdk_reads_and_lines_owed_no_reply_are_passed_through() -> None:
     from ask_another.server.stdio import AnsweringStdin
 
     assert AnsweringStdin.answer_for('{"jsonrpc":"2.0","id":1,"method":"ping"}') is None
-    assert AnsweringStdin.answer_for("not json at all") is None  # no id: nothing to answer
+    # A notification is never answered, nor a response from the client.
     assert AnsweringStdin.answer_for('{"jsonrpc":"2.0","method":"x","params":"\\ud800"}') is None
+    assert AnsweringStdin.answer_for('{"jsonrpc":"2.0","id":3,"result":"\\ud800"}') is None
+
+
+def test_a_request_whose_id_cannot_be_read_is_answered_with_a_null_id() -> None:
+    from ask_another.server.stdio import AnsweringStdin
+
+    for line in ("not json at all", "[1, 2]", "42"):
+        answer = AnsweringStdin.answer_for(line)
+        assert answer is not None and answer.id is None, line
+    assert AnsweringStdin.answer_for("not json").error.code == -32700  # type: ignore[union-attr]
+    assert AnsweringStdin.answer_for("[1]").error.code == -32600  # type: ignore[union-attr]
