@@ -1,6 +1,8 @@
 """The `ask-another` console script.
 
     ask-another                  serve MCP over stdio (what an MCP client runs)
+    ask-another serve --http     serve MCP over Streamable HTTP for a team (bearer tokens)
+    ask-another token add NAME   make a token for serve --http (printed once; hashes stored)
     ask-another models           the allowed models and what litellm knows of each
     ask-another ask MODEL PROMPT one completion, streamed to stdout (a progress line until then)
     ask-another ask M1,M2 PROMPT a consensus: every model at once, replies side by side
@@ -23,6 +25,7 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
+from functools import partial
 from urllib.parse import urlsplit
 
 import trio
@@ -54,6 +57,9 @@ configuration (environment variables, read once at start):
   ASK_ANOTHER_LOG_LEVEL             DEBUG, INFO, WARNING or ERROR (server log on stderr)
   ASK_ANOTHER_GATEWAY_PROCESS       1: completions in a litellm worker process (server
                                     default); 0: in a thread of the one process
+  ASK_ANOTHER_TOKENS_FILE           serve --http: the tokens file (default tokens.json in
+                                    the home); `ask-another token add NAME` fills it
+  ASK_ANOTHER_SHUTDOWN_SECONDS      serve --http: seconds calls may finish after SIGTERM (20)
 
 an MCP client runs `ask-another` with no command (stdio). Try it without keys: `ask-another demo`.
 Full documentation: README.md and docs/ in the source tree."""
@@ -84,7 +90,27 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    commands.add_parser("serve", help="serve MCP over stdio (the default)")
+    serve = commands.add_parser("serve", help="serve MCP over stdio (the default), or over "
+                                "Streamable HTTP with --http")
+    serve.add_argument("--http", action="store_true",
+                       help="serve Streamable HTTP at http://HOST:PORT/mcp (bearer tokens: see "
+                            "`ask-another token`); SIGTERM stops it gracefully")
+    serve.add_argument("--host", default="127.0.0.1", help="--http: address to listen on "
+                       "(default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="--http: port (default 8765; 0 "
+                       "picks a free one, named in the log)")
+    serve.add_argument("--no-auth", action="store_true", help="--http: no tokens (allowed "
+                       "only on a loopback host)")
+    token = commands.add_parser("token", help="the bearer tokens of serve --http (the tokens "
+                                "file holds only their hashes)")
+    token_commands = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
+    token_add = token_commands.add_parser("add", help="make a token for a user and print it once")
+    token_add.add_argument("name", help="the user's name (letters, digits, . _ @ -)")
+    token_add.add_argument("--admin", action="store_true",
+                           help="an admin sees every user's jobs, conversations and usage")
+    token_commands.add_parser("list", help="the users that have a token")
+    token_remove = token_commands.add_parser("remove", help="revoke a user's token")
+    token_remove.add_argument("name")
     commands.add_parser("models", help="list the allowed models and what is known of each")
     ask = commands.add_parser("ask", help="ask one model (or several: m1,m2,m3) one question; "
                               "the answer goes to stdout")
@@ -130,9 +156,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     config = Config.from_env()
     command = args.command or "serve"
-    by_hand = command == "serve" and sys.stdin.isatty()
+    http = command == "serve" and args.http
+    by_hand = command == "serve" and not http and sys.stdin.isatty()
     configure_logging(_log_level(config, command, by_hand))
     try:
+        if http:
+            from ask_another.server.http import serve_http
+
+            trio.run(partial(serve_http, config, args.host, args.port, no_auth=args.no_auth))
+            return 0
+        if command == "token":
+            return _token(config, args)
         if command == "serve":
             if by_hand:
                 print(TTY_HELLO, file=sys.stderr, flush=True)
@@ -166,6 +200,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _only(exc, KeyboardInterrupt):
             return 130
         raise
+
+
+def _token(config: Config, args: argparse.Namespace) -> int:
+    from ask_another.server.auth import TokensFile
+
+    tokens = TokensFile(config.tokens_path)
+    if args.token_command == "add":
+        token = tokens.add(args.name, admin=args.admin)
+        print(token)
+        print(f"token for {args.name}{' (admin)' if args.admin else ''} added to "
+              f"{config.tokens_path}; it is shown only this once: give it to {args.name} "
+              "(the file keeps its hash, not the token)", file=sys.stderr)
+    elif args.token_command == "list":
+        users = tokens.users()
+        for user in users:
+            print(f"{user.name}{' (admin)' if user.admin else ''}"
+                  f"{f'  added {user.created}' if user.created else ''}")
+        if not users:
+            print(f"no tokens in {config.tokens_path}; `ask-another token add NAME` makes one",
+                  file=sys.stderr)
+    else:
+        tokens.remove(args.name)
+        print(f"token of {args.name} removed; a running server refuses it from its next request",
+              file=sys.stderr)
+    return 0
 
 
 def _only(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -39,6 +39,7 @@ DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in c
 DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
 DEFAULT_GATEWAY_IDLE: Final = 900.0  # the gateway worker exits after this long without a call
 DEFAULT_CONFIRM_USD: Final = 1.00  # estimates above this ask a person to confirm
+DEFAULT_SHUTDOWN_SECONDS: Final = 20.0  # serve --http: how long in-flight calls may finish
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
 SEARCH_PREFIX: Final = "SEARCH_"
@@ -103,6 +104,17 @@ class SearchEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class OAuthSettings:
+    """`serve --http` as an OAuth 2.1 resource server: JWTs of `issuer`, checked on its JWKS."""
+
+    issuer: str  # ASK_ANOTHER_OAUTH_ISSUER, compared with each token's `iss`
+    audience: str | None = None  # ASK_ANOTHER_OAUTH_AUDIENCE; None: the server's public URL
+    jwks_url: str | None = None  # ASK_ANOTHER_OAUTH_JWKS_URL; None: from the issuer's metadata
+    user_claim: str = "sub"  # ASK_ANOTHER_OAUTH_USER_CLAIM: the claim naming the user
+    admin_scope: str = "ask-another:admin"  # ASK_ANOTHER_OAUTH_ADMIN_SCOPE: a scope making admins
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigProblem:
     """A variable that could not be used, and why (never quoting its value: it may hold a key)."""
 
@@ -141,6 +153,11 @@ class Config:
     confirm_usd: float = DEFAULT_CONFIRM_USD
     budget_day_usd: float | None = None  # None: no daily ceiling
     budget_month_usd: float | None = None
+    # serve --http (server/http.py, server/auth.py)
+    tokens_file: Path | None = None  # ASK_ANOTHER_TOKENS_FILE; None: tokens.json in the home
+    oauth: OAuthSettings | None = None
+    public_url: str | None = None  # ASK_ANOTHER_PUBLIC_URL: the MCP endpoint as clients see it
+    shutdown_seconds: float = DEFAULT_SHUTDOWN_SECONDS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -173,6 +190,9 @@ class Config:
         confirm_usd = _parse_usd(env, "ASK_ANOTHER_CONFIRM_USD", DEFAULT_CONFIRM_USD, problems)
         budget_day = _parse_usd(env, "ASK_ANOTHER_BUDGET_DAY_USD", None, problems)
         budget_month = _parse_usd(env, "ASK_ANOTHER_BUDGET_MONTH_USD", None, problems)
+        tokens_raw = env.get("ASK_ANOTHER_TOKENS_FILE", "").strip()
+        shutdown_seconds = _parse_positive(env, "ASK_ANOTHER_SHUTDOWN_SECONDS",
+                                           DEFAULT_SHUTDOWN_SECONDS, problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -195,11 +215,20 @@ class Config:
             confirm_usd=DEFAULT_CONFIRM_USD if confirm_usd is None else confirm_usd,
             budget_day_usd=budget_day,
             budget_month_usd=budget_month,
+            tokens_file=Path(tokens_raw).expanduser() if tokens_raw else None,
+            oauth=_parse_oauth(env, problems),
+            public_url=_parse_url(env, "ASK_ANOTHER_PUBLIC_URL", problems),
+            shutdown_seconds=shutdown_seconds,
         )
 
     @property
     def database_path(self) -> Path:
         return self.home / "ask-another.sqlite3"
+
+    @property
+    def tokens_path(self) -> Path:
+        """The tokens file of `serve --http` (hashes only; server/auth.py)."""
+        return self.tokens_file if self.tokens_file is not None else self.home / "tokens.json"
 
     @property
     def search(self) -> SearchEntry | None:
@@ -500,3 +529,29 @@ def _parse_permissions(env: Mapping[str, str], problems: list[ConfigProblem]) ->
             "ASK_ANOTHER_PERMISSIONS", f"{exc}; using the default {Policy()}"
         ))
         return Policy()
+
+
+def _parse_url(env: Mapping[str, str], variable: str, problems: list[ConfigProblem]
+               ) -> str | None:
+    raw = env.get(variable, "").strip()
+    if not raw:
+        return None
+    scheme, sep, rest = raw.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        problems.append(ConfigProblem(variable, f"{raw!r} is not an http(s) URL; ignored"))
+        return None
+    return raw
+
+
+def _parse_oauth(env: Mapping[str, str], problems: list[ConfigProblem]) -> OAuthSettings | None:
+    issuer = _parse_url(env, "ASK_ANOTHER_OAUTH_ISSUER", problems)
+    if issuer is None:
+        return None
+    defaults = OAuthSettings(issuer)
+    return OAuthSettings(
+        issuer=issuer,
+        audience=env.get("ASK_ANOTHER_OAUTH_AUDIENCE", "").strip() or None,
+        jwks_url=_parse_url(env, "ASK_ANOTHER_OAUTH_JWKS_URL", problems),
+        user_claim=env.get("ASK_ANOTHER_OAUTH_USER_CLAIM", "").strip() or defaults.user_claim,
+        admin_scope=env.get("ASK_ANOTHER_OAUTH_ADMIN_SCOPE", "").strip() or defaults.admin_scope,
+    )

@@ -20,6 +20,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import structlog
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult
@@ -123,8 +125,13 @@ class _Server(AskAnotherServer):
             raise ToolError(arguments_text(name, cause)) from cause
 
 
-def build_server(config: Config, *, prewarm_after: float | None = 0) -> MCPServer[Any]:
+def build_server(config: Config, *, prewarm_after: float | None = 0,
+                 auth: AuthSettings | None = None,
+                 token_verifier: TokenVerifier | None = None) -> MCPServer[Any]:
     """The MCP server with every tool registered; its lifespan opens the runtime.
+
+    `auth` and `token_verifier` are for Streamable HTTP (server/http.py, server/auth.py); stdio
+    has no authentication: the user who started the process is the caller.
 
     Provider calls run in the gateway's worker process (runtime.py picks the transport), so
     this process never imports litellm.
@@ -159,6 +166,8 @@ def build_server(config: Config, *, prewarm_after: float | None = 0) -> MCPServe
                                            *articles.HOWTO), unusable),
         version=_version(),
         lifespan=lifespan,
+        auth=auth,
+        token_verifier=token_verifier,
         log_level=config.log_level,  # type: ignore[arg-type]
     )
     models.register(server)

@@ -1,0 +1,322 @@
+"""Who is calling `serve --http`: bearer tokens checked through the SDK's `TokenVerifier`.
+
+Two verifiers, both returning the same identity (the contract the per-user scoping reads through
+`mcp.server.auth.middleware.auth_context.get_access_token()`): an `AccessToken` whose
+`client_id` and `subject` are the user's name, and whose `scopes` hold `ADMIN_SCOPE` for an
+admin.
+
+- `TokensFileVerifier`: a JSON file (`ASK_ANOTHER_TOKENS_FILE`, default `tokens.json` in the
+  home) holding one SHA-256 hash per user, never a token. `ask-another token add NAME` makes a
+  random token, prints it once and stores its hash (`TokensFile`). The file is re-read when it
+  changes, so an added or removed token counts from the next request without a restart.
+- `JwtVerifier`: an OAuth 2.1 resource server. Tokens are JWTs signed by the configured issuer's
+  keys (its JWKS, fetched with pyjwt's `PyJWKClient` in a thread and cached); `iss`, `aud` and
+  `exp` are checked. `auth_settings` makes the SDK publish the RFC 9728 protected-resource
+  metadata that points clients at the issuer.
+
+A missing or refused token gets the SDK's 401 with `WWW-Authenticate` (its bearer middleware).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
+
+from ask_another.config import OAuthSettings
+from ask_another.errors import ConfigError
+from ask_another.logs import get_logger
+
+__all__ = [
+    "ADMIN_SCOPE",
+    "AnyOfVerifiers",
+    "JwtVerifier",
+    "TokenUser",
+    "TokensFile",
+    "TokensFileVerifier",
+    "auth_settings",
+]
+
+log = get_logger("ask_another.server.auth")
+
+ADMIN_SCOPE: Final = "ask-another:admin"
+"""In `AccessToken.scopes` of an admin: sees every user's jobs, conversations and usage."""
+USER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+TOKEN_PREFIX: Final = "aa_"  # so a leaked token is recognisable (and greppable) as ours
+FILE_VERSION: Final = 1
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUser:
+    """One line of the tokens file: a user, the hash of their token, whether they are admin."""
+
+    name: str
+    sha256: str
+    admin: bool = False
+    created: str = ""
+
+
+class TokensFile:
+    """The tokens file: read, and changed atomically (a temporary file renamed over it, mode
+    0600, under an exclusive lock so two `token add` commands do not lose one another)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def users(self) -> list[TokenUser]:
+        """The users, in the file's order; [] when there is no file. Raises `ConfigError` for a
+        file that is not a tokens file."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise ConfigError(f"the tokens file {self.path} cannot be read: "
+                              f"{exc.strerror or exc}") from None
+        return _parse(self.path, text)
+
+    def add(self, name: str, *, admin: bool = False) -> str:
+        """Make a token for a new user `name`, store its hash, return the token (shown once)."""
+        if not USER_NAME.fullmatch(name):
+            raise ConfigError(f"{name!r} is not a user name: use 1-64 letters, digits and . _ @ -"
+                              ", starting with a letter or digit")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self._locked():
+            users = self.users()
+            if any(u.name == name for u in users):
+                raise ConfigError(f"{name} already has a token; `ask-another token remove {name}`"
+                                  " first to replace it")
+            created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            self._write([*users, TokenUser(name, _digest(token), admin, created)])
+        return token
+
+    def remove(self, name: str) -> None:
+        with self._locked():
+            users = self.users()
+            if not any(u.name == name for u in users):
+                raise ConfigError(f"no token for {name!r} in {self.path} "
+                                  "(`ask-another token list` shows the users)")
+            self._write([u for u in users if u.name != name])
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path.with_name(self.path.name + ".lock"),
+                         os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise ConfigError(f"the tokens file {self.path} cannot be written: "
+                              f"{exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _write(self, users: Sequence[TokenUser]) -> None:
+        body = {"version": FILE_VERSION, "users": {
+            u.name: {"sha256": u.sha256, "admin": u.admin, "created": u.created} for u in users}}
+        temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
+        try:
+            fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(body, out, indent=2)
+                out.write("\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise ConfigError(f"the tokens file {self.path} cannot be written: "
+                              f"{exc.strerror or exc}") from None
+
+
+def _parse(path: Path, text: str) -> list[TokenUser]:
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"{path} is not an ask-another tokens file ({why}); "
+                           "`ask-another token add NAME` writes one")
+
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise bad(f"not JSON: {exc}") from None
+    if not isinstance(body, dict) or not isinstance(body.get("users"), dict):
+        raise bad("no \"users\" object")
+    users = []
+    for name, entry in body["users"].items():
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise bad(f"the entry of {name!r} has no sha256 hash")
+        users.append(TokenUser(name, digest, entry.get("admin") is True,
+                               str(entry.get("created", ""))))
+    return users
+
+
+def _access_token(token: str, user: str, admin: bool, **extra: Any) -> AccessToken:
+    return AccessToken(token=token, client_id=user, subject=user,
+                       scopes=[ADMIN_SCOPE] if admin else [], **extra)
+
+
+class TokensFileVerifier(TokenVerifier):
+    """Bearer tokens whose SHA-256 is in the tokens file; re-reads the file when it changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = TokensFile(path)
+        self._seen: tuple[int, int, int] | None = None
+        self._users: list[TokenUser] = []
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the file now if it changed (a stat per request: microseconds, no thread)."""
+        try:
+            st = os.stat(self.file.path)
+        except FileNotFoundError:
+            self._seen, self._users = None, []
+            return
+        seen = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if seen != self._seen:
+            self._users = self.file.users()
+            self._seen = seen
+
+    @property
+    def users(self) -> list[TokenUser]:
+        return list(self._users)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            self.reload()
+        except ConfigError as exc:  # edited by hand into something unreadable: refuse all
+            log.error("auth.tokens_file_unreadable", error=str(exc))
+            return None
+        digest = _digest(token)
+        found = None
+        for user in self._users:  # every entry compared, in constant time each
+            if hmac.compare_digest(user.sha256, digest):
+                found = user
+        if found is None:
+            return None
+        return _access_token(token, found.name, found.admin)
+
+
+class JwtVerifier(TokenVerifier):
+    """JWTs signed by the issuer's keys: signature (JWKS), `iss`, `aud` and `exp` checked."""
+
+    ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256",
+                         "ES384", "ES512", "EdDSA")
+
+    def __init__(self, settings: OAuthSettings, audience: str) -> None:
+        import jwt  # pyjwt, a dependency of the MCP SDK
+
+        self.settings = settings
+        self.audience = audience
+        self._jwt = jwt
+        self._jwks: jwt.PyJWKClient | None = None
+        self._lock = trio.Lock()
+
+    async def _keys(self) -> Any:
+        async with self._lock:
+            if self._jwks is None:
+                url = self.settings.jwks_url
+                if url is None:
+                    url = await trio.to_thread.run_sync(_discover_jwks, self.settings.issuer)
+                # Keys cached for an hour; an unknown `kid` makes PyJWKClient fetch again.
+                self._jwks = self._jwt.PyJWKClient(url, cache_keys=True, lifespan=3600,
+                                                   timeout=10)
+            return self._jwks
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        jwt = self._jwt
+        try:
+            jwks = await self._keys()
+            key = await trio.to_thread.run_sync(jwks.get_signing_key_from_jwt, token)
+            claims = jwt.decode(token, key.key, algorithms=list(self.ALGORITHMS),
+                                audience=self.audience, issuer=self.settings.issuer,
+                                options={"require": ["exp", "iss", "aud"]}, leeway=30)
+        except (jwt.PyJWTError, ConfigError, OSError) as exc:
+            log.info("auth.jwt_refused", reason=str(exc))
+            return None
+        user = claims.get(self.settings.user_claim)
+        if not isinstance(user, str) or not user:
+            log.info("auth.jwt_refused", reason=f"no {self.settings.user_claim!r} claim")
+            return None
+        granted = _scopes(claims)
+        admin = self.settings.admin_scope in granted
+        return AccessToken(token=token, client_id=user, subject=user,
+                           scopes=sorted({*granted, *([ADMIN_SCOPE] if admin else [])}),
+                           expires_at=int(claims["exp"]), resource=self.audience,
+                           claims={"iss": claims["iss"]})
+
+
+def _scopes(claims: dict[str, Any]) -> set[str]:
+    """The token's scopes: `scope` (RFC 9068, space-separated) or `scp` (a list, some issuers)."""
+    found: set[str] = set()
+    for name in ("scope", "scp"):
+        value = claims.get(name)
+        if isinstance(value, str):
+            found |= set(value.split())
+        elif isinstance(value, list):
+            found |= {v for v in value if isinstance(v, str)}
+    return found
+
+
+def _discover_jwks(issuer: str) -> str:
+    """The issuer's `jwks_uri`, from its RFC 8414 metadata (or OpenID Connect discovery).
+    Blocking: run in a thread."""
+    import httpx
+
+    base = issuer.rstrip("/")
+    for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+        try:
+            response = httpx.get(base + path, timeout=10)
+            uri = response.json().get("jwks_uri") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            continue
+        if isinstance(uri, str) and uri:
+            return uri
+    raise ConfigError(f"the issuer {issuer} publishes no jwks_uri; set ASK_ANOTHER_OAUTH_JWKS_URL")
+
+
+class AnyOfVerifiers(TokenVerifier):
+    """The first verifier that accepts the token (OAuth users and tokens-file users at once)."""
+
+    def __init__(self, verifiers: Sequence[TokenVerifier]) -> None:
+        self.verifiers = tuple(verifiers)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        for verifier in self.verifiers:
+            found = await verifier.verify_token(token)
+            if found is not None:
+                return found
+        return None
+
+
+def auth_settings(resource_url: str, oauth: OAuthSettings | None) -> AuthSettings:
+    """The SDK's auth settings: with OAuth, the resource server that publishes its RFC 9728
+    metadata (and names it in `WWW-Authenticate`); without, bearer tokens only."""
+    if oauth is None:
+        # `issuer_url` is required by the model but used only for the metadata, which a tokens
+        # file has none of (no resource_server_url: no metadata route).
+        return AuthSettings(issuer_url=AnyHttpUrl(resource_url), resource_server_url=None)
+    return AuthSettings(issuer_url=AnyHttpUrl(oauth.issuer),
+                        resource_server_url=AnyHttpUrl(resource_url),
+                        validate_token_resource=False)  # JwtVerifier checks `aud` itself

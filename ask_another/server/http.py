@@ -1,0 +1,218 @@
+"""`ask-another serve --http`: the SDK's Streamable HTTP app on hypercorn's trio worker.
+
+One process serves every HTTP session with the same `build_server` as stdio: the runtime is
+opened once, in the app's lifespan, and shared by all sessions and requests.
+
+- Protocol eras. A 2026-07-28 request carries no session: the SDK answers it on its own (any node
+  can). A 2025-11-25 client opens a session with `initialize` and gets an `Mcp-Session-Id`; the
+  session lives in this process (stateful), so a load balancer must send every request carrying
+  that header to the node that issued it. Stateful, not stateless, because only a session has the
+  back channel that elicitation needs in that era (docs/deploy.md).
+- Authentication (server/auth.py): a bearer token on every request, checked by the SDK's
+  middleware (401 with `WWW-Authenticate` otherwise). No authentication only with `--no-auth`,
+  and only on a loopback address.
+- Shutdown: SIGTERM or SIGINT stops the listener at once, closes the open GET event streams (they
+  carry no call's answer) and lets calls in flight finish for `ASK_ANOTHER_SHUTDOWN_SECONDS`;
+  then the lifespan closes the runtime, whose research jobs hand their leases back. A second
+  signal cancels the calls still running (the runtime still closes in order).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import socket
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+
+from ask_another.config import Config
+from ask_another.errors import ConfigError
+from ask_another.logs import get_logger
+from ask_another.server.app import build_server
+from ask_another.server.auth import (
+    AnyOfVerifiers,
+    JwtVerifier,
+    TokensFileVerifier,
+    auth_settings,
+)
+
+__all__ = ["DEFAULT_PORT", "MCP_PATH", "HttpAuth", "is_loopback", "plan_auth", "serve_http"]
+
+log = get_logger("ask_another.server.http")
+
+DEFAULT_PORT: Final = 8765
+MCP_PATH: Final = "/mcp"
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class HttpAuth:
+    """What the SDK is given: both None for `--no-auth`."""
+
+    settings: AuthSettings | None
+    verifier: TokenVerifier | None
+    describe: str  # for the start-up log line
+
+
+def plan_auth(config: Config, host: str, resource_url: str, *, no_auth: bool) -> HttpAuth:
+    """The authentication `serve --http` runs with; `ConfigError` (one line) when it cannot."""
+    if no_auth:
+        if not is_loopback(host):
+            raise ConfigError(f"--no-auth is allowed only on a loopback address (127.0.0.1, ::1,"
+                              f" localhost), not {host}: anyone who can reach {host} would use "
+                              "the server's provider keys; add a token with `ask-another token "
+                              "add NAME` instead")
+        return HttpAuth(None, None, "none (--no-auth, loopback only)")
+    tokens = TokensFileVerifier(config.tokens_path)  # reads the file: a bad one fails here
+    verifiers: list[TokenVerifier] = []
+    described = []
+    if config.oauth is not None:
+        audience = config.oauth.audience or resource_url
+        verifiers.append(JwtVerifier(config.oauth, audience))
+        described.append(f"OAuth tokens of {config.oauth.issuer} (audience {audience})")
+    if tokens.users:
+        verifiers.append(tokens)
+        described.append(f"{len(tokens.users)} token(s) of {config.tokens_path}")
+    if not verifiers:
+        raise ConfigError(f"no one could sign in: the tokens file {config.tokens_path} has no "
+                          "tokens and ASK_ANOTHER_OAUTH_ISSUER is not set; run `ask-another "
+                          "token add NAME` to make a token (or pass --no-auth on a loopback "
+                          "address)")
+    verifier = verifiers[0] if len(verifiers) == 1 else AnyOfVerifiers(verifiers)
+    return HttpAuth(auth_settings(resource_url, config.oauth), verifier, "; ".join(described))
+
+
+class Drain:
+    """ASGI middleware that lets `serve_http` stop gracefully.
+
+    `stop()` cancels the open GET requests (the session event streams: no call's answer travels
+    on them, and they would otherwise hold the server open until the deadline); `cancel_calls()`
+    cancels the rest (a second signal)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._streams: set[trio.CancelScope] = set()
+        self._calls: set[trio.CancelScope] = set()
+        self.stopping = False
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held = self._streams if scope["method"] == "GET" else self._calls
+        with trio.CancelScope() as cancel:
+            if self.stopping and held is self._streams:
+                cancel.cancel()
+            held.add(cancel)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                held.discard(cancel)
+
+    @property
+    def calls_in_flight(self) -> int:
+        return len(self._calls)
+
+    def stop(self) -> None:
+        self.stopping = True
+        for cancel in list(self._streams):
+            cancel.cancel()
+
+    def cancel_calls(self) -> None:
+        for cancel in list(self._calls):
+            cancel.cancel()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A bound socket (hypercorn listens on it): bound here so `--port 0` has a known port
+    before the app (whose resource URL names it) is built, and a taken port is one line."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
+                     no_auth: bool = False) -> None:
+    """Serve MCP over Streamable HTTP on `host:port` until SIGTERM or SIGINT (run under trio).
+
+    Raises `ConfigError` before serving anything when it cannot start (no tokens, `--no-auth`
+    off loopback, the port taken)."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be 0-65535, got {port}")
+    if no_auth and not is_loopback(host):
+        plan_auth(config, host, "", no_auth=True)  # raises: checked before binding anything
+    sock = _listen(host, port)
+    port = sock.getsockname()[1]
+    local_url = f"http://{_url_host(host)}:{port}{MCP_PATH}"
+    resource_url = config.public_url or local_url
+    try:
+        auth = plan_auth(config, host, resource_url, no_auth=no_auth)
+    except BaseException:
+        sock.close()
+        raise
+    server = build_server(config, auth=auth.settings, token_verifier=auth.verifier)
+    drain = Drain(server.streamable_http_app(streamable_http_path=MCP_PATH, host=host))
+
+    hypercorn = HypercornConfig()
+    hypercorn.bind = [f"fd://{sock.detach()}"]
+    hypercorn.graceful_timeout = config.shutdown_seconds
+    hypercorn.errorlog = logging.getLogger("hypercorn.error")  # through our stderr handler
+    hypercorn.accesslog = None
+    hypercorn.include_server_header = False
+
+    stop = trio.Event()
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signals() -> None:
+                async for signum in signals:
+                    name = signal.Signals(signum).name
+                    if not stop.is_set():
+                        log.info("http.stopping", signal=name, calls=drain.calls_in_flight,
+                                 deadline_seconds=config.shutdown_seconds)
+                        drain.stop()
+                        stop.set()
+                    else:
+                        log.warning("http.cancelling_calls", signal=name,
+                                    calls=drain.calls_in_flight)
+                        drain.cancel_calls()
+
+            async def run(task_status: trio.TaskStatus[list[str]]) -> None:
+                await serve(drain, hypercorn, shutdown_trigger=stop.wait,  # type: ignore[arg-type]
+                            task_status=task_status)
+                nursery.cancel_scope.cancel()  # served and shut down: stop listening for signals
+
+            nursery.start_soon(on_signals)
+            await nursery.start(run)
+            log.info("http.listening", url=local_url, resource=resource_url, auth=auth.describe)
+    log.info("http.stopped")
