@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     config = Config.from_env()
     command = args.command or "serve"
-    http = command == "serve" and args.http
+    http = command == "serve" and getattr(args, "http", False)
     by_hand = command == "serve" and not http and sys.stdin.isatty()
     configure_logging(_log_level(config, command, by_hand))
     try:
