@@ -40,6 +40,9 @@ DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characte
 DEFAULT_GATEWAY_IDLE: Final = 900.0  # the gateway worker exits after this long without a call
 DEFAULT_CONFIRM_USD: Final = 1.00  # estimates above this ask a person to confirm
 DEFAULT_SHUTDOWN_SECONDS: Final = 20.0  # serve --http: how long in-flight calls may finish
+# Per-user limits of a shared service (limits.py); never applied to the local user of stdio.
+DEFAULT_RATE_PER_MINUTE: Final = 120  # tool calls a user may make in any 60 s, per node
+DEFAULT_MAX_JOBS_PER_USER: Final = 10  # research jobs a user may have running at once
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
 SEARCH_PREFIX: Final = "SEARCH_"
@@ -158,6 +161,8 @@ class Config:
     oauth: OAuthSettings | None = None
     public_url: str | None = None  # ASK_ANOTHER_PUBLIC_URL: the MCP endpoint as clients see it
     shutdown_seconds: float = DEFAULT_SHUTDOWN_SECONDS
+    rate_per_minute: int = DEFAULT_RATE_PER_MINUTE  # 0: no limit
+    max_jobs_per_user: int = DEFAULT_MAX_JOBS_PER_USER  # 0: no limit
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -193,6 +198,10 @@ class Config:
         tokens_raw = env.get("ASK_ANOTHER_TOKENS_FILE", "").strip()
         shutdown_seconds = _parse_positive(env, "ASK_ANOTHER_SHUTDOWN_SECONDS",
                                            DEFAULT_SHUTDOWN_SECONDS, problems)
+        rate_per_minute = _parse_limit(env, "ASK_ANOTHER_RATE_PER_MINUTE",
+                                       DEFAULT_RATE_PER_MINUTE, problems)
+        max_jobs = _parse_limit(env, "ASK_ANOTHER_MAX_JOBS_PER_USER", DEFAULT_MAX_JOBS_PER_USER,
+                                problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -219,6 +228,8 @@ class Config:
             oauth=_parse_oauth(env, problems),
             public_url=_parse_url(env, "ASK_ANOTHER_PUBLIC_URL", problems),
             shutdown_seconds=shutdown_seconds,
+            rate_per_minute=rate_per_minute,
+            max_jobs_per_user=max_jobs,
         )
 
     @property
@@ -406,6 +417,19 @@ def _parse_count(
     if not raw.isdigit() or int(raw) <= 0:
         problems.append(ConfigProblem(
             variable, f"must be a positive whole number, got {raw!r}; using {default}"))
+        return default
+    return int(raw)
+
+
+def _parse_limit(env: Mapping[str, str], variable: str, default: int,
+                 problems: list[ConfigProblem]) -> int:
+    """A per-user limit: a whole number, 0 for no limit; `default` when unset or malformed."""
+    raw = env.get(variable, "").strip().replace("_", "")
+    if not raw:
+        return default
+    if not raw.isdigit():
+        problems.append(ConfigProblem(
+            variable, f"must be a whole number (0 for no limit), got {raw!r}; using {default}"))
         return default
     return int(raw)
 

@@ -45,12 +45,14 @@ from ask_another.interaction import Interaction, Policy, Tool, ToolRegistry, val
 from ask_another.interaction.builtin import builtin_tools
 from ask_another.interaction.model import gateway_model
 from ask_another.interaction.router import DEFAULT_MAX_ROUNDS, Message, TurnResult, run_turn
+from ask_another.limits import RequestRate
 from ask_another.logs import ensure_logging, get_logger, register_secrets
 from ask_another.research.jobs import ResearchJobs
 from ask_another.research.supervisor import research_spec
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
 from ask_another.store import FeedbackRecord, StoreActor, add_feedback
+from ask_another.users import LOCAL_USER, User
 from supervisors import Registry, StartError, SupervisorRef, child_spec, open_supervisor
 
 __all__ = ["MAX_TIMEOUT", "Runtime", "open_runtime"]
@@ -72,6 +74,8 @@ class Runtime(Services):
     attached: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True)
     """start_research calls waiting on a job across elicitation rounds (server/tools/attached.py).
     """
+    rates: RequestRate = field(default_factory=lambda: RequestRate(0), kw_only=True)
+    """Tool calls per user per minute on this node (limits.py; the MCP face checks it)."""
 
     async def catalog(self) -> Catalog:
         """The allowed models with litellm's metadata (its model map is read the first time, in
@@ -133,7 +137,8 @@ class Runtime(Services):
     @property
     def jobs(self) -> ResearchJobs:
         """Research jobs: `start(model, query, method=, interaction=, tools=)`, `get`, `list`,
-        `wait`, `cancel`, `answer_permission`, `answer_choice` (see research/jobs.py)."""
+        `wait`, `cancel`, `answer_permission`, `answer_choice` (see research/jobs.py), as the
+        local user (an admin); `ResearchJobs.of(runtime, user)` acts for another user."""
         return ResearchJobs.of(self)
 
     def tools(self, extra: Iterable[Tool] | ToolRegistry = (), *,
@@ -197,13 +202,14 @@ class Runtime(Services):
                               policy=policy if policy is not None else self.config.permissions,
                               interaction=interaction, max_rounds=max_rounds)
 
-    async def add_feedback(self, issue: str, tool_name: str | None = None) -> FeedbackRecord:
-        """Store one piece of feedback with a timestamp."""
+    async def add_feedback(self, issue: str, tool_name: str | None = None,
+                           user: User = LOCAL_USER) -> FeedbackRecord:
+        """Store one piece of feedback from `user` with a timestamp."""
         if not issue.strip():
             raise InvalidArgument("the feedback is empty: describe the issue or suggestion")
         self.config.check_size("feedback", issue, feedback=True)
         self.config.check_size("tool name", tool_name, feedback=True)
-        record = await add_feedback(await self.database(), issue.strip(), tool_name)
+        record = await add_feedback(await self.database(), issue.strip(), tool_name, user.name)
         log.info("feedback.recorded", id=record.id, tool_name=tool_name)
         return record
 
@@ -249,7 +255,8 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
         async with open_supervisor(children, "one_for_one", name="ask-another") as supervisor:
             started = True
             log.info("runtime.started", models=len(config.models), home=str(config.home))
-            yield Runtime(config=config, supervisor=supervisor, registry=registry)
+            yield Runtime(config=config, supervisor=supervisor, registry=registry,
+                          rates=RequestRate(config.rate_per_minute))
     except BaseException as exc:
         # A child's init failed: show its own error (e.g. the database path), not the wrappers.
         cause = None if started else _start_failure(exc)

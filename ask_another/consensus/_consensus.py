@@ -13,6 +13,9 @@ The panel's replies (and the synthesis) are stored in a conversation: a new cons
 bound to its panel, or the thread named by `conversation_id` (any conversation: the panel sees
 its history). A consensus thread can be continued by another consensus, and by `completion` or
 `discuss` with any model of its panel (conversations/).
+
+A `Consensus` acts for one user (users.py; the local user by default): the threads it starts
+are theirs, and another user's conversation is refused with `Forbidden`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 import trio
 
 from ask_another.config import ModelEntry
@@ -42,7 +46,7 @@ from ask_another.consensus._panel import (
     one_line_reason,
     stance_instruction,
 )
-from ask_another.conversations import NoSuchConversation, build_history
+from ask_another.conversations import NoSuchConversation, allowed_conversation, build_history
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
 from ask_another.services import Services
@@ -57,6 +61,7 @@ from ask_another.store.conversations import (
     get_conversation,
     panel_binding,
 )
+from ask_another.users import LOCAL_USER, User
 from supervisors import ActorExited, ActorRef, DynamicSupervisorRef, SupervisorError
 
 __all__ = ["MAX_TIMEOUT", "SYNTHESIS_PROMPT", "Consensus", "OnAnswer", "panel_text"]
@@ -98,15 +103,17 @@ def panel_text(answers: Sequence[Answer]) -> str:
 class Consensus:
     """Ask a panel of models (see the module docstring). Holds no state of its own."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, user: User = LOCAL_USER) -> None:
         self.services = services
+        self.user = user
 
     @classmethod
-    def of(cls, runtime: Any) -> Consensus:
-        """The consensus face of a running `Runtime` (anything with `config` and `registry`)."""
+    def of(cls, runtime: Any, user: User = LOCAL_USER) -> Consensus:
+        """The consensus face of a running `Runtime` (anything with `config` and `registry`),
+        asking for `user`."""
         # The runtime is itself a `Services` (keeping the price map between calls).
         return cls(runtime if isinstance(runtime, Services)
-                   else Services(runtime.config, runtime.registry))
+                   else Services(runtime.config, runtime.registry), user)
 
     def seats(self, models: Sequence[str], stances: Mapping[str, str] | None = None
               ) -> list[Seat]:
@@ -151,7 +158,8 @@ class Consensus:
         `synthesize`: an allowed model that then compares the replies (none by default).
         The cost is estimated before any call starts (`result.estimate`); an estimate that would
         cross a budget ceiling raises `BudgetExceeded` and nothing is asked.
-        Raises `InvalidArgument`, `ModelNotAllowed` / `AmbiguousModel`, `NoSuchConversation`;
+        Raises `InvalidArgument`, `ModelNotAllowed` / `AmbiguousModel`, `NoSuchConversation`,
+        `Forbidden` (another user's conversation);
         provider failures are reported in their seats, never raised. Cancelling the caller
         hangs up every call in flight; nothing is stored then.
         """
@@ -170,16 +178,14 @@ class Consensus:
         seconds = timeout if timeout is not None else self.services.config.timeout
         record, history = await self._thread(conversation_id, seats, system)
         if system is not None:
-            record = ConversationRecord(id=record.id, model=record.model, system=system or None,
-                                        created_at=record.created_at,
-                                        updated_at=record.updated_at)
-        purpose = Purpose(tool="consensus", conversation_id=record.id)
+            record = msgspec.structs.replace(record, system=system or None)
+        purpose = Purpose(tool="consensus", conversation_id=record.id, user_id=self.user.name)
         calls = [CallSpec(entry=seat.entry, stance=seat.stance, timeout=seconds,
                           temperature=temperature, purpose=purpose,
                           messages=self._messages(record.system, seat.stance, history, prompt))
                  for seat in seats]
         estimate = await self.estimate(calls, synthesizer, prompt)
-        await check_budget(self.services, estimate.known_usd, "this consensus")
+        await check_budget(self.services, estimate.known_usd, "this consensus", self.user.name)
         started = trio.current_time()
         answers = await self._panel(calls, on_answer)
         synthesis = None
@@ -224,11 +230,13 @@ class Consensus:
             now = time.time()
             binding = panel_binding([seat.entry.model for seat in seats])
             record = ConversationRecord(id=f"c-{secrets.token_hex(5)}", model=binding,
-                                        system=system or None, created_at=now, updated_at=now)
+                                        system=system or None, created_at=now, updated_at=now,
+                                        user_id=self.user.name)
             return record, []
         found = await get_conversation(db, wanted)
         if found is None:
             raise NoSuchConversation(wanted)
+        allowed_conversation(self.user, found)
         return found, build_history(await conversation_messages(db, wanted))
 
     @staticmethod

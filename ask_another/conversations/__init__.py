@@ -13,6 +13,7 @@ from ._actor import conversation_name as conversation_name
 from ._actor import conversations_spec as conversations_spec
 from ._conversations import DISCUSS_PROMPT as DISCUSS_PROMPT
 from ._conversations import Conversations as Conversations
+from ._conversations import allowed_conversation as allowed_conversation
 from ._errors import ArticleUnreadable as ArticleUnreadable
 from ._errors import ConversationBusy as ConversationBusy
 from ._errors import ConversationError as ConversationError
@@ -33,6 +34,7 @@ __all__ = [
     "Conversations",
     "NoSuchConversation",
     "TurnOutcome",
+    "allowed_conversation",
     "build_history",
     "conversation_name",
     "conversations_spec",

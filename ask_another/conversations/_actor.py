@@ -112,6 +112,7 @@ class Turn:
     temperature: float | None = None
     on_delta: Callable[[str], Awaitable[None]] | None = None
     article_url: str | None = None
+    user_id: str | None = None  # who asks (the ledger's row and the budget are theirs)
     token: object = field(default_factory=object, compare=False)
 
 
@@ -258,13 +259,13 @@ class Conversation(Actor):
         if ceilings(services):
             # A budget ceiling is set: refuse a turn whose estimate would cross it.
             line = completion_line(await services.prices(), entry.model, messages)
-            await check_budget(services, line.usd or 0.0, "this completion")
+            await check_budget(services, line.usd or 0.0, "this completion", turn.user_id)
         log.debug("completion.started", model=entry.model, conversation_id=self.record.id)
         result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
                                           timeout=turn.timeout, on_delta=turn.on_delta)
         await record_call(services, "completion", entry.model, result.usage, Purpose(
             tool="discuss" if turn.article_url is not None else "completion",
-            conversation_id=self.record.id))
+            conversation_id=self.record.id, user_id=turn.user_id))
         record = msgspec.structs.replace(self.record, system=system or None)
         try:
             written = await append_messages(

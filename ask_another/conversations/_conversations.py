@@ -12,6 +12,10 @@ turn. Every turn answers with the conversation id, so the caller can continue th
 A conversation is bound to its model: a turn naming another model is refused
 (`ConversationModelMismatch`) rather than silently switching models mid-thread. A consensus
 thread (consensus/) is bound to its panel: a turn may name any model of the panel.
+
+A `Conversations` acts for one user (`User`, users.py; the local user by default): the
+conversations it starts are theirs, and another user's conversation is refused with
+`Forbidden` (continued, discussed or read); an admin may take part in any.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from ask_another.conversations._actor import (
     conversation_name,
 )
 from ask_another.conversations._errors import ConversationModelMismatch, NoSuchConversation
-from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.errors import AskAnotherError, Forbidden, InvalidArgument
 from ask_another.store.conversations import (
     ConversationRecord,
     StoredMessage,
@@ -45,9 +49,10 @@ from ask_another.store.conversations import (
     get_conversation,
     panel_of,
 )
+from ask_another.users import LOCAL_USER, User
 from supervisors import ActorExited, ActorRef, Crash, MailboxFull, Normal, Registry, SupervisorError
 
-__all__ = ["DISCUSS_PROMPT", "MAX_TIMEOUT", "Conversations"]
+__all__ = ["DISCUSS_PROMPT", "MAX_TIMEOUT", "Conversations", "allowed_conversation"]
 
 DISCUSS_PROMPT: Final = "Please summarize and discuss this article."
 MAX_TIMEOUT: Final = 3600.0
@@ -61,16 +66,27 @@ def _new_id() -> str:
     return f"c-{secrets.token_hex(5)}"
 
 
+def allowed_conversation(user: User, record: ConversationRecord) -> ConversationRecord:
+    """`record`, if `user` may take part in it; raises `Forbidden` otherwise."""
+    if not user.can_see(record.user_id):
+        raise Forbidden(f"conversation {record.id}", "only the user who started it (or an "
+                        "admin) can continue or read it. Leave conversation_id empty to start "
+                        "a new conversation")
+    return record
+
+
 class Conversations:
     """Take turns in conversations (see the module docstring)."""
 
-    def __init__(self, config: Config, registry: Registry) -> None:
+    def __init__(self, config: Config, registry: Registry, user: User = LOCAL_USER) -> None:
         self.services = Services(config, registry)
+        self.user = user
 
     @classmethod
-    def of(cls, runtime: Any) -> Conversations:
-        """The conversations of a running `Runtime` (anything with `config` and `registry`)."""
-        return cls(runtime.config, runtime.registry)
+    def of(cls, runtime: Any, user: User = LOCAL_USER) -> Conversations:
+        """The conversations of a running `Runtime` (anything with `config` and `registry`),
+        as `user` takes part in them."""
+        return cls(runtime.config, runtime.registry, user)
 
     @property
     def config(self) -> Config:
@@ -92,6 +108,7 @@ class Conversations:
         The history (including earlier tool exchanges) is replayed to the model; the prompt and
         the answer are stored together once the model has answered. `system` replaces the
         conversation's system prompt from this turn on. Raises `NoSuchConversation`,
+        `Forbidden` (another user's conversation),
         `ConversationBusy` (a turn is running), `ConversationModelMismatch`, `ModelNotAllowed` /
         `AmbiguousModel`, `InvalidArgument`, and the `ProviderError`s. Cancelling the caller
         cancels the turn (nothing is stored).
@@ -102,7 +119,8 @@ class Conversations:
         self.config.check_size("system prompt", system)
         return await self._take(model, conversation_id, Turn(
             prompt=prompt, system=system, temperature=temperature,
-            timeout=self._timeout(timeout, temperature), on_delta=on_delta))
+            timeout=self._timeout(timeout, temperature), on_delta=on_delta,
+            user_id=self.user.name))
 
     async def discuss(
         self,
@@ -133,14 +151,15 @@ class Conversations:
         return await self._take(model, conversation_id, Turn(
             prompt=prompt, system=system, temperature=temperature,
             timeout=self._timeout(timeout, temperature), on_delta=on_delta,
-            article_url=url.strip()))
+            article_url=url.strip(), user_id=self.user.name))
 
     async def get(self, conversation_id: str) -> ConversationRecord:
-        """The stored conversation (raises `NoSuchConversation`)."""
+        """The stored conversation (raises `NoSuchConversation`, and `Forbidden` for another
+        user's)."""
         record = await get_conversation(await self.services.database(), conversation_id)
         if record is None:
             raise NoSuchConversation(conversation_id)
-        return record
+        return allowed_conversation(self.user, record)
 
     async def messages(self, conversation_id: str) -> list[StoredMessage]:
         """The stored messages of a conversation, in order (raises `NoSuchConversation`)."""
@@ -179,7 +198,7 @@ class Conversations:
                 now = time.time()
                 record = ConversationRecord(id=_new_id(), model=entry.model, system=None,
                                             created_at=now, updated_at=now,
-                                            entry=entry.variable)
+                                            entry=entry.variable, user_id=self.user.name)
             ref = await self._open(record)
             try:
                 reply = await self._send(ref, turn)
@@ -204,7 +223,7 @@ class Conversations:
             # Live (perhaps in its first turn, not stored yet): it knows its own record.
             with contextlib.suppress(ActorExited):
                 record: ConversationRecord = await ref.call(Info())
-                return record
+                return allowed_conversation(self.user, record)
         return await self.get(conversation_id)
 
     async def _open(self, record: ConversationRecord) -> ActorRef:

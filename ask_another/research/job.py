@@ -335,7 +335,8 @@ class ResearchJob(Actor):
     def _budget_check(self, ctx: JobContext) -> Callable[[], Awaitable[None]]:
         async def budget() -> None:
             await self._record_usage(ctx)
-            await check_budget(self.services, None, f"research job {ctx.job_id}")
+            await check_budget(self.services, None, f"research job {ctx.job_id}",
+                               self.record.user_id)
         return budget
 
     async def _confirm_spend(self, model: str, stored: JobRecord) -> _Failure | None:
@@ -368,7 +369,7 @@ class ResearchJob(Actor):
     async def _record_usage(self, ctx: JobContext) -> None:
         """The usage ledger's rows for the calls `ctx.usage` counted since the last time
         (spend/): each a "research" call of the job's model, or a "search"."""
-        purpose = Purpose(tool="start_research", job_id=ctx.job_id)
+        purpose = Purpose(tool="start_research", job_id=ctx.job_id, user_id=self.record.user_id)
         for usage, search in ctx.usage.take_unrecorded():
             await record_call(self.services, "search" if search else "research",
                               "web search" if search else ctx.entry.model, usage, purpose)

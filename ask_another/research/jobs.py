@@ -8,6 +8,13 @@ cancel or an answer for it is stored as a request its owner takes within `REQUES
 and answers (`JobStore.request` / `request_answer`); the answer says what the owner did, as if
 the job ran here. A finished job is read from the store, which holds every state change.
 
+A `ResearchJobs` acts for one user (`User`, users.py; the local user by default): the jobs it
+starts are theirs, its listing shows theirs only, and a job of another user is refused with
+`Forbidden` by every method that takes a job id, before anything is asked of the job. An admin
+(the local user is one) sees and acts on every job. With `ASK_ANOTHER_MAX_JOBS_PER_USER`, a
+named user's start is refused with `LimitReached` while they have that many unfinished jobs
+(counted in the store, so the limit holds across processes and nodes).
+
     jobs = ResearchJobs.of(runtime)
     record = await jobs.start("gdr", "What changed in ...?")
     final = await jobs.wait(record.id, timeout=300, on_progress=print_update)
@@ -22,7 +29,7 @@ from typing import Any, Final
 
 import trio
 
-from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.errors import AskAnotherError, Forbidden, InvalidArgument, LimitReached
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
 from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, JobOptions, Services, job_name
@@ -51,7 +58,9 @@ from ask_another.store.jobs import (
     get_job,
     insert_job,
     list_jobs,
+    running_jobs,
 )
+from ask_another.users import LOCAL_USER, User
 from supervisors import (
     ActorExited,
     CallTimeout,
@@ -91,14 +100,31 @@ ProgressFn = Callable[[JobUpdate], Awaitable[None]]
 class ResearchJobs:
     """Start, inspect, wait for and cancel research jobs (see the module docstring)."""
 
-    def __init__(self, services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
+    def __init__(self, services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                 user: User = LOCAL_USER) -> None:
         self.services = services
         self.max_attempts = max_attempts
+        self.user = user
 
     @classmethod
-    def of(cls, runtime: Any) -> ResearchJobs:
-        """The jobs of a running `Runtime` (anything with `config` and `registry`)."""
-        return cls(Services(runtime.config, runtime.registry))
+    def of(cls, runtime: Any, user: User = LOCAL_USER) -> ResearchJobs:
+        """The jobs of a running `Runtime` (anything with `config` and `registry`), as seen and
+        acted on by `user`."""
+        return cls(Services(runtime.config, runtime.registry), user=user)
+
+    def _allowed(self, record: JobRecord) -> JobRecord:
+        """`record`, if this face's user may see it; raises `Forbidden` otherwise."""
+        if not self.user.can_see(record.user_id):
+            raise Forbidden(f"research job {record.id}", "only its owner (or an admin) can "
+                            "check, cancel or answer it. Call check_research without a job_id "
+                            "to list your own jobs")
+        return record
+
+    async def _check(self, job_id: str) -> None:
+        """Refuse (`Forbidden`) a job of another user before anything is asked of it; an admin
+        is never refused, so this reads nothing for them."""
+        if not self.user.admin:
+            self._allowed(await self._stored(job_id))
 
     @property
     def registry(self) -> Registry:
@@ -123,7 +149,9 @@ class ResearchJobs:
         choices instead of `answer_permission` / `answer_choice`, and `tools` are offered next
         to the built-in ones. `depth` (shallow, standard, deep): how many queries the local
         pipeline plans.
-        Raises `ModelNotAllowed` / `AmbiguousModel` or `InvalidArgument` for a bad request.
+        Raises `ModelNotAllowed` / `AmbiguousModel` or `InvalidArgument` for a bad request, and
+        `LimitReached` when a named user already has `ASK_ANOTHER_MAX_JOBS_PER_USER` unfinished
+        jobs.
         """
         entry = self.services.config.resolve(model)
         if method == "auto":
@@ -155,9 +183,16 @@ class ResearchJobs:
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
                            created_at=time.time(), entry=entry.variable,
                            detail={"depth": depth}, owner=lease.owner,
-                           lease_expires=lease.until())
+                           lease_expires=lease.until(), user_id=self.user.name)
         db = await self.services.database()
-        await insert_job(db, record)
+        limit = self.services.config.max_jobs_per_user
+        limited = limit > 0 and not self.user.local
+        if not await insert_job(db, record, max_running=limit if limited else None):
+            running = await running_jobs(db, self.user.name)
+            raise LimitReached(
+                f"Limit reached: at most {limit} research jobs running at once per user "
+                f"(ASK_ANOTHER_MAX_JOBS_PER_USER); you have {running} running. Retry when one "
+                "finishes (check_research lists them), or stop one with cancel_research")
         try:
             await self._start_child(record, JobOptions(interaction, tools))
         except (StartError, AskAnotherError) as exc:
@@ -189,22 +224,24 @@ class ResearchJobs:
         if ref is not None:
             try:
                 record: JobRecord = await ref.call(Status())
-                return record
+                return self._allowed(record)
             except (ActorExited, CallTimeout):
                 pass  # it just finished (or crashed), or is busy: the store has its state
         found = await get_job(await self.services.database(), job_id)
         if found is None:
             raise UnknownJob(job_id)
-        return found
+        return self._allowed(found)
 
     async def list(self, limit: int = 200) -> list[JobRecord]:
-        """Every job, newest first (reports left out)."""
-        return await list_jobs(await self.services.database(), limit)
+        """Every job of this face's user (an admin: every job), newest first (reports left
+        out)."""
+        return await list_jobs(await self.services.database(), limit, self.user)
 
     async def cancel(self, job_id: str) -> CancelOutcome:
         """Cancel a job; the outcome says whether it was still running and what was stopped.
 
         A job running in another process is cancelled by its owner (a stored request)."""
+        await self._check(job_id)
         ref = self.registry.whereis(job_name(job_id))
         if ref is not None:
             try:
@@ -286,6 +323,7 @@ class ResearchJobs:
                                   "answer a question of")
 
     async def _answer(self, job_id: str, message: Any, what: str) -> str:
+        await self._check(job_id)
         ref = self.registry.whereis(job_name(job_id))
         reply: Any = None
         if ref is not None:
@@ -322,6 +360,7 @@ class ResearchJobs:
         With `on_progress`, every update the job reports is passed on, and at least every
         `progress_every` seconds the current state. Cancelling the wait leaves the job running.
         """
+        await self._check(job_id)
         deadline = trio.current_time() + timeout
         shown: tuple[str, str | None] | None = None
         last_shown = trio.current_time()

@@ -33,7 +33,7 @@ from ask_another.errors import AskAnotherError, ConfigError
 from ask_another.home import home_problem
 from ask_another.logs import ensure_logging, get_logger
 from ask_another.runtime import Runtime, open_runtime
-from ask_another.server.context import Unavailable, arguments_text
+from ask_another.server.context import Unavailable, arguments_text, check_rate
 from ask_another.server.metadata import describe_tool, output_schemas
 from ask_another.server.stdio import AskAnotherServer
 from ask_another.server.tools import (
@@ -116,6 +116,7 @@ class _Server(AskAnotherServer):
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None,
                         ) -> CallToolResult | InputRequiredResult:
+        check_rate(context)  # the one place every tool call passes: the per-user rate limit
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

@@ -1,4 +1,11 @@
-"""From a tool call's `Context` to the running `Runtime`, and from our errors to `ToolError`s."""
+"""From a tool call's `Context` to the running `Runtime` and the `User` making it, and from our
+errors to `ToolError`s.
+
+`user_of(ctx)` is the one place a request becomes a user: the access token the SDK's auth
+middleware verified (HTTP with a bearer token), or the local user when there is none (stdio, a
+loopback server started with --no-auth). `check_rate` applies the per-user tool-call limit
+(limits.py) to every tool call; the server calls it once per call (server/app.py).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
@@ -14,6 +22,10 @@ from pydantic import ValidationError
 from ask_another.errors import AskAnotherError, InvalidArgument, error_text
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
+from ask_another.users import ADMIN_SCOPE, LOCAL_USER, User
+
+__all__ = ["ADMIN_SCOPE", "LOCAL_USER", "Unavailable", "User", "arguments_text", "check_rate",
+           "runtime_of", "tool_errors", "user_of"]
 
 log = get_logger("ask_another.server")
 
@@ -35,6 +47,33 @@ def runtime_of(ctx: Context[Any, Any]) -> Runtime:
     if not isinstance(runtime, Runtime):  # only if the server was built without our lifespan
         raise ToolError(error_text(RuntimeError("the ask-another runtime is not running")))
     return runtime
+
+
+def user_of(ctx: Context[Any, Any] | None = None) -> User:
+    """Who makes this request: the verified access token's user (its `subject`, else its
+    `client_id`; an admin with the ``ask-another:admin`` scope), or `LOCAL_USER` without one.
+
+    The token is read from the SDK's request context variable, so `ctx` itself is not needed;
+    it is taken so every tool reads its user the same way it reads its runtime."""
+    token = get_access_token()
+    if token is None:
+        return LOCAL_USER
+    return User(token.subject or token.client_id, admin=ADMIN_SCOPE in token.scopes)
+
+
+def check_rate(ctx: Context[Any, Any] | None) -> None:
+    """Count this tool call against its user's `ASK_ANOTHER_RATE_PER_MINUTE`; a `ToolError`
+    saying the limit, the count and when to retry if it is reached. Nothing to count without a
+    running runtime (the tool then fails on its own)."""
+    try:
+        runtime = ctx.request_context.lifespan_context if ctx is not None else None
+    except ValueError:  # no request context: a direct call, not a client's
+        return
+    if isinstance(runtime, Runtime):
+        try:
+            runtime.rates.check(user_of(ctx))
+        except AskAnotherError as exc:
+            raise ToolError(error_text(exc)) from None
 
 
 @contextlib.contextmanager

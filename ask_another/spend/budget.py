@@ -1,5 +1,9 @@
 """The budget ceilings: `ASK_ANOTHER_BUDGET_DAY_USD` and `ASK_ANOTHER_BUDGET_MONTH_USD`.
 
+The ceilings are per user: each user's own spend (the usage rows they made; the local user's
+on stdio) is checked against them, so on a team service one member's spending never stops
+another's (docs/deploy.md, "Users and limits").
+
 Periods are UTC: a day from midnight, a month from the first. `check_budget(services,
 estimate)` refuses (raises `BudgetExceeded`) a call whose estimate would take the known spend
 of a period past its ceiling, naming the ceiling, what was spent and when it resets; with no
@@ -57,9 +61,9 @@ def _when(ts: float) -> str:
 
 
 async def check_budget(services: Services, estimate_usd: float | None = None,
-                       what: str = "this call") -> None:
-    """Raise `BudgetExceeded` if `estimate_usd` (None: a running job's next step) would cross a
-    ceiling."""
+                       what: str = "this call", user_id: str | None = None) -> None:
+    """Raise `BudgetExceeded` if `estimate_usd` (None: a running job's next step) would take
+    the spend of the user `user_id` (None: the local user) across a ceiling."""
     found = ceilings(services)
     if not found:
         return
@@ -67,7 +71,7 @@ async def check_budget(services: Services, estimate_usd: float | None = None,
     now = time.time()
     for ceiling in found:
         start, resets = period_start(ceiling.period, now)
-        spent: Spent = await spent_since(db, start)
+        spent: Spent = await spent_since(db, start, user_id)
         over = (spent.known_usd >= ceiling.usd if estimate_usd is None
                 else spent.known_usd + estimate_usd > ceiling.usd)
         if not over:
@@ -76,6 +80,7 @@ async def check_budget(services: Services, estimate_usd: float | None = None,
         estimate = "" if estimate_usd is None else f"; {what} is estimated at ${estimate_usd:.4f}"
         raise BudgetExceeded(
             f"Refused: {what} would cross the budget ceiling {ceiling.variable}="
-            f"${ceiling.usd:.2f} per {ceiling.period}: {spent.describe()} spent {this}"
+            f"${ceiling.usd:.2f} per {ceiling.period}{'' if user_id is None else ' per user'}: "
+            f"{spent.describe()} spent {this}"
             f"{estimate}. The {ceiling.period}'s spend resets at {_when(resets)}; raise "
             f"{ceiling.variable} to go on now")

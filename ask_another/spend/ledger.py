@@ -22,11 +22,12 @@ log = get_logger("ask_another.spend")
 
 @dataclass(frozen=True, slots=True)
 class Purpose:
-    """What a provider call served."""
+    """What a provider call served, and for whom (`user_id`, None: the local user)."""
 
     tool: str | None = None
     job_id: str | None = None
     conversation_id: str | None = None
+    user_id: str | None = None
 
 
 async def record_call(services: Services, kind: Kind, model: str, usage: Usage | None,
@@ -36,7 +37,7 @@ async def record_call(services: Services, kind: Kind, model: str, usage: Usage |
     row = UsageRow(kind=kind, model=model, prompt_tokens=usage.prompt_tokens,
                    completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
                    tool=purpose.tool, job_id=purpose.job_id,
-                   conversation_id=purpose.conversation_id)
+                   conversation_id=purpose.conversation_id, user_id=purpose.user_id)
     try:
         await record_usage(await services.database(), row)
     except AskAnotherError as exc:

@@ -14,6 +14,7 @@ from ask_another.errors import InvalidArgument
 from ask_another.services import Services
 from ask_another.spend.budget import ceilings, period_start
 from ask_another.store.usage import Spent, Totals, spent_since, usage_totals
+from ask_another.users import LOCAL_USER, User
 
 __all__ = ["PERIODS", "period_bounds", "usage_report"]
 
@@ -47,12 +48,14 @@ def _table(title: str, rows: dict[str, Spent]) -> list[str]:
     return [f"By {title}:", *(_line(k, v) for k, v in rows.items())] if rows else []
 
 
-async def usage_report(services: Services, period: str = "month") -> str:
-    """The report text for `period` (see the module docstring), with the ceilings' state."""
+async def usage_report(services: Services, period: str = "month", user: User = LOCAL_USER
+                       ) -> str:
+    """The report text for `period` (see the module docstring) of the calls `user` may see (an
+    admin: everyone's), with the ceilings' state for `user`'s own spend."""
     now = time.time()
     since, until, label = period_bounds(period, now)
     db = await services.database()
-    totals: Totals = await usage_totals(db, since, until)
+    totals: Totals = await usage_totals(db, since, until, user)
     if not totals.total.calls:
         lines = [f"No provider calls recorded for {label}."]
     else:
@@ -62,7 +65,7 @@ async def usage_report(services: Services, period: str = "month") -> str:
                  *_table("tool", totals.by_tool)]
     for ceiling in ceilings(services):
         start, resets = period_start(ceiling.period, now)
-        spent = await spent_since(db, start)
+        spent = await spent_since(db, start, user.name)
         when = datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M UTC")
         lines.append(f"Ceiling {ceiling.variable}: ${ceiling.usd:.2f} per {ceiling.period}, "
                      f"{spent.describe()} spent, resets at {when}")

@@ -93,12 +93,13 @@ class ConversationRecord(msgspec.Struct, kw_only=True):
     created_at: float
     updated_at: float
     entry: str | None = None  # the MODEL_* variable it was made with (None: made before v4)
+    user_id: str | None = None  # the user who started it (None: the local user; users.py)
 
 
 def _conversation(row: sqlite3.Row) -> ConversationRecord:
     return ConversationRecord(id=row["id"], model=row["model"], system=row["system"],
                               created_at=row["created_at"], updated_at=row["updated_at"],
-                              entry=row["entry"])
+                              entry=row["entry"], user_id=row["user_id"])
 
 
 def _tool_calls(text: str | None) -> list[StoredToolCall] | None:
@@ -109,7 +110,7 @@ def _tool_calls(text: str | None) -> list[StoredToolCall] | None:
 
 async def get_conversation(db: Database, conversation_id: str) -> ConversationRecord | None:
     row = await db.fetchone(
-        "SELECT id, model, system, created_at, updated_at, entry FROM conversations "
+        "SELECT id, model, system, created_at, updated_at, entry, user_id FROM conversations "
         "WHERE id = ?",
         (conversation_id,),
     )
@@ -137,8 +138,9 @@ async def append_messages(
 ) -> list[StoredMessage]:
     """Append `messages` after the conversation's last one, in one commit; returns them as stored.
 
-    Creates the conversation row when it does not exist yet (a first turn), and otherwise sets its
-    `updated_at` to `now` and its `system` to `conversation.system`.
+    Creates the conversation row when it does not exist yet (a first turn, with the record's
+    `user_id`), and otherwise sets its `updated_at` to `now` and its `system` to
+    `conversation.system` (its user never changes).
     """
     encoded = [None if m.tool_calls is None else msgspec.json.encode(m.tool_calls).decode()
                for m in messages]
@@ -146,11 +148,11 @@ async def append_messages(
     def go(conn: sqlite3.Connection) -> list[StoredMessage]:
         with conn:
             conn.execute(
-                "INSERT INTO conversations (id, model, system, created_at, updated_at, entry) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "INSERT INTO conversations (id, model, system, created_at, updated_at, entry, "
+                "user_id) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
                 "system = excluded.system, updated_at = excluded.updated_at",
                 (conversation.id, conversation.model, conversation.system,
-                 conversation.created_at, now, conversation.entry),
+                 conversation.created_at, now, conversation.entry, conversation.user_id),
             )
             last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages "
                                 "WHERE conversation_id = ?", (conversation.id,)).fetchone()[0]

@@ -155,6 +155,18 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX research_requests_untaken ON research_requests (job_id)
             WHERE taken_at IS NULL;
     """),
+    Migration(7, "the user who made each job, conversation, feedback and usage row (NULL: the "
+              "local user; store/scope.py)", """
+        ALTER TABLE research_jobs ADD COLUMN user_id TEXT;
+        ALTER TABLE conversations ADD COLUMN user_id TEXT;
+        ALTER TABLE feedback ADD COLUMN user_id TEXT;
+        ALTER TABLE usage ADD COLUMN user_id TEXT;
+        CREATE INDEX research_jobs_by_user ON research_jobs (user_id, created_at);
+        CREATE INDEX research_jobs_running_by_user ON research_jobs (user_id)
+            WHERE status NOT IN ('completed', 'failed', 'cancelled');
+        CREATE INDEX feedback_by_user ON feedback (user_id, id);
+        CREATE INDEX usage_by_user ON usage (user_id, at);
+    """),
 ]
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ask_another.store.db import Database
+from ask_another.store.scope import visible
+from ask_another.users import LOCAL_USER, User
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,22 +16,29 @@ class FeedbackRecord:
     created_at: str  # ISO 8601, UTC
     issue: str
     tool_name: str | None
+    user_id: str | None = None  # who sent it (None: the local user; users.py)
 
 
-async def add_feedback(db: Database, issue: str, tool_name: str | None = None) -> FeedbackRecord:
-    """Append one piece of feedback; returns it as stored."""
+async def add_feedback(db: Database, issue: str, tool_name: str | None = None,
+                       user_id: str | None = None) -> FeedbackRecord:
+    """Append one piece of feedback from `user_id` (None: the local user); returns it as
+    stored."""
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     row_id = await db.execute(
-        "INSERT INTO feedback (created_at, tool_name, issue) VALUES (?, ?, ?)",
-        (created_at, tool_name, issue),
+        "INSERT INTO feedback (created_at, tool_name, issue, user_id) VALUES (?, ?, ?, ?)",
+        (created_at, tool_name, issue, user_id),
     )
-    return FeedbackRecord(id=row_id, created_at=created_at, issue=issue, tool_name=tool_name)
+    return FeedbackRecord(id=row_id, created_at=created_at, issue=issue, tool_name=tool_name,
+                          user_id=user_id)
 
 
-async def list_feedback(db: Database, limit: int = 100) -> list[FeedbackRecord]:
-    """The most recent feedback first."""
+async def list_feedback(db: Database, limit: int = 100, user: User = LOCAL_USER
+                        ) -> list[FeedbackRecord]:
+    """The most recent feedback `user` may see first (an admin: everyone's)."""
+    seen, params = visible(user)
     rows = await db.fetchall(
-        "SELECT id, created_at, issue, tool_name FROM feedback ORDER BY id DESC LIMIT ?", (limit,)
+        f"SELECT id, created_at, issue, tool_name, user_id FROM feedback WHERE {seen} "
+        "ORDER BY id DESC LIMIT ?", (*params, limit)
     )
     return [FeedbackRecord(id=r["id"], created_at=r["created_at"], issue=r["issue"],
-                           tool_name=r["tool_name"]) for r in rows]
+                           tool_name=r["tool_name"], user_id=r["user_id"]) for r in rows]

@@ -28,6 +28,8 @@ from typing import Any, Final, Literal, Protocol
 import msgspec
 
 from ask_another.store.db import Database
+from ask_another.store.scope import own, visible
+from ask_another.users import LOCAL_USER, User
 
 __all__ = [
     "TERMINAL",
@@ -45,6 +47,7 @@ __all__ = [
     "insert_job",
     "job_events",
     "list_jobs",
+    "running_jobs",
     "start_job",
     "unfinished_jobs",
     "update_job",
@@ -57,7 +60,7 @@ TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 _NOT_FINAL: Final = "status NOT IN ('completed', 'failed', 'cancelled')"
 _COLUMNS: Final = (
     "id, model, query, method, status, step, created_at, started_at, ended_at, attempts, "
-    "provider_handle, report, citations, error, detail, entry, owner, lease_expires"
+    "provider_handle, report, citations, error, detail, entry, owner, lease_expires, user_id"
 )
 _UPDATABLE: Final = frozenset({
     "status", "step", "started_at", "ended_at", "attempts", "provider_handle", "report",
@@ -88,6 +91,7 @@ class JobRecord(msgspec.Struct, kw_only=True):
     entry: str | None = None  # the MODEL_* variable it was made with (None: made before v4)
     owner: str | None = None  # the process that runs it (None: made before v5, or finished)
     lease_expires: float | None = None  # the owner's lease, renewed by its heartbeat
+    user_id: str | None = None  # the user who made it (None: the local user; users.py)
 
     @property
     def finished(self) -> bool:
@@ -129,6 +133,7 @@ def _record(row: sqlite3.Row) -> JobRecord:
         entry=row["entry"],
         owner=row["owner"],
         lease_expires=row["lease_expires"],
+        user_id=row["user_id"],
     )
 
 
@@ -144,16 +149,42 @@ def _encode(column: str, value: Any) -> Any:
     return value
 
 
-async def insert_job(db: Database, record: JobRecord) -> None:
-    """Store a new job (committed when this returns)."""
-    await db.execute(
-        f"INSERT INTO research_jobs ({_COLUMNS}) VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (record.id, record.model, record.query, record.method, record.status, record.step,
-         record.created_at, record.started_at, record.ended_at, record.attempts,
-         record.provider_handle, record.report, json.dumps(record.citations), record.error,
-         json.dumps(record.detail), record.entry, record.owner, record.lease_expires),
-    )
+async def insert_job(db: Database, record: JobRecord, *, max_running: int | None = None
+                     ) -> bool:
+    """Store a new job (committed when this returns); True when stored.
+
+    With `max_running`, only while the job's user has fewer unfinished jobs than that: the count
+    and the insert are one statement in one write transaction, so starts racing on one home
+    (several processes included) cannot both pass. False, nothing written, otherwise.
+    """
+    values = (record.id, record.model, record.query, record.method, record.status, record.step,
+              record.created_at, record.started_at, record.ended_at, record.attempts,
+              record.provider_handle, record.report, json.dumps(record.citations), record.error,
+              json.dumps(record.detail), record.entry, record.owner, record.lease_expires,
+              record.user_id)
+    marks = ", ".join("?" * len(values))
+    if max_running is None:
+        await db.execute(f"INSERT INTO research_jobs ({_COLUMNS}) VALUES ({marks})", values)
+        return True
+    mine, params = own(record.user_id)
+
+    def go(conn: sqlite3.Connection) -> bool:
+        with conn:
+            cursor = conn.execute(
+                f"INSERT INTO research_jobs ({_COLUMNS}) SELECT {marks} WHERE (SELECT COUNT(*) "
+                f"FROM research_jobs WHERE {mine} AND {_NOT_FINAL}) < ?",
+                (*values, *params, max_running))
+            return cursor.rowcount == 1
+
+    return await db.run(go)
+
+
+async def running_jobs(db: Database, user_id: str | None) -> int:
+    """How many unfinished jobs the user `user_id` (None: the local user) has."""
+    mine, params = own(user_id)
+    row = await db.fetchone(
+        f"SELECT COUNT(*) FROM research_jobs WHERE {mine} AND {_NOT_FINAL}", params)
+    return int(row[0]) if row is not None else 0
 
 
 async def update_job(db: Database, job_id: str, **changes: Any) -> bool:
@@ -289,21 +320,24 @@ async def get_job(db: Database, job_id: str) -> JobRecord | None:
     return _record(row) if row is not None else None
 
 
-async def list_jobs(db: Database, limit: int = 200) -> list[JobRecord]:
-    """The most recent jobs first (without their reports, which can be long)."""
+async def list_jobs(db: Database, limit: int = 200, user: User = LOCAL_USER) -> list[JobRecord]:
+    """The most recent jobs `user` may see first (an admin: every job; without their reports,
+    which can be long)."""
+    seen, params = visible(user)
     rows = await db.fetchall(
         f"SELECT {_COLUMNS.replace('report', 'NULL AS report')} FROM research_jobs "
-        "ORDER BY created_at DESC, rowid DESC LIMIT ?",
-        (limit,),
+        f"WHERE {seen} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+        (*params, limit),
     )
     return [_record(r) for r in rows]
 
 
-async def unfinished_jobs(db: Database) -> list[JobRecord]:
-    """Every job not in a terminal state, oldest first."""
+async def unfinished_jobs(db: Database, user: User = LOCAL_USER) -> list[JobRecord]:
+    """Every job `user` may see (an admin: every job) not in a terminal state, oldest first."""
+    seen, params = visible(user)
     rows = await db.fetchall(
-        f"SELECT {_COLUMNS} FROM research_jobs WHERE {_NOT_FINAL} ORDER BY created_at, rowid"
-    )
+        f"SELECT {_COLUMNS} FROM research_jobs WHERE {_NOT_FINAL} AND {seen} "
+        "ORDER BY created_at, rowid", params)
     return [_record(r) for r in rows]
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ask_another.store.db import Database
+from ask_another.store.scope import own, visible
+from ask_another.users import LOCAL_USER, User
 
 __all__ = ["Kind", "Spent", "Totals", "UsageRow", "record_usage", "spent_since", "usage_totals"]
 
@@ -36,6 +38,7 @@ class UsageRow:
     job_id: str | None = None
     conversation_id: str | None = None
     at: float | None = None  # None: now
+    user_id: str | None = None  # whose call it was (None: the local user; users.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +77,10 @@ async def record_usage(db: Database, row: UsageRow) -> int:
     """Append one row; returns its id."""
     return await db.execute(
         "INSERT INTO usage (at, kind, model, prompt_tokens, completion_tokens, cost_usd, tool, "
-        "job_id, conversation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "job_id, conversation_id, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (row.at if row.at is not None else time.time(), row.kind, row.model, row.prompt_tokens,
-         row.completion_tokens, row.cost_usd, row.tool, row.job_id, row.conversation_id),
+         row.completion_tokens, row.cost_usd, row.tool, row.job_id, row.conversation_id,
+         row.user_id),
     )
 
 
@@ -90,16 +94,21 @@ _SUMS = ("SUM(cost_usd) AS known, SUM(cost_usd IS NULL) AS unknown, COUNT(*) AS 
          "SUM(prompt_tokens) AS tin, SUM(completion_tokens) AS tout")
 
 
-async def spent_since(db: Database, since: float) -> Spent:
-    """Everything spent from `since` (Unix seconds) on."""
-    row = await db.fetchone(f"SELECT {_SUMS} FROM usage WHERE at >= ?", (since,))
+async def spent_since(db: Database, since: float, user_id: str | None = None) -> Spent:
+    """What the user `user_id` (None: the local user) spent from `since` (Unix seconds) on."""
+    mine, params = own(user_id)
+    row = await db.fetchone(f"SELECT {_SUMS} FROM usage WHERE at >= ? AND {mine}",
+                            (since, *params))
     return _spent(row) if row is not None else Spent()
 
 
-async def usage_totals(db: Database, since: float, until: float) -> Totals:
-    """Totals for `since <= at < until`, overall and by UTC day, model and tool."""
-    where = "WHERE at >= ? AND at < ?"
-    params = (since, until)
+async def usage_totals(db: Database, since: float, until: float, user: User = LOCAL_USER
+                       ) -> Totals:
+    """Totals of the rows `user` may see (an admin: everyone's) for `since <= at < until`,
+    overall and by UTC day, model and tool."""
+    seen, seen_params = visible(user)
+    where = f"WHERE at >= ? AND at < ? AND {seen}"
+    params = (since, until, *seen_params)
     total = await db.fetchone(f"SELECT {_SUMS} FROM usage {where}", params)
 
     async def grouped(key: str) -> dict[str, Spent]:

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ask_another.articles import READ_ARTICLE_DESCRIPTION, read_article
 from ask_another.conversations import DISCUSS_PROMPT, Conversations
-from ask_another.server.context import runtime_of, tool_errors
+from ask_another.server.context import runtime_of, tool_errors, user_of
 from ask_another.server.tools.completion import conversation_text, progress_reporter
 
 __all__ = ["DISCUSS", "HOWTO", "READ_ARTICLE", "register"]
@@ -67,6 +67,6 @@ def register(server: MCPServer[Any]) -> None:
         = DISCUSS_PROMPT,
     ) -> str:
         with tool_errors("discuss"):
-            outcome = await Conversations.of(runtime_of(ctx)).discuss(
+            outcome = await Conversations.of(runtime_of(ctx), user_of(ctx)).discuss(
                 url, model, conversation_id, prompt, on_delta=progress_reporter(ctx))
             return conversation_text(outcome)

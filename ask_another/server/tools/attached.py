@@ -44,8 +44,8 @@ from pydantic import BaseModel, Field, create_model
 
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
-from ask_another.research import JobUpdate
-from ask_another.server.context import runtime_of, tool_errors
+from ask_another.research import JobUpdate, ResearchJobs
+from ask_another.server.context import runtime_of, tool_errors, user_of
 from ask_another.spend.before import estimate_research
 from ask_another.spend.budget import check_budget
 from ask_another.store.jobs import JobRecord
@@ -112,8 +112,10 @@ class Finished:
     record: JobRecord
 
 
-def _key(model: str, query: str, timeout: float, method: str, depth: str) -> str:
-    text = json.dumps([model, query, timeout, method, depth], ensure_ascii=False)
+def _key(user: str | None, model: str, query: str, timeout: float, method: str, depth: str
+         ) -> str:
+    # The user is part of the key: another user's call with the same arguments is not theirs.
+    text = json.dumps([user, model, query, timeout, method, depth], ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -171,6 +173,7 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
     """Start the job (first round), or find it again (a 2026-07-28 retry with answers)."""
     with tool_errors("start_research"):
         runtime = runtime_of(ctx)
+        user = user_of(ctx)
         table: dict[str, list[Attachment]] = runtime.attached
         now = trio.current_time()
         for key in [k for k, atts in table.items()
@@ -178,7 +181,7 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
             del table[key]
         if timeout is None:  # the default wait, ASK_ANOTHER_START_WAIT
             timeout = runtime.config.start_wait
-        key = _key(model, query, timeout, method, depth)
+        key = _key(user.name, model, query, timeout, method, depth)
         if ctx.request_state is not None:
             found = table.get(key)
             if found:
@@ -189,9 +192,9 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
             raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
                                   f"got {timeout:g}")
         estimate = await estimate_research(runtime, model, query, method.strip() or "auto")
-        await check_budget(runtime, estimate.known_usd, "this research job")
-        record = await runtime.jobs.start(model, query, method.strip() or "auto",
-                                          depth=depth.strip() or "standard")
+        await check_budget(runtime, estimate.known_usd, "this research job", user.name)
+        record = await ResearchJobs.of(runtime, user).start(
+            model, query, method.strip() or "auto", depth=depth.strip() or "standard")
         attached = Attachment(key, record, timeout, time.monotonic(), now + timeout,
                               estimate=estimate.describe())
         table.setdefault(key, []).append(attached)
@@ -204,7 +207,7 @@ async def _deliver(ctx: Context[Any, Any], att: Attachment, index: int,
     if (question.tool_call_id, question.kind) in att.delivered:
         return
     att.delivered.add((question.tool_call_id, question.kind))
-    jobs = runtime_of(ctx).jobs
+    jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
     data = answer.data if isinstance(answer, AcceptedElicitation) else None
     try:
         if question.kind == "permission":
@@ -221,7 +224,7 @@ async def _deliver(ctx: Context[Any, Any], att: Attachment, index: int,
 async def _watch(ctx: Context[Any, Any], att: Attachment, elicit: bool) -> Finished | Question:
     """Wait on the job: until it finishes, the call's time is up, or (when `elicit`) a question
     opens that this call has not asked yet. Progress goes to the client meanwhile."""
-    jobs = runtime_of(ctx).jobs
+    jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
     remaining = att.deadline - trio.current_time()
     if remaining <= 0:
         return Finished(await jobs.get(att.record.id))

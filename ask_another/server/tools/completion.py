@@ -20,7 +20,7 @@ from pydantic import Field
 
 from ask_another.conversations import Conversations, TurnOutcome
 from ask_another.gateway import CompletionResult
-from ask_another.server.context import runtime_of, tool_errors
+from ask_another.server.context import runtime_of, tool_errors, user_of
 
 COMPLETION = """Call a model for a quick completion. Use this for standard prompts that return \
 in seconds. Use a favourite shorthand (e.g. 'openai') or an exact model ID verified via \
@@ -98,7 +98,7 @@ def register(server: MCPServer[Any]) -> None:
                         "one.")] = None,
     ) -> str:
         with tool_errors("completion"):
-            outcome = await Conversations.of(runtime_of(ctx)).turn(
+            outcome = await Conversations.of(runtime_of(ctx), user_of(ctx)).turn(
                 model, prompt, conversation_id, system=system, temperature=temperature,
                 timeout=timeout, on_delta=progress_reporter(ctx),
             )

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from ask_another.consensus import MAX_MODELS, MIN_MODELS, Answer, Consensus, answer_heading
 from ask_another.consensus import consensus_text as format_result
-from ask_another.server.context import runtime_of, tool_errors
+from ask_another.server.context import runtime_of, tool_errors, user_of
 
 __all__ = ["CONSENSUS", "HOWTO", "register"]
 
@@ -63,7 +63,7 @@ def register(server: MCPServer[Any]) -> None:
             async def progress(answer: Answer, ended: int, total: int) -> None:
                 await ctx.report_progress(ended, total, answer_heading(answer))
 
-            result = await Consensus.of(runtime_of(ctx)).ask(
+            result = await Consensus.of(runtime_of(ctx), user_of(ctx)).ask(
                 models, prompt, system=system, stances=stances, synthesize=synthesize,
                 conversation_id=conversation_id, temperature=temperature, timeout=timeout,
                 on_answer=progress,

@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ask_another.server.context import runtime_of, tool_errors
+from ask_another.server.context import runtime_of, tool_errors, user_of
 
 FEEDBACK = """Help us improve ask-another by sharing your experience. Call this
 whenever you're unsure how to proceed, receive confusing output, or
@@ -35,5 +35,5 @@ def register(server: MCPServer[Any]) -> None:
                                                "any.")] = None,
     ) -> str:
         with tool_errors("feedback"):
-            record = await runtime_of(ctx).add_feedback(issue, tool_name)
+            record = await runtime_of(ctx).add_feedback(issue, tool_name, user_of(ctx))
             return f"Thank you: feedback #{record.id} recorded at {record.created_at}."

@@ -10,7 +10,7 @@ from mcp.server.mcpserver.exceptions import ResourceError
 
 from ask_another.errors import AskAnotherError, error_text
 from ask_another.research import ResearchJobs
-from ask_another.server.context import runtime_of
+from ask_another.server.context import runtime_of, user_of
 
 REPORT = """The report of a finished research job (start_research, check_research), as markdown \
 with its sources. A job still running, failed or cancelled is an error saying so."""
@@ -32,7 +32,7 @@ def register(server: MCPServer[Any]) -> None:
                      description=REPORT, mime_type="text/markdown")
     async def research_report(job_id: str, ctx: Context[Any, Any]) -> str:
         try:
-            record = await ResearchJobs.of(runtime_of(ctx)).get(job_id.strip())
+            record = await ResearchJobs.of(runtime_of(ctx), user_of(ctx)).get(job_id.strip())
         except AskAnotherError as exc:
             raise ResourceError(error_text(exc)) from None
         except Exception as exc:  # a ToolError from runtime_of (the server is not working)

@@ -21,7 +21,7 @@ from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.research import CancelOutcome, ResearchJobs
 from ask_another.research.methods.provider import is_gemini_agent
 from ask_another.research.usage import usage_text
-from ask_another.server.context import runtime_of, tool_errors
+from ask_another.server.context import runtime_of, tool_errors, user_of
 from ask_another.server.tools.attached import (
     Attachment,
     attachment,
@@ -91,15 +91,19 @@ def _cut(text: str, limit: int) -> str:
 
 
 def jobs_table(records: list[JobRecord]) -> str:
-    """A markdown table of jobs (already newest first)."""
+    """A markdown table of jobs (already newest first), with a user column when the jobs are
+    not all the local user's (an admin's view of a shared service)."""
     if not records:
         return "No research jobs yet. Start one with start_research."
-    lines = ["| job_id | model | status | query | started (UTC) | ended (UTC) |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    users = any(r.user_id is not None for r in records)
+    lines = ["| job_id | model | status | query | started (UTC) | ended (UTC) |"
+             + (" user |" if users else ""),
+             "| --- | --- | --- | --- | --- | --- |" + (" --- |" if users else "")]
     for r in records:
         query = _cut(r.query, QUERY_CUT).replace("|", "\\|")
+        who = f" {(r.user_id or '(local)').replace('|', '')} |" if users else ""
         lines.append(f"| {r.id} | {r.model} | {r.status} | {query} | "
-                     f"{_when(r.started_at or r.created_at)} | {_when(r.ended_at)} |")
+                     f"{_when(r.started_at or r.created_at)} | {_when(r.ended_at)} |{who}")
     return "\n".join(lines)
 
 
@@ -251,7 +255,7 @@ def register(server: MCPServer[Any]) -> None:
             description="allow: let the tool call run; deny: it does not run.")],
     ) -> str:
         with tool_errors("answer_permission"):
-            return await runtime_of(ctx).jobs.answer_permission(
+            return await ResearchJobs.of(runtime_of(ctx), user_of(ctx)).answer_permission(
                 job_id.strip(), tool_call_id.strip(), decision)
 
     @server.tool(name="answer_choice", description=ANSWER_CHOICE, structured_output=False,
@@ -264,7 +268,7 @@ def register(server: MCPServer[Any]) -> None:
         option_id: Annotated[str, Field(description="The id of the chosen option.")],
     ) -> str:
         with tool_errors("answer_choice"):
-            return await runtime_of(ctx).jobs.answer_choice(
+            return await ResearchJobs.of(runtime_of(ctx), user_of(ctx)).answer_choice(
                 job_id.strip(), tool_call_id.strip(), option_id.strip())
 
     @server.tool(name="check_research", description=CHECK, structured_output=False,
@@ -282,7 +286,7 @@ def register(server: MCPServer[Any]) -> None:
     ) -> str:
         with tool_errors("check_research"):
             _check_paging(offset, max_chars)
-            jobs = ResearchJobs.of(runtime_of(ctx))
+            jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
             if job_id is None or not job_id.strip():
                 return jobs_table(await jobs.list())
             return job_text(await jobs.get(job_id.strip()), offset, max_chars)
@@ -297,7 +301,7 @@ def register(server: MCPServer[Any]) -> None:
             description="Cancel only this tool call of the job; the job goes on.")] = None,
     ) -> str:
         with tool_errors("cancel_research"):
-            jobs = ResearchJobs.of(runtime_of(ctx))
+            jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
             if tool_call_id is not None and tool_call_id.strip():
                 return await jobs.cancel_call(job_id.strip(), tool_call_id.strip())
             return cancel_text(await jobs.cancel(job_id.strip()))

@@ -8,14 +8,15 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ask_another.server.context import runtime_of, tool_errors
+from ask_another.server.context import runtime_of, tool_errors, user_of
 from ask_another.spend.report import PERIODS, usage_report
 
 __all__ = ["USAGE", "register"]
 
 USAGE: Final = """What ask-another's provider calls have cost: totals for a period by day, \
 model and tool (completion, consensus, research, search), with tokens, and the budget ceilings \
-if set. A call whose price is unknown is counted as unknown, never as $0."""
+if set. On a shared service: your own calls only (an admin sees everyone's). A call whose price \
+is unknown is counted as unknown, never as $0."""
 
 
 def register(server: MCPServer[Any]) -> None:
@@ -27,4 +28,4 @@ def register(server: MCPServer[Any]) -> None:
         period: Annotated[str, Field(description=f"{PERIODS} (default month).")] = "month",
     ) -> str:
         with tool_errors("usage"):
-            return await usage_report(runtime_of(ctx), period)
+            return await usage_report(runtime_of(ctx), period, user_of(ctx))

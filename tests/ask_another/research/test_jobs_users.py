@@ -1,0 +1,96 @@
+"""Research jobs belong to the user who started them (`ResearchJobs.of(runtime, user)`), and a
+named user's running jobs are limited: real actors, a real SQLite file, the simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from research_helpers import GEMINI_AGENT
+
+from ask_another.config import Config
+from ask_another.errors import Forbidden, LimitReached
+from ask_another.research import ResearchJobs
+from ask_another.runtime import Runtime, open_runtime
+from ask_another.simulator import Simulator
+from ask_another.spend.budget import BudgetExceeded, check_budget
+from ask_another.store.jobs import get_job
+from ask_another.store.usage import UsageRow, record_usage
+from ask_another.users import LOCAL_USER, User
+
+ALICE = User("alice", admin=False)
+BOB = User("bob", admin=False)
+ADMIN = User("root", admin=True)
+
+
+async def test_another_users_job_is_forbidden_to_every_method_and_left_as_it_was(
+    runtime: Runtime, sim: Simulator
+):
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])  # runs until cancelled
+    alice, bob = ResearchJobs.of(runtime, ALICE), ResearchJobs.of(runtime, BOB)
+    record = await alice.start("gdr", "alice's question")
+    assert record.user_id == "alice"
+    stored = await get_job(await runtime.database(), record.id)
+    assert stored is not None and stored.user_id == "alice"
+    attempts = [
+        bob.get(record.id),
+        bob.wait(record.id, 0.1),
+        bob.cancel(record.id),
+        bob.cancel_call(record.id, "call-1"),
+        bob.answer_permission(record.id, "call-1", "allow"),
+        bob.answer_choice(record.id, "call-1", "a"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(Forbidden) as refused:
+            await attempt
+        text = str(refused.value)
+        assert text.startswith(f"Forbidden: research job {record.id} belongs to another user")
+        assert "alice" not in text  # the owner is not named
+    assert await bob.list() == []
+    # Nothing bob did reached the job: it still runs.
+    assert (await alice.get(record.id)).status == "in_progress"
+    assert [r.id for r in await alice.list()] == [record.id]
+    # An admin, and the local user (an admin too), see and act on every job.
+    admin = ResearchJobs.of(runtime, ADMIN)
+    assert [r.id for r in await admin.list()] == [record.id]
+    assert [r.id for r in await runtime.jobs.list()] == [record.id]
+    assert (await admin.cancel(record.id)).cancelled
+
+
+async def test_a_named_users_running_jobs_are_limited_and_the_error_says_by_what(
+    research_config: Callable[..., Config], sim: Simulator
+):
+    config = research_config(ASK_ANOTHER_MAX_JOBS_PER_USER="2")
+    async with open_runtime(config, prewarm_after=0) as runtime:
+        for _ in range(6):
+            sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
+        alice, bob = ResearchJobs.of(runtime, ALICE), ResearchJobs.of(runtime, BOB)
+        first = await alice.start("gdr", "one")
+        await alice.start("gdr", "two")
+        with pytest.raises(LimitReached) as refused:
+            await alice.start("gdr", "three")
+        assert str(refused.value).startswith(
+            "Limit reached: at most 2 research jobs running at once per user "
+            "(ASK_ANOTHER_MAX_JOBS_PER_USER); you have 2 running")
+        assert [r.query for r in await alice.list()] == ["two", "one"]  # nothing stored
+        await bob.start("gdr", "bob's")  # his own count
+        await alice.cancel(first.id)
+        await alice.start("gdr", "three")  # one of hers finished
+        # The local user (stdio) is never limited.
+        for n in range(3):
+            await runtime.jobs.start("gdr", f"local {n}")
+        for record in await runtime.jobs.list():
+            await runtime.jobs.cancel(record.id)
+
+
+async def test_budget_ceilings_count_each_users_own_spend(
+    research_config: Callable[..., Config],
+):
+    config = research_config(ASK_ANOTHER_BUDGET_DAY_USD="1.00")
+    async with open_runtime(config, prewarm_after=0) as runtime:
+        await record_usage(await runtime.database(), UsageRow(
+            kind="completion", model="openai/m1", cost_usd=0.90, user_id="alice"))
+        with pytest.raises(BudgetExceeded, match=r"per day per user: \$0.900000 spent"):
+            await check_budget(runtime, 0.20, "this completion", "alice")
+        await check_budget(runtime, 0.20, "this completion", "bob")  # bob spent nothing
+        await check_budget(runtime, 0.20, "this completion", LOCAL_USER.name)
