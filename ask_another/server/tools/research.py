@@ -90,12 +90,11 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def jobs_table(records: list[JobRecord]) -> str:
-    """A markdown table of jobs (already newest first), with a user column when the jobs are
-    not all the local user's (an admin's view of a shared service)."""
+def jobs_table(records: list[JobRecord], users: bool = False) -> str:
+    """A markdown table of jobs (already newest first); with `users`, a column saying whose
+    each job is (an admin's view of a shared service)."""
     if not records:
         return "No research jobs yet. Start one with start_research."
-    users = any(r.user_id is not None for r in records)
     lines = ["| job_id | model | status | query | started (UTC) | ended (UTC) |"
              + (" user |" if users else ""),
              "| --- | --- | --- | --- | --- | --- |" + (" --- |" if users else "")]
@@ -286,9 +285,14 @@ def register(server: MCPServer[Any]) -> None:
     ) -> str:
         with tool_errors("check_research"):
             _check_paging(offset, max_chars)
-            jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
+            user = user_of(ctx)
+            jobs = ResearchJobs.of(runtime_of(ctx), user)
             if job_id is None or not job_id.strip():
-                return jobs_table(await jobs.list())
+                records = await jobs.list()
+                # Whose each job is, for an admin of a shared service (stdio: all the local
+                # user's, no column).
+                return jobs_table(records, user.admin
+                                  and any(r.user_id is not None for r in records))
             return job_text(await jobs.get(job_id.strip()), offset, max_chars)
 
     @server.tool(name="cancel_research", description=CANCEL, structured_output=False,

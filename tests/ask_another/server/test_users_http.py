@@ -1,0 +1,176 @@
+"""Users across the real HTTP server: `python -m ask_another serve --http` with a tokens file
+(two users and an admin), `mcp.Client` over Streamable HTTP in both protocol eras, the
+simulator as the provider.
+
+Every tool that takes a job or a conversation id is tried by another user and refused with a
+`Forbidden:` tool error that changes nothing; the listings are each user's own; the admin sees
+and acts on everything; and the per-user limits (tool calls a minute, running jobs) refuse with
+the limit, the count and when to retry.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from http_server import http_client_for, http_server
+from mcp import Client
+from tool_results import call
+
+from ask_another.server.auth import TokensFile
+from ask_another.simulator import Simulator
+
+pytestmark = pytest.mark.slow  # starts a real server process
+
+FAKE_KEY = "sk-test-USERS-3c1d0e"
+GEMINI = "gemini/deep-research-pro-preview-12-2025"
+ERAS = (("auto", "2026-07-28"), ("legacy", "2025-11-25"))
+RATE = 40
+
+
+def server_env(sim: Simulator, home: Path) -> dict[str, str]:
+    return {
+        "ASK_ANOTHER_HOME": str(home),
+        "MODEL_SIM": f"openai/m1;{FAKE_KEY};{sim.openai_base}",
+        "MODEL_SIM2": f"openai/m2;{FAKE_KEY};{sim.openai_base}",
+        # A simulated Gemini task is estimated at about $1.22, above the default
+        # ASK_ANOTHER_CONFIRM_USD: each job waits for its user to confirm (a real permission
+        # request, tool call id confirm-spend), so it stays unfinished until answered.
+        "MODEL_GDR": f"{GEMINI};{FAKE_KEY};{sim.url}",
+        "ASK_ANOTHER_MAX_JOBS_PER_USER": "2",
+        "ASK_ANOTHER_RATE_PER_MINUTE": str(RATE),
+    }
+
+
+def elapsed_out(text: str) -> str:
+    return re.sub(r"Elapsed: [^;]*;", "", text)
+
+
+async def forbidden(client: Client, tool: str, what: str, **arguments: object) -> None:
+    error, text = await call(client, tool, **arguments)
+    assert error, (tool, text)
+    # The SDK puts "Error executing tool <name>: " before every tool's own error text.
+    assert text.startswith(f"Error executing tool {tool}: Forbidden: {what} belongs to another "
+                           "user;"), (tool, text)
+    assert "alice" not in text, text  # the owner is never named
+
+
+async def test_every_tool_with_a_job_or_conversation_id_refuses_another_users_in_both_eras(
+    sim: Simulator, tmp_path: Path
+):
+    home = tmp_path / "home"
+    tokens = TokensFile(home / "tokens.json")
+    alice, bob, root, carol = (tokens.add("alice"), tokens.add("bob"),
+                               tokens.add("root", admin=True), tokens.add("carol"))
+    async with http_server(server_env(sim, home), tmp_path / "stderr.log") as server:
+        async with http_client_for(server.url, alice, "legacy") as client:
+            error, text = await call(client, "start_research", model="gdr",
+                                     query="alice's question", timeout=0)
+            assert not error, text
+            job = text.split("Research job ", 1)[1].split(" ", 1)[0]
+            error, text = await call(client, "completion", model="sim", prompt="alice's plan")
+            assert not error, text
+            conversation = text.rsplit("conversation_id: ", 1)[1].strip()
+            error, waiting = await call(client, "check_research", job_id=job)
+            assert not error and "confirm-spend" in waiting, waiting
+
+        for mode, era in ERAS:
+            async with http_client_for(server.url, bob, mode) as client:
+                assert client.protocol_version == era
+                what = f"research job {job}"
+                await forbidden(client, "check_research", what, job_id=job)
+                await forbidden(client, "cancel_research", what, job_id=job)
+                await forbidden(client, "cancel_research", what, job_id=job,
+                                tool_call_id="confirm-spend")
+                await forbidden(client, "answer_permission", what, job_id=job,
+                                tool_call_id="confirm-spend", decision="allow")
+                await forbidden(client, "answer_choice", what, job_id=job,
+                                tool_call_id="confirm-spend", option_id="a")
+                with pytest.raises(Exception, match=f"Forbidden: research job {job}"):
+                    await client.read_resource(f"research://{job}")
+                what = f"conversation {conversation}"
+                await forbidden(client, "completion", what, model="sim", prompt="and?",
+                                conversation_id=conversation)
+                await forbidden(client, "discuss", what, url="http://127.0.0.1:9/a",
+                                model="sim", conversation_id=conversation)
+                await forbidden(client, "consensus", what, models=["sim", "sim2"],
+                                prompt="and?", conversation_id=conversation)
+                # The listings are bob's own: empty.
+                error, text = await call(client, "check_research")
+                assert not error and text.startswith("No research jobs yet"), text
+                error, text = await call(client, "usage", period="all")
+                assert not error and text.startswith("No provider calls recorded"), text
+                error, text = await call(client, "feedback", issue=f"bob {era}")
+                assert not error, text
+
+        async with http_client_for(server.url, alice) as client:
+            # Nothing bob sent reached the job or the conversation.
+            error, text = await call(client, "check_research", job_id=job)
+            assert not error and "confirm-spend" in text, text
+            assert elapsed_out(text) == elapsed_out(waiting)
+            error, text = await call(client, "answer_permission", job_id=job,
+                                     tool_call_id="confirm-spend", decision="deny")
+            assert not error, text
+            error, text = await call(client, "usage", period="all")
+            assert not error and "over 1 provider call" in text, text
+            error, text = await call(client, "check_research")
+            assert job in text and "| user |" not in text, text
+
+            # At most 2 unfinished jobs per user, counted in the store.
+            for n in range(2):
+                error, text = await call(client, "start_research", model="gdr",
+                                         query=f"more {n}", timeout=0)
+                assert not error, text
+            error, text = await call(client, "start_research", model="gdr", query="one too many",
+                                     timeout=0)
+            assert error and text.startswith(
+                "Error executing tool start_research: Limit reached: at most 2 research jobs "
+                "running at once per user (ASK_ANOTHER_MAX_JOBS_PER_USER); you have 2 "
+                "running."), text
+
+        async with http_client_for(server.url, root) as client:
+            # The admin sees every job, with its user, and acts on any.
+            error, table = await call(client, "check_research")
+            assert not error and "| user |" in table and "| alice |" in table, table
+            error, text = await call(client, "check_research", job_id=job)
+            assert not error and "not started: its estimated cost" in text, text
+            running = [line.split("|")[1].strip() for line in table.splitlines()
+                       if "more 1" in line]
+            error, text = await call(client, "cancel_research", job_id=running[0])
+            assert not error and "was cancelled" in text, text
+            error, text = await call(client, "completion", model="sim", prompt="admin here",
+                                     conversation_id=conversation)
+            assert not error, text
+            error, text = await call(client, "usage", period="all")
+            assert not error and "over 2 provider calls" in text, text
+
+        async with http_client_for(server.url, alice) as client:
+            # One of her jobs finished (cancelled by the admin): she may start another.
+            error, text = await call(client, "start_research", model="gdr", query="again",
+                                     timeout=0)
+            assert not error, text
+
+        async with http_client_for(server.url, carol, "legacy") as client:
+            for _ in range(RATE):
+                error, text = await call(client, "list_models")
+                assert not error, text
+            error, text = await call(client, "check_research")
+            assert error and text.startswith(
+                f"Rate limit reached: at most {RATE} tool calls a minute per user "
+                f"(ASK_ANOTHER_RATE_PER_MINUTE); you made {RATE} in the last 60 s. Retry in "), \
+                text
+        async with http_client_for(server.url, bob) as client:
+            error, text = await call(client, "check_research")  # carol's limit is hers
+            assert not error, text
+
+    with sqlite3.connect(home / "ask-another.sqlite3") as conn:
+        owners = dict(conn.execute("SELECT query, user_id FROM research_jobs").fetchall())
+        conversations = conn.execute("SELECT user_id FROM conversations").fetchall()
+        feedback = conn.execute("SELECT DISTINCT user_id FROM feedback").fetchall()
+        usage = conn.execute("SELECT user_id FROM usage ORDER BY id").fetchall()
+    assert set(owners.values()) == {"alice"}
+    assert conversations == [("alice",)]
+    assert feedback == [("bob",)]
+    assert usage == [("alice",), ("root",)]
