@@ -41,6 +41,7 @@ from pydantic import AnyHttpUrl
 from ask_another.config import OAuthSettings
 from ask_another.errors import ConfigError
 from ask_another.logs import get_logger
+from ask_another.users import ADMIN_SCOPE  # the one definition (users.py)
 
 __all__ = [
     "ADMIN_SCOPE",
@@ -54,8 +55,6 @@ __all__ = [
 
 log = get_logger("ask_another.server.auth")
 
-ADMIN_SCOPE: Final = "ask-another:admin"
-"""In `AccessToken.scopes` of an admin: sees every user's jobs, conversations and usage."""
 USER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 TOKEN_PREFIX: Final = "aa_"  # so a leaked token is recognisable (and greppable) as ours
 FILE_VERSION: Final = 1
