@@ -72,6 +72,7 @@ from ask_another.spend.budget import check_budget
 from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
+    SqliteJobStore,
     add_event,
     add_events,
     finish_job,
@@ -79,7 +80,16 @@ from ask_another.store.jobs import (
     start_job,
     update_job,
 )
-from supervisors import NOREPLY, Actor, Caller, Crash, ExitReason, TaskCancelled, TaskDone
+from supervisors import (
+    NOREPLY,
+    Actor,
+    Caller,
+    Crash,
+    ExitReason,
+    Shutdown,
+    TaskCancelled,
+    TaskDone,
+)
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "JobOptions", "ResearchJob", "Services", "job_name"]
 
@@ -221,6 +231,17 @@ class ResearchJob(Actor):
                 await super().handle_info(msg)
 
     async def terminate(self, reason: ExitReason) -> None:
+        if isinstance(reason, Shutdown) and not self.record.finished and not self.relinquished \
+                and self.record.owner is not None:
+            # The runtime is closing (a server stopping, SIGTERM): hand the job back now, so
+            # another process sharing the store takes it over at its next sweep instead of
+            # after the lease runs out (resumed if its method can, failed with the reason if not).
+            with trio.move_on_after(5), trio.CancelScope(shield=True):
+                store = SqliteJobStore(await self.services.database())
+                if await store.release(self.record.id, self.record.owner):
+                    log.info("research.released", job_id=self.record.id,
+                             owner=self.record.owner)
+            return
         if isinstance(reason, Crash) and not self.record.finished and not self.relinquished:
             # Record why this attempt failed, so the next one (or the last) can say it.
             message = _describe(reason.exception)

@@ -36,7 +36,6 @@ from typing import Any, Final
 import trio
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
-from pydantic import AnyHttpUrl
 
 from ask_another.config import OAuthSettings
 from ask_another.errors import ConfigError
@@ -315,7 +314,10 @@ def auth_settings(resource_url: str, oauth: OAuthSettings | None) -> AuthSetting
     if oauth is None:
         # `issuer_url` is required by the model but used only for the metadata, which a tokens
         # file has none of (no resource_server_url: no metadata route).
-        return AuthSettings(issuer_url=AnyHttpUrl(resource_url), resource_server_url=None)
-    return AuthSettings(issuer_url=AnyHttpUrl(oauth.issuer),
-                        resource_server_url=AnyHttpUrl(resource_url),
-                        validate_token_resource=False)  # JwtVerifier checks `aud` itself
+        return AuthSettings.model_validate({"issuer_url": resource_url,
+                                            "resource_server_url": None})
+    # Strings, not AnyHttpUrl: the settings keep a path-less issuer as written (no "/" added),
+    # and RFC 8414 compares issuers as exact strings.
+    return AuthSettings.model_validate({"issuer_url": oauth.issuer,
+                                        "resource_server_url": resource_url,
+                                        "validate_token_resource": False})  # we check `aud`

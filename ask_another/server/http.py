@@ -14,7 +14,7 @@ opened once, in the app's lifespan, and shared by all sessions and requests.
 - Shutdown: SIGTERM or SIGINT stops the listener at once, closes the open GET event streams (they
   carry no call's answer) and lets calls in flight finish for `ASK_ANOTHER_SHUTDOWN_SECONDS`;
   then the lifespan closes the runtime, whose research jobs hand their leases back. A second
-  signal cancels the calls still running (the runtime still closes in order).
+  Ctrl-C (SIGINT) cancels the calls still running (the runtime still closes in order).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class Drain:
 
     `stop()` cancels the open GET requests (the session event streams: no call's answer travels
     on them, and they would otherwise hold the server open until the deadline); `cancel_calls()`
-    cancels the rest (a second signal)."""
+    cancels the rest (a second Ctrl-C)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -202,10 +202,12 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
                                  deadline_seconds=config.shutdown_seconds)
                         drain.stop()
                         stop.set()
-                    else:
+                    elif signum == signal.SIGINT:  # Ctrl-C again: a person wants it now
                         log.warning("http.cancelling_calls", signal=name,
                                     calls=drain.calls_in_flight)
                         drain.cancel_calls()
+                    # A repeated SIGTERM changes nothing: `uv run` forwards the one a service
+                    # manager sends to the whole group, so it often arrives twice.
 
             async def run(task_status: trio.TaskStatus[list[str]]) -> None:
                 await serve(drain, hypercorn, shutdown_trigger=stop.wait,  # type: ignore[arg-type]

@@ -1,0 +1,211 @@
+"""The two verifiers of server/auth.py behind a real HTTP server, and the identity a tool sees.
+
+A small `MCPServer` with one `whoami` tool (it reads `get_access_token()`, as the per-user
+scoping does) is served by hypercorn's trio worker in the test's own process, with the same
+`auth_settings` and verifiers as `serve --http`; an `mcp.Client` calls it over Streamable HTTP in
+both eras. The OAuth issuer is a JWKS on a loopback page server, its RSA keys made here.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+import trio
+from cryptography.hazmat.primitives.asymmetric import rsa
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve
+from http_server import http_client_for
+from loopback_pages import Page, PageServer
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.mcpserver import MCPServer
+from tool_results import call
+
+from ask_another.config import OAuthSettings
+from ask_another.server.auth import (
+    ADMIN_SCOPE,
+    JwtVerifier,
+    TokensFile,
+    TokensFileVerifier,
+    auth_settings,
+)
+from ask_another.server.http import HttpAuth, plan_auth
+
+ERAS = (("auto", "2026-07-28"), ("legacy", "2025-11-25"))
+ISSUER = "https://issuer.example"
+
+
+def whoami_server(auth: HttpAuth) -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer("whoami", auth=auth.settings,
+                                       token_verifier=auth.verifier)
+
+    @server.tool()
+    def whoami() -> str:
+        token = get_access_token()
+        if token is None:
+            return "nobody"
+        return json.dumps({"client_id": token.client_id, "subject": token.subject,
+                           "scopes": token.scopes})
+
+    return server
+
+
+@asynccontextmanager
+async def serving(make: Any) -> AsyncIterator[str]:
+    """Serve `make(resource_url)`'s app on a free loopback port; yields the MCP URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    app = make(url).streamable_http_app(host="127.0.0.1")
+    config = HypercornConfig()
+    config.bind = [f"fd://{sock.detach()}"]
+    config.accesslog = None
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lambda task_status: serve(app, config, shutdown_trigger=stop.wait,
+                                                      task_status=task_status))
+        try:
+            yield url
+        finally:
+            stop.set()
+
+
+async def whoami(url: str, token: str, mode: str) -> dict[str, Any]:
+    async with http_client_for(url, token, mode) as client:
+        error, text = await call(client, "whoami")
+    assert not error, text
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+async def status_of(url: str, token: str | None) -> httpx.Response:
+    headers = {"Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-11-25"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    async with httpx.AsyncClient() as http:
+        return await http.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "0"}}})
+
+
+async def test_tokens_file_users_reach_the_tools_by_name_and_admins_carry_the_scope(
+        tmp_path: Path):
+    tokens = TokensFile(tmp_path / "tokens.json")
+    alice, bob = tokens.add("alice", admin=True), tokens.add("bob")
+    verifier = TokensFileVerifier(tmp_path / "tokens.json")
+
+    def make(url: str) -> MCPServer[Any]:
+        return whoami_server(HttpAuth(auth_settings(url, None), verifier, ""))
+
+    async with serving(make) as url:
+        for mode, _era in ERAS:
+            assert await whoami(url, alice, mode) == {
+                "client_id": "alice", "subject": "alice", "scopes": [ADMIN_SCOPE]}
+            assert await whoami(url, bob, mode) == {
+                "client_id": "bob", "subject": "bob", "scopes": []}
+        refused = await status_of(url, None)
+        assert refused.status_code == 401
+        # No OAuth: no metadata to point at.
+        assert "resource_metadata" not in refused.headers["www-authenticate"]
+
+
+def test_the_tokens_file_holds_hashes_and_a_hand_broken_file_is_one_line(tmp_path: Path):
+    path = tmp_path / "tokens.json"
+    token = TokensFile(path).add("alice")
+    assert token not in path.read_text()
+    path.write_text("{not json")
+    with pytest.raises(Exception, match=r"is not an ask-another tokens file \(not JSON"):
+        TokensFile(path).users()
+
+
+class Issuer:
+    """An OAuth issuer's signing keys, and its JWKS as a loopback page."""
+
+    def __init__(self) -> None:
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
+        self.jwks = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig",
+                                          "alg": "RS256"}]}).encode()
+
+    def token(self, audience: str, *, subject: str = "carol", scope: str = "mcp",
+              issuer: str = ISSUER, expires_in: float = 300, key: Any = None,
+              **claims: Any) -> str:
+        now = int(time.time())
+        body = {"iss": issuer, "aud": audience, "sub": subject, "scope": scope, "iat": now,
+                "exp": now + int(expires_in), **claims}
+        return jwt.encode(body, key or self.key, algorithm="RS256", headers={"kid": "k1"})
+
+
+async def test_oauth_tokens_of_the_issuer_are_checked_on_its_jwks(tmp_path: Path, nursery: Any):
+    pages = await PageServer().start(nursery)
+    issuer = Issuer()
+    jwks_url = pages.add("/jwks.json", Page(issuer.jwks, content_type="application/json"))
+    settings = OAuthSettings(ISSUER, jwks_url=jwks_url, admin_scope="team:admin")
+    seen: dict[str, TokenVerifier] = {}
+
+    def make(url: str) -> MCPServer[Any]:
+        from ask_another.config import Config
+
+        config = Config(home=tmp_path, oauth=settings)
+        auth = plan_auth(config, "127.0.0.1", url, no_auth=False)
+        assert auth.verifier is not None
+        seen["verifier"] = auth.verifier
+        return whoami_server(auth)
+
+    async with serving(make) as url:
+        for mode, _era in ERAS:
+            assert await whoami(url, issuer.token(url), mode) == {
+                "client_id": "carol", "subject": "carol", "scopes": ["mcp"]}
+            admin = issuer.token(url, subject="dana", scope="mcp team:admin")
+            assert await whoami(url, admin, mode) == {
+                "client_id": "dana", "subject": "dana",
+                "scopes": sorted([ADMIN_SCOPE, "mcp", "team:admin"])}
+
+        # Each broken token: refused with the challenge, which names the resource metadata.
+        for bad in (issuer.token(url, expires_in=-120),  # expired (past the 30 s leeway)
+                    issuer.token("https://another.example/mcp"),  # another audience
+                    issuer.token(url, issuer="https://elsewhere.example"),  # another issuer
+                    issuer.token(url, key=issuer.other),  # not signed by the issuer's keys
+                    issuer.token(url).rsplit(".", 1)[0] + ".AAAA",  # a forged signature
+                    "not-a-jwt"):
+            refused = await status_of(url, bad)
+            assert refused.status_code == 401, bad
+            challenge = refused.headers["www-authenticate"]
+            assert 'error="invalid_token"' in challenge
+            metadata_url = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+            assert f'resource_metadata="{metadata_url}"' in challenge
+
+        # RFC 9728: the protected-resource metadata names this resource and its issuer.
+        async with httpx.AsyncClient() as http:
+            metadata = (await http.get(metadata_url)).json()
+        assert metadata["resource"] == url
+        assert metadata["authorization_servers"] == [ISSUER]
+
+    # The JWKS was fetched once and its keys cached for every later token.
+    assert [r.target for r in pages.requests] == ["/jwks.json"]
+    assert isinstance(seen["verifier"], JwtVerifier)
+
+
+async def test_oauth_finds_the_jwks_in_the_issuers_metadata(nursery: Any):
+    pages = await PageServer().start(nursery)
+    issuer = Issuer()
+    jwks_url = pages.add("/keys", Page(issuer.jwks, content_type="application/json"))
+    own = pages.url("")
+    pages.add("/.well-known/oauth-authorization-server", Page(
+        json.dumps({"issuer": own, "jwks_uri": jwks_url}).encode(),
+        content_type="application/json"))
+    verifier = JwtVerifier(OAuthSettings(own), "https://ask.example/mcp")
+    found = await verifier.verify_token(issuer.token("https://ask.example/mcp", issuer=own))
+    assert found is not None and found.client_id == "carol"
+    assert await verifier.verify_token(issuer.token("https://ask.example/mcp")) is None
