@@ -21,9 +21,9 @@ import jwt
 import pytest
 import trio
 from cryptography.hazmat.primitives.asymmetric import rsa
+from http_server import http_client_for
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
-from http_server import http_client_for
 from loopback_pages import Page, PageServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import TokenVerifier
