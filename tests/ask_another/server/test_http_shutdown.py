@@ -36,9 +36,11 @@ def job_row(home: Path, job_id: str) -> tuple[str, str | None, float | None]:
 
 async def until_row(home: Path, job_id: str, check: Any) -> tuple[str, str | None, float | None]:
     with trio.fail_after(30):
-        while not check(row := job_row(home, job_id)):
+        while True:
+            row = job_row(home, job_id)
+            if check(row):
+                return row
             await trio.sleep(0.05)
-    return row
 
 
 async def test_sigterm_lets_calls_finish_then_hands_running_jobs_back(sim: Simulator,
@@ -72,7 +74,9 @@ async def test_sigterm_lets_calls_finish_then_hands_running_jobs_back(sim: Simul
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(slow_call)
                 with trio.fail_after(30):  # the provider has the request: the call is in flight
-                    while not sim.requests_for("m1"):
+                    while True:
+                        if sim.requests_for("m1"):
+                            break
                         await trio.sleep(0.02)
                 stopped_at = trio.current_time()
                 server.signal(signal.SIGTERM)
