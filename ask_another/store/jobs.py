@@ -153,28 +153,35 @@ async def insert_job(db: Database, record: JobRecord, *, max_running: int | None
                      ) -> bool:
     """Store a new job (committed when this returns); True when stored.
 
-    With `max_running`, only while the job's user has fewer unfinished jobs than that: the count
-    and the insert are one statement in one write transaction, so starts racing on one home
-    (several processes included) cannot both pass. False, nothing written, otherwise.
+    With `max_running`, only while the job's user has fewer unfinished jobs than that, this one
+    included: the job is inserted, then the user's unfinished jobs are counted in the same
+    transaction, which is rolled back (nothing written, False) when they are too many. On SQLite
+    the insert takes the file's write lock before the count, so starts racing on one home
+    (several processes included) cannot both pass. (A backend whose transactions run side by
+    side, PostgreSQL under READ COMMITTED, needs a lock per user before the insert for the same
+    guarantee.)
     """
     values = (record.id, record.model, record.query, record.method, record.status, record.step,
               record.created_at, record.started_at, record.ended_at, record.attempts,
               record.provider_handle, record.report, json.dumps(record.citations), record.error,
               json.dumps(record.detail), record.entry, record.owner, record.lease_expires,
               record.user_id)
-    marks = ", ".join("?" * len(values))
+    insert = f"INSERT INTO research_jobs ({_COLUMNS}) VALUES ({', '.join('?' * len(values))})"
     if max_running is None:
-        await db.execute(f"INSERT INTO research_jobs ({_COLUMNS}) VALUES ({marks})", values)
+        await db.execute(insert, values)
         return True
     mine, params = own(record.user_id)
 
     def go(conn: sqlite3.Connection) -> bool:
         with conn:
-            cursor = conn.execute(
-                f"INSERT INTO research_jobs ({_COLUMNS}) SELECT {marks} WHERE (SELECT COUNT(*) "
-                f"FROM research_jobs WHERE {mine} AND {_NOT_FINAL}) < ?",
-                (*values, *params, max_running))
-            return cursor.rowcount == 1
+            conn.execute(insert, values)
+            running = conn.execute(
+                f"SELECT COUNT(*) FROM research_jobs WHERE {mine} AND {_NOT_FINAL}",
+                params).fetchone()[0]
+            if running <= max_running:
+                return True
+            conn.rollback()
+            return False
 
     return await db.run(go)
 

@@ -93,18 +93,22 @@ async def test_insert_within_a_running_limit_refuses_the_job_over_it_and_writes_
 
 
 async def test_racing_inserts_never_pass_the_running_limit(tmp_path: Path):
-    # Fifty starts at once for one user, limit 3: the count and the insert are one statement.
-    async with open_database(tmp_path / "db.sqlite3") as db:
+    # Sixty starts at once for one user, limit 3, through two connections to one file (as two
+    # processes sharing a home): the insert holds the write lock while it counts.
+    path = tmp_path / "db.sqlite3"
+    async with open_database(path) as one, open_database(path) as two:
         passed: list[bool] = []
 
         async def start(n: int) -> None:
+            db = one if n % 2 else two
             passed.append(await insert_job(db, job(f"r-{n}", "alice"), max_running=3))
 
         async with trio.open_nursery() as nursery:
-            for n in range(50):
+            for n in range(60):
                 nursery.start_soon(start, n)
         assert passed.count(True) == 3
-        assert await running_jobs(db, "alice") == 3
+        assert await running_jobs(one, "alice") == 3
+        assert len(await list_jobs(two, user=ALICE)) == 3
 
 
 async def test_conversations_keep_the_user_who_started_them(tmp_path: Path):
