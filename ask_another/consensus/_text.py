@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ask_another.consensus._panel import Answer, ConsensusResult
+from ask_another.costs import cost_text
 
 __all__ = ["answer_heading", "consensus_text", "total_cost"]
 
@@ -21,12 +22,7 @@ def total_cost(answers: list[Answer]) -> str:
     known = [a.result.usage.cost_usd for a in answers
              if a.result is not None and a.result.usage.cost_usd is not None]
     unknown = sum(1 for a in answers if a.result is not None and a.result.usage.cost_usd is None)
-    if unknown and not known:
-        return "cost unknown"
-    text = f"${sum(known):.6f}"
-    if unknown:
-        text += f" + {unknown} call{'s' if unknown > 1 else ''} of unknown price"
-    return text
+    return cost_text(sum(known), unknown, len(known) + unknown)
 
 
 def consensus_text(result: ConsensusResult) -> str:

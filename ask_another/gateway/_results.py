@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ask_another.costs import cost_text
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -28,10 +30,7 @@ class Usage:
         parts = []
         if self.prompt_tokens is not None or self.completion_tokens is not None:
             parts.append(f"{self.prompt_tokens or 0} tokens in, {self.completion_tokens or 0} out")
-        if self.cost_usd is not None:
-            parts.append(f"${self.cost_usd:.6f}")
-        else:
-            parts.append("cost unknown")
+        parts.append(cost_text(self.cost_usd or 0.0, int(self.cost_usd is None), 1))
         return ", ".join(parts)
 
 

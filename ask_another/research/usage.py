@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ask_another.costs import cost_text
 from ask_another.gateway import Usage
 
 __all__ = ["JobUsage", "usage_text"]
@@ -86,10 +87,5 @@ def usage_text(usage: Mapping[str, Any]) -> str:
              f"{int(usage.get('completion_tokens') or 0):,} out")
     cost = usage.get("cost_usd")
     unpriced = int(usage.get("unpriced_calls") or 0)
-    if cost is None:
-        text += ", cost unknown"
-    else:
-        text += f", ${float(cost):.6f}"
-        if unpriced:
-            text += f" (plus {unpriced} call{'s' if unpriced != 1 else ''} of unknown price)"
-    return text
+    known = float(cost) if cost is not None else 0.0
+    return f"{text}, {cost_text(known, unpriced if cost is not None else calls, calls)}"

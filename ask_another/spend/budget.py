@@ -80,7 +80,7 @@ async def check_budget(services: Services, estimate_usd: float | None = None,
         estimate = "" if estimate_usd is None else f"; {what} is estimated at ${estimate_usd:.4f}"
         raise BudgetExceeded(
             f"Refused: {what} would cross the budget ceiling {ceiling.variable}="
-            f"${ceiling.usd:.2f} per {ceiling.period}{'' if user_id is None else ' per user'}: "
-            f"{spent.describe()} spent {this}"
+            f"${ceiling.usd:.2f} per {ceiling.period}{'' if user_id is None else ' per user'}; "
+            f"spent {this}: {spent.describe()}"
             f"{estimate}. The {ceiling.period}'s spend resets at {_when(resets)}; raise "
             f"{ceiling.variable} to go on now")

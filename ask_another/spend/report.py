@@ -68,5 +68,5 @@ async def usage_report(services: Services, period: str = "month", user: User = L
         spent = await spent_since(db, start, user.name)
         when = datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M UTC")
         lines.append(f"Ceiling {ceiling.variable}: ${ceiling.usd:.2f} per {ceiling.period}, "
-                     f"{spent.describe()} spent, resets at {when}")
+                     f"spent: {spent.describe()}, resets at {when}")
     return "\n".join(lines)

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from ask_another.costs import cost_text
 from ask_another.store.db import Database
 from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
@@ -52,15 +53,9 @@ class Spent:
     completion_tokens: int = 0
 
     def describe(self) -> str:
-        """`$0.001200`, `$0.001200 + 2 calls of unknown price`, or `unknown` (never `$0` for
-        calls whose price nobody knows)."""
-        if self.unknown_calls and self.unknown_calls == self.calls:
-            return "unknown"
-        text = f"${self.known_usd:.6f}"
-        if self.unknown_calls:
-            plural = "s" if self.unknown_calls > 1 else ""
-            text += f" + {self.unknown_calls} call{plural} of unknown price"
-        return text
+        """`$0.001200`, `$0.001200 + 2 calls of unknown price`, or `cost unknown` (never `$0`
+        for calls whose price nobody knows; see costs.py)."""
+        return cost_text(self.known_usd, self.unknown_calls, self.calls)
 
 
 @dataclass(frozen=True, slots=True)

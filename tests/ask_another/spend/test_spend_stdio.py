@@ -101,7 +101,7 @@ async def test_ledger_estimates_and_ceilings(sim: Simulator, tmp_path: Path):
             assert not error, report
             assert report.startswith("Usage for today (UTC): $")
             assert "calls of unknown price over 7 provider calls" in report
-            assert "  openai/m1: unknown · 2 calls" in report
+            assert "  openai/m1: cost unknown · 2 calls" in report
             assert "By day:" in report and "By tool:" in report
             assert "  consensus: $" in report and "  start_research: $" in report
             error, report = await call(client, "usage", period="fortnight")

@@ -24,7 +24,7 @@ async def test_totals_keep_unknown_prices_apart(tmp_path: Path):
         assert totals.total.describe() == "$1.250000 + 1 call of unknown price"
         assert totals.total.calls == 3 and totals.total.prompt_tokens == 17
         assert list(totals.by_day) == ["2025-12-01", "2025-12-02"]
-        assert totals.by_model["b"].describe() == "unknown"
+        assert totals.by_model["b"].describe() == "cost unknown"
         assert totals.by_model["a"].describe() == "$1.250000"
         assert set(totals.by_tool) == {"completion", "consensus", "research"}
         assert (await spent_since(db, T0 + DAY)).known_usd == 1.0

@@ -1,0 +1,43 @@
+"""One wording of unknown cost for every figure a user sees (costs.py): a call's usage line, a
+research job's usage, a ledger total and a consensus total read the same."""
+
+from __future__ import annotations
+
+from ask_another.consensus import Answer
+from ask_another.consensus._text import total_cost
+from ask_another.costs import cost_text
+from ask_another.gateway import CompletionResult, Usage
+from ask_another.research.usage import JobUsage, usage_text
+from ask_another.store.usage import Spent
+
+
+def test_the_three_forms():
+    assert cost_text(0.0012, 0, 3) == "$0.001200"
+    assert cost_text(0.0, 0, 0) == "$0.000000"  # nothing spent is $0, not unknown
+    assert cost_text(0.0012, 2, 5) == "$0.001200 + 2 calls of unknown price"
+    assert cost_text(0.0012, 1, 5) == "$0.001200 + 1 call of unknown price"
+    assert cost_text(0.0, 2, 2) == "cost unknown"
+
+
+def answered(cost: float | None) -> Answer:
+    return Answer(model="m", status="answered", latency=0.1,
+                  result=CompletionResult(text="x", model="m", usage=Usage(1, 1, cost)))
+
+
+def test_every_figure_uses_it():
+    job = JobUsage()
+    job.add(Usage(10, 5, 0.0012))
+    job.add(Usage(10, 5, None))
+    job.add(Usage(10, 5, None), search=True)
+    mixed = "$0.001200 + 2 calls of unknown price"
+    assert usage_text(job.as_dict()).endswith(f", {mixed}")
+    assert Spent(known_usd=0.0012, unknown_calls=2, calls=3).describe() == mixed
+    assert total_cost([answered(0.0012), answered(None), answered(None)]) == mixed
+
+    unknown = JobUsage()
+    unknown.add(Usage(10, 5, None))
+    assert usage_text(unknown.as_dict()).endswith(", cost unknown")
+    assert Spent(unknown_calls=1, calls=1).describe() == "cost unknown"
+    assert total_cost([answered(None)]) == "cost unknown"
+    assert Usage(1, 1, None).describe() == "1 tokens in, 1 out, cost unknown"
+    assert usage_text(JobUsage().as_dict()).endswith(", $0.000000")
