@@ -50,6 +50,9 @@ configuration (environment variables, read once at start):
   ASK_ANOTHER_PERMISSIONS           tool policy for research agents (read=allow,effect=ask,
                                     internal=ask,after_internal=ask)
   ASK_ANOTHER_PERMISSION_TIMEOUT    seconds a permission request waits for a person (600)
+  ASK_ANOTHER_CONFIRM_USD           estimates above this ask you to confirm first (1.00)
+  ASK_ANOTHER_BUDGET_DAY_USD, ASK_ANOTHER_BUDGET_MONTH_USD
+                                    spending ceilings per UTC day / month (unset: none)
   ASK_ANOTHER_ALLOW_HOSTS           internal hosts read_article may fetch (host or host:port)
   SEARCH_<NAME>="provider;api-key[;api_base]"
                     a web-search engine for research (tavily, searxng, exa_ai, brave, ...)
@@ -382,7 +385,9 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
 
 async def _consensus(config: Config, args: argparse.Namespace) -> int:
     from ask_another.consensus import Answer, answer_heading, consensus_text
+    from ask_another.interaction.types import ALLOW, Decision, Deny
     from ask_another.runtime import open_runtime
+    from ask_another.spend.estimate import Estimate
 
     stances: dict[str, str] = {}
     for item in args.stance:
@@ -395,11 +400,23 @@ async def _consensus(config: Config, args: argparse.Namespace) -> int:
     async def progress(answer: Answer, ended: int, total: int) -> None:
         print(f"[{ended}/{total}] {answer_heading(answer)}", file=sys.stderr)
 
+    async def confirm(estimate: Estimate) -> Decision:
+        # Above ASK_ANOTHER_CONFIRM_USD: the person at the terminal says yes or no (end of
+        # input, or no answer within ASK_ANOTHER_PERMISSION_TIMEOUT, is no).
+        print(f"Confirm the consensus's estimated cost, {estimate.describe()}? [y/N] ", end="",
+              file=sys.stderr, flush=True)
+        with trio.move_on_after(config.permission_timeout):
+            line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+            return ALLOW if line.strip().lower() in ("y", "yes") else Deny("rejected")
+        print("(no answer in time)", file=sys.stderr, flush=True)
+        return Deny("expired")
+
     async with open_runtime(config, prewarm_after=0) as runtime:
         result = await runtime.consensus.ask(
             args.model.split(","), args.prompt, system=args.system, stances=stances,
             synthesize=args.synthesize, conversation_id=args.conversation,
-            temperature=args.temperature, timeout=args.timeout, on_answer=progress)
+            temperature=args.temperature, timeout=args.timeout, on_answer=progress,
+            confirm=confirm)
     print(consensus_text(result))
     return 0 if result.answered else 1
 

@@ -76,6 +76,9 @@ class Runtime(Services):
     """
     rates: RequestRate = field(default_factory=lambda: RequestRate(0), kw_only=True)
     """Tool calls per user per minute on this node (limits.py; the MCP face checks it)."""
+    confirmations: dict[str, float] = field(default_factory=dict, repr=False, kw_only=True)
+    """When each consensus call awaiting a spend confirmation asked it, by its arguments, so an
+    answer in a later 2026-07-28 round can be found too late (server/tools/confirm.py)."""
 
     async def catalog(self) -> Catalog:
         """The allowed models with litellm's metadata (its model map is read the first time, in

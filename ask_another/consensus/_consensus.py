@@ -10,8 +10,9 @@ fails or times out keeps its place with a one-line reason; the others still come
 caller is cancelled, every call still in flight is hung up (the HTTP requests are aborted).
 
 The panel's replies (and the synthesis) are stored in a conversation: a new consensus thread,
-bound to its panel, or the thread named by `conversation_id` (any conversation: the panel sees
-its history). A consensus thread can be continued by another consensus, and by `completion` or
+bound to its panel (the model ids and the `MODEL_*` entries they came from), or the thread named
+by `conversation_id` (any conversation: the panel sees its history). A consensus thread can be
+continued by another consensus, and by `completion` or
 `discuss` with any model of its panel (conversations/).
 
 A `Consensus` acts for one user (users.py; the local user by default): the threads it starts
@@ -24,6 +25,7 @@ import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -48,10 +50,12 @@ from ask_another.consensus._panel import (
 )
 from ask_another.conversations import NoSuchConversation, allowed_conversation, build_history
 from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.interaction.types import Decision, Deny
 from ask_another.logs import get_logger
 from ask_another.services import Services
 from ask_another.spend import Purpose
 from ask_another.spend.budget import check_budget
+from ask_another.spend.confirm import SpendNotConfirmed, needs_confirmation, not_confirmed_text
 from ask_another.spend.estimate import ASSUMED_OUTPUT_TOKENS, Estimate, completion_line
 from ask_another.store.conversations import (
     ConversationRecord,
@@ -60,11 +64,12 @@ from ask_another.store.conversations import (
     conversation_messages,
     get_conversation,
     panel_binding,
+    panel_entries,
 )
 from ask_another.users import LOCAL_USER, User
 from supervisors import ActorExited, ActorRef, DynamicSupervisorRef, SupervisorError
 
-__all__ = ["MAX_TIMEOUT", "SYNTHESIS_PROMPT", "Consensus", "OnAnswer", "panel_text"]
+__all__ = ["MAX_TIMEOUT", "SYNTHESIS_PROMPT", "Confirm", "Consensus", "OnAnswer", "panel_text"]
 
 log = get_logger("ask_another.consensus")
 
@@ -72,6 +77,21 @@ MAX_TIMEOUT = 3600.0
 
 OnAnswer = Callable[[Answer, int, int], Awaitable[None]]
 """Called as each seat's call ends: ``(answer, how many have ended, panel size)``."""
+
+Confirm = Callable[[Estimate], Awaitable[Decision]]
+"""Asked before any call when the estimate is above ASK_ANOTHER_CONFIRM_USD: `Allow` runs the
+consensus; `Deny` (a person said no, or nobody answered in time) refuses it, nothing spent."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    calls: list[CallSpec]
+    synthesizer: ModelEntry | None
+    record: ConversationRecord
+    seconds: float
+    purpose: Purpose
+    prompt: str
+
 
 SYNTHESIS_PROMPT = """Several models answered the same prompt. Compare their replies and write a \
 synthesis in three sections:
@@ -151,18 +171,79 @@ class Consensus:
         temperature: float | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - per model call, enforced by the gateway
         on_answer: OnAnswer | None = None,
+        confirm: Confirm | None = None,
     ) -> ConsensusResult:
         """Ask every model of the panel `prompt` at once; see the module docstring.
 
         `system` (kept for the thread) goes to every model, each seat's stance after it.
         `synthesize`: an allowed model that then compares the replies (none by default).
-        The cost is estimated before any call starts (`result.estimate`); an estimate that would
-        cross a budget ceiling raises `BudgetExceeded` and nothing is asked.
+        The cost is estimated before any call starts (`result.estimate`): an estimate that would
+        cross a budget ceiling raises `BudgetExceeded`; one above ASK_ANOTHER_CONFIRM_USD is put
+        to `confirm` (no `confirm`: not confirmed), and a `Deny` raises `SpendNotConfirmed`.
+        Either way nothing is asked or spent.
         Raises `InvalidArgument`, `ModelNotAllowed` / `AmbiguousModel`, `NoSuchConversation`,
         `Forbidden` (another user's conversation);
         provider failures are reported in their seats, never raised. Cancelling the caller
         hangs up every call in flight; nothing is stored then.
         """
+        plan = await self._plan(models, prompt, system, stances, synthesize, conversation_id,
+                                temperature, timeout)
+        estimate = await self._estimate(plan)
+        await check_budget(self.services, estimate.known_usd, "this consensus", self.user.name)
+        if needs_confirmation(self.services, estimate):
+            decision: Decision = await confirm(estimate) if confirm is not None else Deny()
+            if isinstance(decision, Deny):
+                log.info("consensus.not_confirmed", estimate_usd=estimate.known_usd,
+                         reason=decision.reason)
+                raise SpendNotConfirmed(
+                    "This consensus was " + not_confirmed_text(self.services, estimate, decision))
+        calls, record = plan.calls, plan.record
+        started = trio.current_time()
+        answers = await self._panel(calls, on_answer)
+        synthesis = None
+        answered = [a for a in answers if a.result is not None]
+        if plan.synthesizer is not None:
+            synthesis = await self._synthesize(plan.synthesizer, prompt, answers, plan.seconds,
+                                               plan.purpose)
+        conversation = None
+        if answered:
+            reply = panel_text(answers)
+            if synthesis is not None and synthesis.result is not None:
+                reply += f"\n\n[synthesis by {synthesis.model}]\n{synthesis.result.text.strip()}"
+            db = await self.services.database()
+            await append_messages(db, record, [NewMessage(role="user", content=prompt),
+                                               NewMessage(role="assistant", content=reply)],
+                                  now=time.time())
+            conversation = record.id
+        wall = trio.current_time() - started
+        log.info("consensus.finished", models=len(calls), answered=len(answered),
+                 wall=round(wall, 3), conversation_id=conversation)
+        return ConsensusResult(answers=tuple(answers), synthesis=synthesis,
+                               conversation_id=conversation, wall=wall, estimate=estimate)
+
+    async def estimate(
+        self,
+        models: Sequence[str],
+        prompt: str,
+        *,
+        system: str | None = None,
+        stances: Mapping[str, str] | None = None,
+        synthesize: str | None = None,
+        conversation_id: str | None = None,
+    ) -> Estimate:
+        """What `ask` with these arguments should cost (from litellm's price map), after the
+        same validation; nothing is asked. The MCP tool asks for confirmation with it."""
+        plan = await self._plan(models, prompt, system, stances, synthesize, conversation_id,
+                                None, None)
+        return await self._estimate(plan)
+
+    # ----- internals -------------------------------------------------------------------------
+
+    async def _plan(self, models: Sequence[str], prompt: str, system: str | None,
+                    stances: Mapping[str, str] | None, synthesize: str | None,
+                    conversation_id: str | None, temperature: float | None,
+                    timeout: float | None) -> _Plan:  # noqa: ASYNC109 - per model call
+        """Validate the arguments and build every call, asking nothing yet."""
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
         self.services.config.check_size("prompt", prompt)
@@ -184,43 +265,19 @@ class Consensus:
                           temperature=temperature, purpose=purpose,
                           messages=self._messages(record.system, seat.stance, history, prompt))
                  for seat in seats]
-        estimate = await self.estimate(calls, synthesizer, prompt)
-        await check_budget(self.services, estimate.known_usd, "this consensus", self.user.name)
-        started = trio.current_time()
-        answers = await self._panel(calls, on_answer)
-        synthesis = None
-        answered = [a for a in answers if a.result is not None]
-        if synthesizer is not None:
-            synthesis = await self._synthesize(synthesizer, prompt, answers, seconds, purpose)
-        conversation = None
-        if answered:
-            reply = panel_text(answers)
-            if synthesis is not None and synthesis.result is not None:
-                reply += f"\n\n[synthesis by {synthesis.model}]\n{synthesis.result.text.strip()}"
-            db = await self.services.database()
-            await append_messages(db, record, [NewMessage(role="user", content=prompt),
-                                               NewMessage(role="assistant", content=reply)],
-                                  now=time.time())
-            conversation = record.id
-        wall = trio.current_time() - started
-        log.info("consensus.finished", models=len(seats), answered=len(answered),
-                 wall=round(wall, 3), conversation_id=conversation)
-        return ConsensusResult(answers=tuple(answers), synthesis=synthesis,
-                               conversation_id=conversation, wall=wall, estimate=estimate)
+        return _Plan(calls=calls, synthesizer=synthesizer, record=record, seconds=seconds,
+                     purpose=purpose, prompt=prompt)
 
-    async def estimate(self, calls: list[CallSpec], synthesizer: ModelEntry | None,
-                       prompt: str) -> Estimate:
+    async def _estimate(self, plan: _Plan) -> Estimate:
         """What the panel (and the synthesis) should cost, from litellm's price map."""
         prices = await self.services.prices()
-        lines = [completion_line(prices, c.entry.model, c.messages) for c in calls]
-        if synthesizer is not None:
-            replies = len(calls) * ASSUMED_OUTPUT_TOKENS
-            lines.append(completion_line(prices, synthesizer.model,
-                                         [{"content": SYNTHESIS_PROMPT + prompt}],
+        lines = [completion_line(prices, c.entry.model, c.messages) for c in plan.calls]
+        if plan.synthesizer is not None:
+            replies = len(plan.calls) * ASSUMED_OUTPUT_TOKENS
+            lines.append(completion_line(prices, plan.synthesizer.model,
+                                         [{"content": SYNTHESIS_PROMPT + plan.prompt}],
                                          extra_input_tokens=replies))
         return Estimate(tuple(lines))
-
-    # ----- internals -------------------------------------------------------------------------
 
     async def _thread(self, conversation_id: str | None, seats: list[Seat], system: str | None,
                       ) -> tuple[ConversationRecord, list[dict[str, Any]]]:
@@ -231,7 +288,8 @@ class Consensus:
             binding = panel_binding([seat.entry.model for seat in seats])
             record = ConversationRecord(id=f"c-{secrets.token_hex(5)}", model=binding,
                                         system=system or None, created_at=now, updated_at=now,
-                                        user_id=self.user.name)
+                                        user_id=self.user.name,
+                                        entry=panel_entries([s.entry.variable for s in seats]))
             return record, []
         found = await get_conversation(db, wanted)
         if found is None:

@@ -47,6 +47,7 @@ from ask_another.store.conversations import (
     StoredMessage,
     conversation_messages,
     get_conversation,
+    panel_entry,
     panel_of,
 )
 from ask_another.users import LOCAL_USER, User
@@ -185,14 +186,17 @@ class Conversations:
         for _ in range(_WAKE_ATTEMPTS):
             if wanted:
                 record = await self._existing(wanted)
-                if entry.model in panel_of(record.model):
+                panel = panel_of(record.model)
+                bound_entry = record.entry
+                if entry.model in panel:
                     # A consensus thread: any model of its panel may take it further.
                     turn = dataclasses.replace(turn, model=entry.model, entry=entry.variable)
+                    bound_entry = panel_entry(record.entry, panel.index(entry.model))
                 elif record.model != entry.model:
                     raise ConversationModelMismatch(wanted, record.model, entry.model)
-                if record.entry is not None and record.entry != entry.variable:
+                if bound_entry is not None and bound_entry != entry.variable:
                     # The same model id through another MODEL_* variable (another key or base).
-                    bound = record.entry.removeprefix(MODEL_PREFIX).lower()
+                    bound = bound_entry.removeprefix(MODEL_PREFIX).lower()
                     raise ConversationModelMismatch(wanted, bound, entry.shorthand)
             else:
                 now = time.time()

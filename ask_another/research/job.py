@@ -69,6 +69,7 @@ from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
 from ask_another.spend.before import estimate_research
 from ask_another.spend.budget import check_budget
+from ask_another.spend.confirm import needs_confirmation, not_confirmed_text
 from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
@@ -371,7 +372,7 @@ class ResearchJob(Actor):
                                                stored.method)
         except AskAnotherError:
             return None  # no estimate: nothing to confirm
-        if estimate.known_usd <= limit:
+        if not needs_confirmation(self.services, estimate):
             return None
         log.info("research.confirm_spend", job_id=stored.id, estimate_usd=estimate.known_usd)
         self._report(f"waiting for a person to confirm the estimated cost "
@@ -382,10 +383,7 @@ class ResearchJob(Actor):
                                         "confirm_above_usd": f"{limit:.2f}", "model": model}))
         if isinstance(decision, Allow):
             return None
-        why = ("nobody confirmed it in time" if decision.reason == "expired"
-               else "it was not confirmed")
-        return _Failure(f"not started: its estimated cost ({estimate.describe()}) is above "
-                        f"ASK_ANOTHER_CONFIRM_USD=${limit:.2f} and {why}; nothing was spent")
+        return _Failure(not_confirmed_text(self.services, estimate, decision))
 
     async def _record_usage(self, ctx: JobContext) -> None:
         """The usage ledger's rows for the calls `ctx.usage` counted since the last time

@@ -33,7 +33,12 @@ ASSUMED_OUTPUT_TOKENS: Final = 1000
 
 @dataclass(frozen=True, slots=True)
 class ResearchTask:
-    """The working figure for one deep-research task: tokens read and written, searches run."""
+    """The working figure for one deep-research task: tokens read and written, searches run.
+
+    Providers price deep research by the token and the search, not by the task, so the profile
+    is ask-another's own assumption (set 2026-12-01); docs/server.md (Estimates) gives the
+    published rates it was checked against and an independent measurement that says real
+    o3-deep-research tasks often cost more."""
 
     input_tokens: int
     output_tokens: int
@@ -43,8 +48,8 @@ class ResearchTask:
 
 RESEARCH_TASK: Final = ResearchTask(
     input_tokens=200_000, output_tokens=10_000, searches=20,
-    source="ask-another's working figure for one deep-research task (docs/server.md, "
-           "spending), priced at the model's rates in litellm's bundled price map",
+    source="ask-another's own assumption of one task (no provider publishes a per-task "
+           "price; docs/server.md, Estimates), priced at the model's rates in litellm's map",
 )
 
 

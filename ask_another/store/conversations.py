@@ -12,7 +12,8 @@ A turn's messages are written in one commit (`append_messages`), creating the co
 the same commit for a conversation's first turn, so a failed turn leaves nothing behind.
 
 A consensus thread (consensus/) is bound to its panel rather than one model: its `model` is
-``consensus:<model id>,<model id>,...`` (`panel_binding`), and `panel_of` reads the models back.
+``consensus:<model id>,<model id>,...`` (`panel_binding`), and `panel_of` reads the models back;
+its `entry` is their `MODEL_*` variables in the same order (`panel_entries`, `panel_entry`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,19 @@ def panel_of(binding: str) -> tuple[str, ...]:
     if not binding.startswith(PANEL_PREFIX):
         return ()
     return tuple(m for m in binding[len(PANEL_PREFIX):].split(",") if m)
+
+
+def panel_entries(variables: list[str] | tuple[str, ...]) -> str:
+    """The `entry` column of a consensus thread: its models' `MODEL_*` variables, in the panel's
+    order."""
+    return ",".join(variables)
+
+
+def panel_entry(entries: str | None, index: int) -> str | None:
+    """The `MODEL_*` variable of the panel's `index`-th model (None: not stored, an older
+    thread)."""
+    names = (entries or "").split(",")
+    return names[index] if entries and index < len(names) and names[index] else None
 
 
 class StoredToolCall(msgspec.Struct, kw_only=True):

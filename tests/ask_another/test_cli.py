@@ -23,11 +23,12 @@ REPO = Path(__file__).resolve().parents[2]
 PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
 
 
-def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], env: dict[str, str], stdin: str = ""
+        ) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
     return subprocess.run(
         [sys.executable, "-m", "ask_another", *args], cwd=REPO, capture_output=True, text=True,
-        timeout=120, env={**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), **env},
+        timeout=120, env={**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), **env}, input=stdin,
     )
 
 
@@ -191,6 +192,21 @@ def test_ask_several_models_prints_them_side_by_side(sim: Simulator, tmp_path: P
     assert done.returncode == 1 and "Model not allowed: 'nope'" in done.stderr
 
 
+def test_ask_several_models_above_the_confirm_threshold_asks_at_the_terminal(
+        sim: Simulator, tmp_path: Path):
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "ASK_ANOTHER_CONFIRM_USD": "0.001",
+           "MODEL_GPT4": f"openai/gpt-4o;k;{sim.openai_base}",  # priced: about $0.01 each
+           "MODEL_MINI": f"openai/gpt-4o-mini;k;{sim.openai_base}"}
+    done = run(["ask", "gpt4,mini", "Worth it?"], env, stdin="n\n")
+    assert done.returncode == 1, done
+    assert "Confirm the consensus's estimated cost, about $0.0" in done.stderr
+    assert "it was not confirmed; nothing was spent" in done.stderr
+    assert sim.requests == []
+    done = run(["ask", "gpt4,mini", "Worth it?"], env, stdin="y\n")
+    assert done.returncode == 0, done
+    assert done.stdout.startswith("Consensus of 2 models (2 answered)")
+
+
 def test_ask_shows_a_progress_line_then_the_answer_off_a_terminal(sim: Simulator, tmp_path: Path):
     sim.script("m1", [Slow(1.5)])
     done = run(["ask", "sim", "slow one"], {"ASK_ANOTHER_HOME": str(tmp_path),
@@ -269,7 +285,7 @@ def test_usage_reports_what_ask_spent_by_model_and_tool(sim: Simulator, tmp_path
     assert done.returncode == 0, done
     assert done.stdout.startswith("Usage for the last 7 days (UTC): $")
     assert "+ 1 call of unknown price over 2 provider calls" in done.stdout
-    assert "  openai/m1: unknown · 1 call" in done.stdout
+    assert "  openai/m1: cost unknown · 1 call" in done.stdout
     assert "  ask: $" in done.stdout
     assert "Ceiling ASK_ANOTHER_BUDGET_MONTH_USD: $20.00 per month" in done.stdout
     done = run(["usage", "forever"], env)

@@ -156,17 +156,28 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
     tools = builtin_tools(ctx.config.allow_hosts, ctx.tools or (),
                           search=(ctx.gateway, engine) if engine else None, on_search=searched)
 
+    written: list[str] = []  # each round's text: the partial report if a ceiling stops it
+    rounds = 0
+
     async def model(messages: list[Message], definitions: list[dict[str, object]],
                     on_delta: Callable[[str], Awaitable[None]] | None) -> CompletionResult:
         # gateway_model's call, counted in the job's usage.
+        nonlocal rounds
         result = await ctx.gateway.completion(
             ctx.entry, messages=messages, tools=[dict(t) for t in definitions] or None,
             timeout=ctx.config.research_timeout, on_delta=on_delta)
         ctx.usage.add(result.usage)
+        rounds += 1
+        if result.text.strip():
+            written.append(result.text.strip())
         try:
             await ctx.check_budget()  # before the next round: a ceiling reached stops the job
         except BudgetExceeded as exc:
-            raise ResearchFailed(str(exc), report=result.text.strip() or None) from None
+            kept = ("what it wrote so far is kept as the partial report" if written
+                    else "it had written nothing yet")
+            raise ResearchFailed(f"{exc}. The agent stopped after {rounds} model "
+                                 f"call{'s' if rounds != 1 else ''}; {kept}",
+                                 report="\n\n".join(written) or None) from None
         return result
 
     messages = [{"role": "system", "content": SYSTEM_PROMPT},

@@ -19,6 +19,8 @@ running) job to format, or a last answer to deliver before waiting on without as
 
 A client without the elicitation capability is never asked: the job shows what it waits for in
 check_research and in the progress messages, and waits for answer_permission / answer_choice.
+A job waiting for its spend to be confirmed ends such a call's wait at once (its answer says
+how to confirm), since nothing would happen before an answer_permission call.
 A question answered some other way first (or expired) is not asked; an elicited answer that
 arrives after that is refused by the job and changes nothing.
 """
@@ -45,6 +47,7 @@ from pydantic import BaseModel, Field, create_model
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate, ResearchJobs
+from ask_another.research.job import CONFIRM_SPEND
 from ask_another.server.context import runtime_of, tool_errors, user_of
 from ask_another.spend.before import estimate_research
 from ask_another.spend.budget import check_budget
@@ -223,22 +226,30 @@ async def _deliver(ctx: Context[Any, Any], att: Attachment, index: int,
 
 async def _watch(ctx: Context[Any, Any], att: Attachment, elicit: bool) -> Finished | Question:
     """Wait on the job: until it finishes, the call's time is up, or (when `elicit`) a question
-    opens that this call has not asked yet. Progress goes to the client meanwhile."""
+    opens that this call has not asked yet. Progress goes to the client meanwhile. A client
+    that cannot elicit gets its answer as soon as the job waits for its spend to be confirmed:
+    nothing happens until someone calls answer_permission, so waiting on would only hang."""
     jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
     remaining = att.deadline - trio.current_time()
     if remaining <= 0:
         return Finished(await jobs.get(att.record.id))
     found: Question | None = None
     final: JobRecord | None = None
+    unconfirmed = False
+    asking = can_elicit(ctx)
     with trio.CancelScope() as scope:
 
         async def progress(update: JobUpdate) -> None:
-            nonlocal found
+            nonlocal found, unconfirmed
             waiting = update.detail.get("waiting_for") or []
             fresh = [w for w in waiting
                      if (w["tool_call_id"], w["kind"]) not in att.asked_keys()]
             if elicit and fresh:
                 found = _question(att.record.id, fresh[0])
+                scope.cancel()
+                return
+            if not asking and any(w["tool_call_id"] == CONFIRM_SPEND for w in waiting):
+                unconfirmed = True
                 scope.cancel()
                 return
             await ctx.report_progress(min(time.monotonic() - att.began, att.timeout),
@@ -247,6 +258,8 @@ async def _watch(ctx: Context[Any, Any], att: Attachment, elicit: bool) -> Finis
         final = await jobs.wait(att.record.id, remaining, on_progress=progress)
     if found is not None:
         return found
+    if unconfirmed:
+        return Finished(await jobs.get(att.record.id))
     return Finished(final if final is not None else await jobs.get(att.record.id))
 
 

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.research import CancelOutcome, ResearchJobs
+from ask_another.research.job import CONFIRM_SPEND
 from ask_another.research.methods.provider import is_gemini_agent
 from ask_another.research.usage import usage_text
 from ask_another.server.context import runtime_of, tool_errors, user_of
@@ -31,7 +32,15 @@ from ask_another.server.tools.attached import (
 )
 from ask_another.store.jobs import JobRecord
 
-__all__ = ["HOWTO", "cancel_text", "job_text", "jobs_table", "register", "result_json"]
+__all__ = [
+    "HOWTO",
+    "cancel_text",
+    "job_text",
+    "jobs_table",
+    "register",
+    "result_json",
+    "unconfirmed_text",
+]
 
 DEFAULT_MAX_CHARS: Final = 20_000
 QUERY_CUT: Final = 50
@@ -181,6 +190,22 @@ def background_text(record: JobRecord, waited: float) -> str:
             "rather than waiting in one long call.")
 
 
+def unconfirmed_text(record: JobRecord) -> str | None:
+    """For a job still waiting for its spend to be confirmed: its estimate and how to confirm."""
+    waiting = [w for w in record.detail.get("waiting_for") or []
+               if w.get("tool_call_id") == CONFIRM_SPEND and not record.finished]
+    if not waiting:
+        return None
+    arguments = waiting[0]["arguments"]
+    return (f"Research job {record.id} ({record.model}) has not started: its estimated cost, "
+            f"{arguments.get('estimated_cost')}, is above ASK_ANOTHER_CONFIRM_USD="
+            f"${arguments.get('confirm_above_usd')}, so it waits for the user to confirm it. "
+            f"Nothing has been spent. Ask the user; if they agree, call answer_permission("
+            f"job_id='{record.id}', tool_call_id='{CONFIRM_SPEND}', decision='allow') (or "
+            f"decision='deny' to drop it) before {waiting[0]['expires_at']}: no answer by then "
+            "means deny.")
+
+
 def cancel_text(outcome: CancelOutcome) -> str:
     record = outcome.record
     if not outcome.cancelled:
@@ -241,6 +266,9 @@ def register(server: MCPServer[Any]) -> None:
                 raise AskAnotherError(f"Research job {final.id} failed: {final.error} {estimate}")
             if final.status == "cancelled":
                 return f"Research job {final.id} was cancelled before it finished. {estimate}"
+            unconfirmed = unconfirmed_text(final)
+            if unconfirmed is not None:
+                return unconfirmed
             return f"{background_text(final, time.monotonic() - began)} {estimate}"
 
     @server.tool(name="answer_permission", description=ANSWER_PERMISSION, structured_output=False,

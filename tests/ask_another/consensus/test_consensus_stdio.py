@@ -4,6 +4,7 @@ that hangs up every request in flight (the simulator sees the hang-ups)."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -161,3 +162,28 @@ async def test_consensus_session(sim: Simulator, tmp_path: Path):
             sim.clear()
             error, text = await call(client, "consensus", models=["fast", "mid"], prompt="ok?")
             assert not error and "2 answered" in text
+
+
+async def test_a_consensus_thread_keeps_its_model_entries(sim: Simulator, tmp_path: Path):
+    # Regression: a consensus thread stored no MODEL_* names, so another variable holding the
+    # same model id (another key or base) could take the thread further.
+    home = tmp_path / "home"
+    env = {"ASK_ANOTHER_HOME": str(home),
+           "MODEL_FAST": f"openai/fast;{FAKE_KEY};{sim.openai_base}",
+           "MODEL_ALSOFAST": f"openai/fast;sk-test-OTHER-KEY-99;{sim.openai_base}",
+           "MODEL_MID": f"openai/mid;{FAKE_KEY};{sim.openai_base}"}
+    with (tmp_path / "stderr.log").open("w") as stderr:
+        async with stdio_client_for(env, stderr) as client:
+            error, text = await call(client, "consensus", models=["fast", "mid"], prompt="Hi?")
+            assert not error, text
+            conversation = text.rsplit("conversation_id: ", 1)[1].strip()
+            with sqlite3.connect(home / "ask-another.sqlite3") as conn:
+                entry = conn.execute("SELECT entry FROM conversations WHERE id = ?",
+                                     (conversation,)).fetchone()[0]
+            assert entry == "MODEL_FAST,MODEL_MID"
+            error, refused = await call(client, "completion", model="alsofast", prompt="Go on.",
+                                        conversation_id=conversation)
+            assert error and "alsofast" in refused, refused
+            error, text = await call(client, "completion", model="fast", prompt="Go on.",
+                                     conversation_id=conversation)
+            assert not error, text

@@ -116,3 +116,28 @@ async def test_confirmed_by_answer_permission_denied_expired_allowed(sim: Simula
             error, text = await call(client, "start_research", model="gdr", query="Q cheap",
                                      timeout=60)
             assert not error and json.loads(text)["status"] == "completed", text
+
+
+async def test_without_elicitation_start_research_answers_at_once(sim: Simulator,
+                                                                 tmp_path: Path):
+    # Regression: a client without elicitation (Gemini CLI) used to wait out the whole start
+    # wait (90 s by default) while the job waited for an answer_permission it could not give
+    # from inside that call.
+    with (tmp_path / "stderr.log").open("w") as stderr:
+        async with stdio_client_for(env(sim, tmp_path / "home"), stderr) as client:
+            with trio.fail_after(30):
+                error, text = await call(client, "start_research", model="gdr",
+                                         query="Q gemini cli")
+            assert not error, text
+            assert "has not started: its estimated cost, about $1." in text
+            assert "above ASK_ANOTHER_CONFIRM_USD=$1.00" in text
+            assert "Nothing has been spent" in text
+            job = job_in(text)
+            assert (f"answer_permission(job_id='{job}', tool_call_id='confirm-spend', "
+                    "decision='allow')") in text
+            assert not created(sim, "Q gemini cli")
+            error, text = await call(client, "answer_permission", job_id=job,
+                                     tool_call_id="confirm-spend", decision="allow")
+            assert not error, text
+            await check_until(client, job, '"status": "completed"')
+            assert created(sim, "Q gemini cli")

@@ -1,0 +1,132 @@
+"""The usage ledger through the real stdio server for the research calls: an agent job's model
+rounds and its web search (litellm's search API, priced per query), a sequential pipeline's
+steps and searches, each a row naming the job; and a running agent job that crosses a budget
+ceiling stops at its next round, keeping what it wrote as the partial report."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from mcp import Client
+from stdio_server import stdio_client_for
+from tool_results import call
+
+from ask_another.simulator import Reply, SimRequest, Simulator, Step, ToolCall, ToolCalls
+
+pytestmark = pytest.mark.slow  # starts real server processes
+
+KEY = "sk-test-LEDGER-4c3b2a1d"
+QUESTION = "How are tides predicted"
+
+
+def env(sim: Simulator, home: Path, **extra: str) -> dict[str, str]:
+    return {"ASK_ANOTHER_HOME": str(home), "ASK_ANOTHER_POLL_SECONDS": "0.05",
+            "MODEL_GPT4": f"openai/gpt-4o;{KEY};{sim.openai_base}",  # priced in litellm's map
+            "SEARCH_SIM": f"tavily;{KEY};{sim.url}",  # litellm prices a Tavily search $0.008
+            **extra}
+
+
+def ledger(home: Path, job: str) -> list[dict[str, Any]]:
+    with sqlite3.connect(home / "ask-another.sqlite3") as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute("SELECT * FROM usage WHERE job_id = ? ORDER BY id",
+                                              (job,))]
+
+
+async def finished(client: Client, job: str) -> str:
+    with trio.fail_after(60):
+        while True:
+            _error, text = await call(client, "check_research", job_id=job)
+            if "is in progress" not in text and "is pending" not in text:
+                return text
+            await trio.sleep(0.05)
+
+
+async def test_research_rows_agent_sequential_and_search(sim: Simulator, tmp_path: Path):
+    home = tmp_path / "home"
+    sim.script("gpt-4o", [ToolCalls([ToolCall("search_web", {"query": QUESTION})]),
+                          Reply("Tides are predicted from harmonic constituents.")])
+    with (tmp_path / "stderr.log").open("w") as stderr:
+        async with stdio_client_for(env(sim, home), stderr) as client:
+            error, text = await call(client, "start_research", model="gpt4", query=QUESTION,
+                                     method="agent", timeout=60)
+            assert not error, text
+            body = json.loads(text)
+            rows = ledger(home, body["job_id"])
+            assert [(r["kind"], r["model"], r["tool"]) for r in rows] == [
+                ("research", "openai/gpt-4o", "start_research"),
+                ("search", "web search", "start_research"),
+                ("research", "openai/gpt-4o", "start_research")]
+            assert rows[0]["cost_usd"] > 0 and rows[0]["prompt_tokens"] > 0
+            assert rows[1]["cost_usd"] == pytest.approx(0.008)
+            assert body["usage"]["provider_calls"] == 3 and body["usage"]["searches"] == 1
+
+            # The local pipeline: its plan, each query's rounds and searches, its summary.
+            error, text = await call(client, "start_research", model="gpt4", query=QUESTION,
+                                     method="sequential", depth="shallow", timeout=90)
+            assert not error, text
+            body = json.loads(text)
+            rows = ledger(home, body["job_id"])
+            usage = body["usage"]
+            searches = [r for r in rows if r["kind"] == "search"]
+            steps = [r for r in rows if r["kind"] == "research"]
+            assert usage["searches"] >= 1 and len(searches) == usage["searches"]
+            assert len(steps) == usage["provider_calls"] - usage["searches"] >= 3
+            assert {r["model"] for r in steps} == {"openai/gpt-4o"}
+            assert {r["tool"] for r in rows} == {"start_research"}
+            assert sum(r["cost_usd"] for r in rows) == pytest.approx(usage["cost_usd"])
+
+            error, report = await call(client, "usage", period="today")
+            assert not error, report
+            assert "  web search: $" in report and "  search: " not in report
+            assert "  start_research: $" in report
+
+
+async def test_an_agent_job_stops_at_its_next_round_past_a_ceiling(sim: Simulator,
+                                                                   tmp_path: Path):
+    home = tmp_path / "home"
+    db = home / "ask-another.sqlite3"
+    rounds: list[str] = []
+
+    def agent(request: SimRequest) -> Step:
+        rounds.append(request.last_user_text or "")
+        if len(rounds) == 1:
+            return ToolCalls([ToolCall("search_web", {"query": QUESTION})],
+                             text="Finding one: the moon drives the tides.")
+        if len(rounds) == 2:
+            # While this round is in flight, another session on the same home spends past the
+            # daily ceiling (written before the reply, so the job's next check sees it).
+            with sqlite3.connect(db) as conn:
+                conn.execute("INSERT INTO usage (at, kind, model, cost_usd, tool) VALUES "
+                             "(?, 'completion', 'openai/gpt-4o', 5.0, 'completion')",
+                             (time.time(),))
+            return ToolCalls([ToolCall("search_web", {"query": "harmonic constituents"})],
+                             text="Finding two: harmonic constituents.")
+        return Reply("Never reached.")
+
+    sim.script("gpt-4o", agent)
+    with (tmp_path / "stderr.log").open("w") as stderr:
+        async with stdio_client_for(env(sim, home, ASK_ANOTHER_BUDGET_DAY_USD="1.00"),
+                                    stderr) as client:
+            error, text = await call(client, "start_research", model="gpt4", query=QUESTION,
+                                     method="agent", timeout=0)
+            assert not error, text
+            job = text.split("Research job ", 1)[1].split(" ", 1)[0]
+            text = await finished(client, job)
+    assert "is failed" in text, text
+    assert "would cross the budget ceiling ASK_ANOTHER_BUDGET_DAY_USD=$1.00 per day" in text
+    assert "spent this day: $5.0" in text and "resets at " in text
+    assert "The agent stopped after 2 model calls" in text
+    partial = text.split("Partial report:\n", 1)[1]
+    assert "Finding one: the moon drives the tides." in partial
+    assert "Finding two: harmonic constituents." in partial
+    assert len(rounds) == 2  # no third round
+    assert len(sim.requests_for("search")) == 1  # the second round's search never ran
+    kinds = [r["kind"] for r in ledger(home, job)]
+    assert kinds == ["research", "search", "research"]  # the calls made are in the ledger
