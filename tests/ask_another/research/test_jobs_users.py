@@ -90,7 +90,7 @@ async def test_budget_ceilings_count_each_users_own_spend(
     async with open_runtime(config, prewarm_after=0) as runtime:
         await record_usage(await runtime.database(), UsageRow(
             kind="completion", model="openai/m1", cost_usd=0.90, user_id="alice"))
-        with pytest.raises(BudgetExceeded, match=r"per day per user: \$0.900000 spent"):
+        with pytest.raises(BudgetExceeded, match=r"per day per user; spent this day: \$0.900000"):
             await check_budget(runtime, 0.20, "this completion", "alice")
         await check_budget(runtime, 0.20, "this completion", "bob")  # bob spent nothing
         await check_budget(runtime, 0.20, "this completion", LOCAL_USER.name)
