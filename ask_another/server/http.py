@@ -26,12 +26,14 @@ import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
 
 from ask_another.config import Config
 from ask_another.errors import ConfigError
@@ -44,7 +46,8 @@ from ask_another.server.auth import (
     auth_settings,
 )
 
-__all__ = ["DEFAULT_PORT", "MCP_PATH", "HttpAuth", "is_loopback", "plan_auth", "serve_http"]
+__all__ = ["DEFAULT_PORT", "MCP_PATH", "Drain", "HttpAuth", "is_loopback", "plan_auth",
+           "serve_http", "transport_security"]
 
 log = get_logger("ask_another.server.http")
 
@@ -157,6 +160,22 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def transport_security(host: str, public_url: str | None) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection as the SDK sets it for a loopback host (Host and Origin must be
+    loopback ones), plus the public URL's host and origin: a reverse proxy on the same machine
+    passes the public Host on. None (the SDK's default, no check) on other hosts."""
+    if not is_loopback(host):
+        return None
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    if public_url is not None:
+        public = urlsplit(public_url)
+        hosts.append(public.netloc)
+        origins.append(f"{public.scheme}://{public.netloc}")
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=hosts, allowed_origins=origins)
+
+
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -181,7 +200,9 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         sock.close()
         raise
     server = build_server(config, auth=auth.settings, token_verifier=auth.verifier)
-    drain = Drain(server.streamable_http_app(streamable_http_path=MCP_PATH, host=host))
+    drain = Drain(server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host,
+        transport_security=transport_security(host, config.public_url)))
 
     hypercorn = HypercornConfig()
     hypercorn.bind = [f"fd://{sock.detach()}"]

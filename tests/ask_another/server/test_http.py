@@ -36,9 +36,10 @@ def server_env(sim: Simulator, home: Path, **extra: str) -> dict[str, str]:
             **extra}
 
 
-async def post(url: str, token: str | None, body: dict[str, Any]) -> httpx.Response:
+async def post(url: str, token: str | None, body: dict[str, Any], **extra: str
+               ) -> httpx.Response:
     headers = {"Accept": "application/json, text/event-stream",
-               "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25"}
+               "Content-Type": "application/json", "MCP-Protocol-Version": "2025-11-25", **extra}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     async with httpx.AsyncClient() as http:
@@ -52,7 +53,8 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 
 async def test_http_serves_every_tool_in_both_eras_behind_tokens(sim: Simulator, tmp_path: Path):
     home = tmp_path / "home"
-    env = server_env(sim, home)
+    # Behind a reverse proxy on the same machine: the public Host is let through.
+    env = server_env(sim, home, ASK_ANOTHER_PUBLIC_URL="https://ask.example.com/mcp")
     tokens = TokensFile(home / "tokens.json")
     alice = tokens.add("alice")
     stdio_tools = {t.name for t in await build_server(Config.from_env(env)).list_tools()}
@@ -90,6 +92,12 @@ async def test_http_serves_every_tool_in_both_eras_behind_tokens(sim: Simulator,
             challenge = refused.headers["www-authenticate"]
             assert challenge.startswith("Bearer ") and 'error="invalid_token"' in challenge
         assert (await post(server.url, alice, INITIALIZE)).status_code == 200
+        # DNS-rebinding protection on a loopback host: the proxy's public Host passes, another
+        # name (a rebound DNS entry in a browser) does not.
+        assert (await post(server.url, alice, INITIALIZE,
+                           Host="ask.example.com")).status_code == 200
+        rebound = await post(server.url, alice, INITIALIZE, Host="evil.example")
+        assert rebound.status_code == 421, rebound.text
 
         # The file is read again when it changes: a new token works, a removed one is refused,
         # without a restart.
