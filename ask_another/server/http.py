@@ -34,6 +34,8 @@ from hypercorn.trio import serve
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from ask_another.config import Config
 from ask_another.errors import ConfigError
@@ -46,13 +48,14 @@ from ask_another.server.auth import (
     auth_settings,
 )
 
-__all__ = ["DEFAULT_PORT", "MCP_PATH", "Drain", "HttpAuth", "is_loopback", "plan_auth",
-           "serve_http", "transport_security"]
+__all__ = ["DEFAULT_PORT", "HEALTH_PATH", "MCP_PATH", "Drain", "HttpAuth", "is_loopback",
+           "plan_auth", "serve_http", "transport_security"]
 
 log = get_logger("ask_another.server.http")
 
 DEFAULT_PORT: Final = 8765
 MCP_PATH: Final = "/mcp"
+HEALTH_PATH: Final = "/health"
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
@@ -200,6 +203,12 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         sock.close()
         raise
     server = build_server(config, auth=auth.settings, token_verifier=auth.verifier)
+
+    @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
+    async def health(_: Request) -> Response:
+        # No token needed (a load balancer's check); answered once the runtime is open.
+        return JSONResponse({"status": "ok"})
+
     drain = Drain(server.streamable_http_app(
         streamable_http_path=MCP_PATH, host=host,
         transport_security=transport_security(host, config.public_url)))

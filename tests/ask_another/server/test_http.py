@@ -92,6 +92,9 @@ async def test_http_serves_every_tool_in_both_eras_behind_tokens(sim: Simulator,
             challenge = refused.headers["www-authenticate"]
             assert challenge.startswith("Bearer ") and 'error="invalid_token"' in challenge
         assert (await post(server.url, alice, INITIALIZE)).status_code == 200
+        async with httpx.AsyncClient() as http:  # a load balancer's check needs no token
+            health = await http.get(server.base + "/health")
+        assert health.status_code == 200 and health.json() == {"status": "ok"}
         # DNS-rebinding protection on a loopback host: the proxy's public Host passes, another
         # name (a rebound DNS entry in a browser) does not.
         assert (await post(server.url, alice, INITIALIZE,
