@@ -449,7 +449,7 @@ async def _doctor(config: Config) -> int:
             # prewarm_after=None: no gateway worker (litellm) starts; the catalog reads the map.
             async with open_runtime(config, prewarm_after=None) as runtime:
                 database = await runtime.database()
-                print(f"database: {database.path} (schema version "
+                print(f"database: {database.where} (schema version "
                       f"{await database.schema_version()})")
                 catalog: Catalog = await runtime.catalog()
         except AskAnotherError as exc:
@@ -506,7 +506,7 @@ async def _feedback(config: Config, issue: str) -> int:
         return 1
     async with open_runtime(config, prewarm_after=None) as runtime:
         record = await runtime.add_feedback(issue, "cli")
-    print(f"Thank you: feedback #{record.id} recorded at {record.created_at} in "
-          f"{config.database_path}. To send it to the maintainers, attach that text to an issue "
-          "in the project's tracker.")
+        where = (await runtime.database()).where
+    print(f"Thank you: feedback #{record.id} recorded at {record.created_at} in {where}. To send "
+          "it to the maintainers, attach that text to an issue in the project's tracker.")
     return 0

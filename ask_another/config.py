@@ -10,6 +10,11 @@ tavily, searxng, exa_ai, brave, serper, ...). A request may name a model by
 its exact id (`openai/gpt-4o`), by its shorthand (the variable's suffix in lower case, `gpt4` for
 `MODEL_GPT4`) or by its provider (`openai`) when exactly one allowed model has that provider.
 
+The store is a SQLite file under ASK_ANOTHER_HOME unless ASK_ANOTHER_DATABASE_URL names a
+PostgreSQL server (`DatabaseUrl`). A malformed URL is a `ConfigProblem` like any other, and the
+store then refuses to open with that reason: falling back to a private SQLite file would quietly
+split a team's jobs across nodes.
+
 API keys are held in `Secret` values whose `repr` and `str` are masked; only the gateway calls
 `reveal()`, to hand the key to litellm for one call.
 """
@@ -19,10 +24,12 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from ask_another.errors import AmbiguousModel, InvalidArgument, ModelNotAllowed
 from ask_another.interaction.policy import Policy, PolicyError
@@ -43,6 +50,8 @@ DEFAULT_SHUTDOWN_SECONDS: Final = 20.0  # serve --http: how long in-flight calls
 # Per-user limits of a shared service (limits.py); never applied to the local user of stdio.
 DEFAULT_RATE_PER_MINUTE: Final = 120  # tool calls a user may make in any 60 s, per node
 DEFAULT_MAX_JOBS_PER_USER: Final = 10  # research jobs a user may have running at once
+DEFAULT_DATABASE_POOL_SIZE: Final = 10  # PostgreSQL connections per node for writes (and reads)
+DATABASE_URL_SCHEMES: Final = ("postgresql", "postgres")
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR")
 MODEL_FORMAT: Final = "provider/model;api-key[;api_base]"
 SEARCH_PREFIX: Final = "SEARCH_"
@@ -118,6 +127,37 @@ class OAuthSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class DatabaseUrl:
+    """ASK_ANOTHER_DATABASE_URL: the PostgreSQL server of the store. The URL may hold a password,
+    so it is a `Secret`; `shown` is the URL with the password masked, for every message."""
+
+    url: Secret = field(repr=False)
+    shown: str
+    pool_size: int = DEFAULT_DATABASE_POOL_SIZE
+    problem: str | None = None  # why the URL cannot be used (the store refuses to open)
+
+    @property
+    def password(self) -> str:
+        """The password in the URL, revealed: for scrubbing logs, never for display."""
+        parts = urlsplit(self.url.reveal())
+        query = re.search(r"(?:^|&)password=([^&]*)", parts.query)
+        return (parts.password or "") or (query.group(1) if query else "")
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password (in the user part or a `password=` parameter) masked."""
+    url = re.sub(r"(?<=[?&])password=[^&#]*", "password=****", url)
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    userinfo, at, host = rest[:end].rpartition("@")  # the last @: a password may hold one
+    if at and ":" in userinfo:
+        userinfo = userinfo.split(":", 1)[0] + ":****"
+    return f"{scheme}{sep}{userinfo}{at}{host}{rest[end:]}"
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigProblem:
     """A variable that could not be used, and why (never quoting its value: it may hold a key)."""
 
@@ -163,6 +203,7 @@ class Config:
     shutdown_seconds: float = DEFAULT_SHUTDOWN_SECONDS
     rate_per_minute: int = DEFAULT_RATE_PER_MINUTE  # 0: no limit
     max_jobs_per_user: int = DEFAULT_MAX_JOBS_PER_USER  # 0: no limit
+    database_url: DatabaseUrl | None = None  # None: SQLite under `home`
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
@@ -202,6 +243,7 @@ class Config:
                                        DEFAULT_RATE_PER_MINUTE, problems)
         max_jobs = _parse_limit(env, "ASK_ANOTHER_MAX_JOBS_PER_USER", DEFAULT_MAX_JOBS_PER_USER,
                                 problems)
+        database_url = _parse_database_url(env, problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -230,6 +272,7 @@ class Config:
             shutdown_seconds=shutdown_seconds,
             rate_per_minute=rate_per_minute,
             max_jobs_per_user=max_jobs,
+            database_url=database_url,
         )
 
     @property
@@ -240,6 +283,12 @@ class Config:
     def tokens_path(self) -> Path:
         """The tokens file of `serve --http` (hashes only; server/auth.py)."""
         return self.tokens_file if self.tokens_file is not None else self.home / "tokens.json"
+
+    @property
+    def database(self) -> Path | DatabaseUrl:
+        """Where the store is: the PostgreSQL server of ASK_ANOTHER_DATABASE_URL, or else the
+        SQLite file under the home."""
+        return self.database_url if self.database_url is not None else self.database_path
 
     @property
     def search(self) -> SearchEntry | None:
@@ -382,6 +431,36 @@ def _parse_home(env: Mapping[str, str], problems: list[ConfigProblem]) -> Path:
     if not raw:
         return _default_home()
     return Path(raw).expanduser()
+
+
+def _parse_database_url(env: Mapping[str, str], problems: list[ConfigProblem]
+                        ) -> DatabaseUrl | None:
+    raw = env.get("ASK_ANOTHER_DATABASE_URL", "").strip()
+    pool_size = _parse_count(env, "ASK_ANOTHER_DATABASE_POOL_SIZE", DEFAULT_DATABASE_POOL_SIZE,
+                             problems)
+    if not raw:
+        return None
+    shown = redact_url(raw)
+    problem = _database_url_problem(raw)
+    if problem is not None:
+        # Named without the URL itself: even masked, a mangled one may show its password.
+        problems.append(ConfigProblem("ASK_ANOTHER_DATABASE_URL", problem))
+    return DatabaseUrl(url=Secret(raw), shown=shown, pool_size=pool_size, problem=problem)
+
+
+def _database_url_problem(raw: str) -> str | None:
+    expected = "expected postgresql://user:password@host:port/database"
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        return f"is not a valid URL ({exc}); {expected}"
+    if parts.scheme.lower() not in DATABASE_URL_SCHEMES:
+        return (f"must be a postgresql:// URL, got {parts.scheme or 'no'} scheme; {expected} "
+                "(unset it for the SQLite file under ASK_ANOTHER_HOME)")
+    if not parts.path.strip("/"):
+        return f"names no database; {expected}"
+    return None
 
 
 def _finite(raw: str) -> float | None:

@@ -1,8 +1,10 @@
 """`open_runtime(config)`: everything ask-another runs, for the MCP server and for embedding.
 
-The runtime is a `supervisors` tree: a root supervisor (one_for_one) with the SQLite store
-(`StoreActor`) and the LLM gateway (`GatewayActor`: litellm in its worker process, or on an
-asyncio thread here) as permanent children, found by name in the runtime's own `Registry`. Later
+The runtime is a `supervisors` tree: a root supervisor (one_for_one) with the store
+(`StoreActor`: the SQLite file under the home, or the PostgreSQL server of
+ASK_ANOTHER_DATABASE_URL, chosen here by `config.database` and nowhere else) and the LLM gateway
+(`GatewayActor`: litellm in its worker process, or on an asyncio thread here) as permanent
+children, found by name in the runtime's own `Registry`. Later
 features add their supervisors (research jobs) as further children. The MCP server opens one
 runtime in its lifespan; a Python program can open its own:
 
@@ -241,11 +243,13 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     config = config if config is not None else Config.from_env()
     ensure_logging(config.log_level)
     register_secrets(config.secrets())
+    if config.database_url is not None:
+        register_secrets([config.database_url.password])
     for problem in config.problems:
         log.error("config.problem", variable=problem.variable, problem=problem.message)
     registry = Registry()
     children = [
-        child_spec(StoreActor, config.database_path, name="store", registry=registry),
+        child_spec(StoreActor, config.database, name="store", registry=registry),
         child_spec(GatewayActor, _transport(config, gateway_process), config.secrets(),
                    prewarm_after,
                    name="gateway", registry=registry, shutdown=15.0),

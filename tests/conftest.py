@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from postgres_server import PostgresServer, find_bindir
 
 # litellm fetches its model cost map at import unless told to use the bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -30,3 +32,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                             and any(sign in text for sign in _STARTS_A_PROCESS))
         if starts[path] and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (tests/support/postgres_server.py), started
+    the first time a test asks for it; skipped where PostgreSQL is not installed (.ci/run
+    installs it)."""
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    server = PostgresServer.start(bindir)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database of this test's own on the session's server."""
+    return postgres_server.new_database()

@@ -53,10 +53,9 @@ from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
     RequestKind,
-    SqliteJobStore,
     finish_job,
     get_job,
-    insert_job,
+    job_store,
     list_jobs,
     running_jobs,
 )
@@ -180,14 +179,15 @@ class ResearchJobs:
             raise InvalidArgument(f"the research query is {len(query)} characters long; at "
                                   f"most {MAX_QUERY} are allowed")
         lease = await self.lease()
+        taken = lease.wall()
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
                            created_at=time.time(), entry=entry.variable,
                            detail={"depth": depth}, owner=lease.owner,
-                           lease_expires=lease.until(), user_id=self.user.name)
+                           lease_expires=taken + lease.seconds, user_id=self.user.name)
         db = await self.services.database()
         limit = self.services.config.max_jobs_per_user
         limited = limit > 0 and not self.user.local
-        if not await insert_job(db, record, max_running=limit if limited else None):
+        if not await job_store(db).insert(record, taken, max_running=limit if limited else None):
             running = await running_jobs(db, self.user.name)
             raise LimitReached(
                 f"Limit reached: at most {limit} research jobs running at once per user "
@@ -267,7 +267,7 @@ class ResearchJobs:
                        tool_call_id: str | None = None, value: str | None = None
                        ) -> dict[str, Any]:
         """Store a request for the job's owner in another process and wait for its answer."""
-        store = SqliteJobStore(await self.services.database())
+        store = job_store(await self.services.database())
         request_id = await store.request(record.id, kind, tool_call_id, value, now=time.time())
         with trio.move_on_after(REQUEST_WAIT):
             while True:

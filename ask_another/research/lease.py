@@ -94,7 +94,8 @@ async def heartbeat(store: JobStore, lease: Lease, *, on_renewed: RenewedFn,
         try:
             if now >= next_renew:
                 next_renew = now + lease.renew_every
-                held = await store.renew(lease.owner, lease.until())
+                wall = lease.wall()
+                held = await store.renew(lease.owner, wall + lease.seconds, wall)
                 stats.renewals += 1
                 stats.renewed_max = max(stats.renewed_max, len(held))
                 stats.renew_seconds_max = max(stats.renew_seconds_max,

@@ -55,7 +55,7 @@ from ask_another.research.messages import (
     Relinquish,
 )
 from ask_another.research.methods import METHODS
-from ask_another.store.jobs import JobEvent, JobRecord, JobRequest, SqliteJobStore
+from ask_another.store.jobs import JobEvent, JobRecord, JobRequest, job_store
 from supervisors import (
     Actor,
     ActorExited,
@@ -154,7 +154,7 @@ class JobOwner(Actor):
         self.services = services
         self.lease = lease
         self.max_attempts = max_attempts
-        self.store = SqliteJobStore(await services.database())
+        self.store = job_store(await services.database())
         self.statistics = HeartbeatStatistics()
         # Start-up recovery, before the runtime serves a tool call: jobs whose owner died (or
         # this owner's own, when the job supervisor was restarted).

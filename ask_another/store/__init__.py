@@ -1,9 +1,11 @@
-"""The SQLite store: `db.py` runs every statement; one module per table group."""
+"""The store: `db.py` is its interface and the SQLite backend (the embedded default),
+`postgres.py` the PostgreSQL backend; one module per table group, its SQL written once for both."""
 
 from ask_another.store.db import MIGRATIONS as MIGRATIONS
 from ask_another.store.db import Database as Database
 from ask_another.store.db import GetDatabase as GetDatabase
 from ask_another.store.db import Migration as Migration
+from ask_another.store.db import SqliteDatabase as SqliteDatabase
 from ask_another.store.db import StoreActor as StoreActor
 from ask_another.store.db import connect_database as connect_database
 from ask_another.store.db import open_database as open_database
@@ -17,6 +19,7 @@ __all__ = [
     "FeedbackRecord",
     "GetDatabase",
     "Migration",
+    "SqliteDatabase",
     "StoreActor",
     "add_feedback",
     "connect_database",

@@ -19,12 +19,11 @@ its `entry` is their `MODEL_*` variables in the same order (`panel_entries`, `pa
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any, Literal
 
 import msgspec
 
-from ask_another.store.db import Database
+from ask_another.store.db import Connection, Database, Row
 
 __all__ = [
     "PANEL_PREFIX",
@@ -110,7 +109,7 @@ class ConversationRecord(msgspec.Struct, kw_only=True):
     user_id: str | None = None  # the user who started it (None: the local user; users.py)
 
 
-def _conversation(row: sqlite3.Row) -> ConversationRecord:
+def _conversation(row: Row) -> ConversationRecord:
     return ConversationRecord(id=row["id"], model=row["model"], system=row["system"],
                               created_at=row["created_at"], updated_at=row["updated_at"],
                               entry=row["entry"], user_id=row["user_id"])
@@ -159,7 +158,7 @@ async def append_messages(
     encoded = [None if m.tool_calls is None else msgspec.json.encode(m.tool_calls).decode()
                for m in messages]
 
-    def go(conn: sqlite3.Connection) -> list[StoredMessage]:
+    def go(conn: Connection) -> list[StoredMessage]:
         with conn:
             conn.execute(
                 "INSERT INTO conversations (id, model, system, created_at, updated_at, entry, "

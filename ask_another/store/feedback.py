@@ -24,8 +24,9 @@ async def add_feedback(db: Database, issue: str, tool_name: str | None = None,
     """Append one piece of feedback from `user_id` (None: the local user); returns it as
     stored."""
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
-    row_id = await db.execute(
-        "INSERT INTO feedback (created_at, tool_name, issue, user_id) VALUES (?, ?, ?, ?)",
+    row_id = await db.insert(
+        "INSERT INTO feedback (created_at, tool_name, issue, user_id) VALUES (?, ?, ?, ?) "
+        "RETURNING id",
         (created_at, tool_name, issue, user_id),
     )
     return FeedbackRecord(id=row_id, created_at=created_at, issue=issue, tool_name=tool_name,

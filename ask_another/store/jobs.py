@@ -16,18 +16,24 @@ ONE statement per heartbeat (`renew`); anyone may take over a job whose lease ha
 Requests for a job (a cancel, an answer) made in another process are rows of
 `research_requests`: the owner takes them (`take_requests`, one UPDATE that marks them taken),
 acts, and writes the answer back (`answer_request`), which the asker polls. `JobStore` is that
-protocol as an interface; `SqliteJobStore` is its SQLite backend.
+protocol as an interface; `SqliteJobStore` is its SQLite backend, `PostgresJobStore` its
+PostgreSQL one, and `job_store(db)` gives the one for a `Database`.
+
+The lease clock: on SQLite, leases are times on the caller's clock (`now`, `lease_expires`; the
+processes sharing a file share a machine, and tests drive the clock). On PostgreSQL the nodes are
+different machines, so leases are times on the DATABASE's clock: a lease taken or renewed lasts
+`lease_expires - now` seconds from `clock_timestamp()`, and "expired" means expired by it, so a
+node whose clock is off cannot steal a live lease or keep a dead one.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
-from ask_another.store.db import Database
+from ask_another.store.db import Connection, Database, Row
 from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
 
@@ -38,6 +44,7 @@ __all__ = [
     "JobRequest",
     "JobStatus",
     "JobStore",
+    "PostgresJobStore",
     "RequestKind",
     "SqliteJobStore",
     "add_event",
@@ -46,6 +53,7 @@ __all__ = [
     "get_job",
     "insert_job",
     "job_events",
+    "job_store",
     "list_jobs",
     "running_jobs",
     "start_job",
@@ -113,7 +121,7 @@ class JobEvent(msgspec.Struct, kw_only=True):
     detail: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-def _record(row: sqlite3.Row) -> JobRecord:
+def _record(row: Row) -> JobRecord:
     return JobRecord(
         id=row["id"],
         model=row["model"],
@@ -149,39 +157,53 @@ def _encode(column: str, value: Any) -> Any:
     return value
 
 
-async def insert_job(db: Database, record: JobRecord, *, max_running: int | None = None
-                     ) -> bool:
+class _TooMany(Exception):
+    """The user has too many unfinished jobs: the insert is rolled back."""
+
+
+async def insert_job(db: Database, record: JobRecord, *, max_running: int | None = None,
+                     lease_sql: str = "?", lease: float | None = None) -> bool:
     """Store a new job (committed when this returns); True when stored.
 
     With `max_running`, only while the job's user has fewer unfinished jobs than that, this one
     included: the job is inserted, then the user's unfinished jobs are counted in the same
     transaction, which is rolled back (nothing written, False) when they are too many. On SQLite
     the insert takes the file's write lock before the count, so starts racing on one home
-    (several processes included) cannot both pass. (A backend whose transactions run side by
-    side, PostgreSQL under READ COMMITTED, needs a lock per user before the insert for the same
-    guarantee.)
+    (several processes included) cannot both pass; on PostgreSQL, whose transactions run side by
+    side under READ COMMITTED, the transaction first takes an advisory lock on the user for the
+    same guarantee.
+
+    `lease_sql` and `lease`: how its `lease_expires` is written (`PostgresJobStore.insert` counts
+    it on the database's clock); by default, `record.lease_expires` as it is.
     """
     values = (record.id, record.model, record.query, record.method, record.status, record.step,
               record.created_at, record.started_at, record.ended_at, record.attempts,
               record.provider_handle, record.report, json.dumps(record.citations), record.error,
-              json.dumps(record.detail), record.entry, record.owner, record.lease_expires,
-              record.user_id)
-    insert = f"INSERT INTO research_jobs ({_COLUMNS}) VALUES ({', '.join('?' * len(values))})"
+              json.dumps(record.detail), record.entry, record.owner,
+              record.lease_expires if lease_sql == "?" else lease, record.user_id)
+    marks = ", ".join(lease_sql if column == "lease_expires" else "?"
+                      for column in _COLUMNS.split(", "))
+    insert = f"INSERT INTO research_jobs ({_COLUMNS}) VALUES ({marks})"
     if max_running is None:
         await db.execute(insert, values)
         return True
     mine, params = own(record.user_id)
 
-    def go(conn: sqlite3.Connection) -> bool:
-        with conn:
-            conn.execute(insert, values)
-            running = conn.execute(
-                f"SELECT COUNT(*) FROM research_jobs WHERE {mine} AND {_NOT_FINAL}",
-                params).fetchone()[0]
-            if running <= max_running:
-                return True
-            conn.rollback()
+    def go(conn: Connection) -> bool:
+        try:
+            with conn:
+                if db.dialect == "postgres":
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))",
+                                 (f"ask-another.jobs.{record.user_id}",))
+                conn.execute(insert, values)
+                running = conn.execute(
+                    f"SELECT COUNT(*) FROM research_jobs WHERE {mine} AND {_NOT_FINAL}",
+                    params).fetchone()[0]
+                if running > max_running:
+                    raise _TooMany  # `with conn:` rolls the insert back, on both backends
+        except _TooMany:
             return False
+        return True
 
     return await db.run(go)
 
@@ -210,7 +232,7 @@ async def update_job(db: Database, job_id: str, **changes: Any) -> bool:
     assignments = ", ".join(f"{c} = ?" for c in columns)
     params = [_encode(c, changes[c]) for c in columns]
 
-    def go(conn: sqlite3.Connection) -> bool:
+    def go(conn: Connection) -> bool:
         with conn:
             cursor = conn.execute(
                 f"UPDATE research_jobs SET {assignments} WHERE id = ? AND {_NOT_FINAL}",
@@ -245,7 +267,7 @@ async def finish_job(
     assignments = ", ".join(f"{c} = ?" for c in columns)
     params = [_encode(c, values[c]) for c in columns]
 
-    def go(conn: sqlite3.Connection) -> bool:
+    def go(conn: Connection) -> bool:
         with conn:
             cursor = conn.execute(
                 f"UPDATE research_jobs SET {assignments} WHERE id = ? AND {_NOT_FINAL}",
@@ -260,7 +282,7 @@ async def finish_job(
     return await db.run(go)
 
 
-def _insert_event(conn: sqlite3.Connection, event: JobEvent) -> None:
+def _insert_event(conn: Connection, event: JobEvent) -> None:
     conn.execute(
         "INSERT INTO research_events (job_id, at, step, detail) VALUES (?, ?, ?, ?)",
         (event.job_id, event.at, event.step, json.dumps(event.detail) if event.detail else None),
@@ -277,7 +299,7 @@ async def add_event(db: Database, event: JobEvent, **changes: Any) -> bool:
     assignments = ", ".join(f"{c} = ?" for c in columns)
     params = [_encode(c, changes[c]) for c in columns]
 
-    def go(conn: sqlite3.Connection) -> bool:
+    def go(conn: Connection) -> bool:
         with conn:
             if columns:
                 cursor = conn.execute(
@@ -306,7 +328,7 @@ async def add_events(db: Database, job_id: str, events: list[JobEvent],
         return True
     step = step if step is not None else (events[-1].step if events else None)
 
-    def go(conn: sqlite3.Connection) -> bool:
+    def go(conn: Connection) -> bool:
         with conn:
             cursor = conn.execute(
                 f"UPDATE research_jobs SET step = coalesce(?, step), "
@@ -377,17 +399,24 @@ class JobStore(Protocol):
     """The job store's ownership protocol, the part a second backend (PostgreSQL) implements.
 
     Times are wall-clock Unix seconds given by the caller, so a test can drive them; a backend
-    for several machines should compare against its own clock instead.
+    for several machines (PostgreSQL) counts leases on its own clock instead: a lease given as
+    (`lease_expires`, `now`) lasts `lease_expires - now` seconds from the database's now.
     """
+
+    async def insert(self, record: JobRecord, now: float, *, max_running: int | None = None
+                     ) -> bool:
+        """Store a new job; its lease (`record.lease_expires`, taken at `now`) is alive. With
+        `max_running`, only if its user has fewer unfinished jobs (see `insert_job`)."""
+        ...
 
     async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
         """Take the job for `owner` if it is unfinished and unowned, expired at `now`, or already
         `owner`'s; atomic: of several claimers of one expired lease exactly one gets True."""
         ...
 
-    async def renew(self, owner: str, lease_expires: float) -> set[str]:
-        """Extend every lease `owner` holds on an unfinished job, in one statement; returns the
-        ids of the jobs it holds."""
+    async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]:
+        """Extend every lease `owner` holds on an unfinished job (to `lease_expires`, renewed at
+        `now`), in one statement; returns the ids of the jobs it holds."""
         ...
 
     async def release(self, job_id: str, owner: str) -> bool:
@@ -435,8 +464,12 @@ class SqliteJobStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    async def insert(self, record: JobRecord, now: float, *, max_running: int | None = None
+                     ) -> bool:
+        return await insert_job(self.db, record, max_running=max_running)
+
     async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
-        def go(conn: sqlite3.Connection) -> bool:
+        def go(conn: Connection) -> bool:
             with conn:
                 cursor = conn.execute(
                     "UPDATE research_jobs SET owner = ?, lease_expires = ? WHERE id = ? AND "
@@ -446,8 +479,8 @@ class SqliteJobStore:
                 return cursor.rowcount == 1
         return await self.db.run(go)
 
-    async def renew(self, owner: str, lease_expires: float) -> set[str]:
-        def go(conn: sqlite3.Connection) -> set[str]:
+    async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]:
+        def go(conn: Connection) -> set[str]:
             with conn:
                 return {r[0] for r in conn.execute(
                     f"UPDATE research_jobs SET lease_expires = ? WHERE owner = ? AND {_NOT_FINAL} "
@@ -455,7 +488,7 @@ class SqliteJobStore:
         return await self.db.run(go)
 
     async def release(self, job_id: str, owner: str) -> bool:
-        def go(conn: sqlite3.Connection) -> bool:
+        def go(conn: Connection) -> bool:
             with conn:
                 return conn.execute(
                     "UPDATE research_jobs SET owner = NULL, lease_expires = NULL "
@@ -475,9 +508,9 @@ class SqliteJobStore:
 
     async def request(self, job_id: str, kind: RequestKind, tool_call_id: str | None = None,
                       value: str | None = None, *, now: float) -> int:
-        return await self.db.execute(
+        return await self.db.insert(
             "INSERT INTO research_requests (job_id, kind, tool_call_id, value, created_at) "
-            "VALUES (?, ?, ?, ?, ?)", (job_id, kind, tool_call_id, value, now))
+            "VALUES (?, ?, ?, ?, ?) RETURNING id", (job_id, kind, tool_call_id, value, now))
 
     async def take_requests(self, owner: str, now: float) -> list[JobRequest]:
         # A read first (the query-only connection, a partial index): most beats find nothing
@@ -486,7 +519,7 @@ class SqliteJobStore:
                 "SELECT 1 FROM research_requests WHERE taken_at IS NULL LIMIT 1") is None:
             return []
 
-        def go(conn: sqlite3.Connection) -> list[JobRequest]:
+        def go(conn: Connection) -> list[JobRequest]:
             with conn:
                 rows = conn.execute(
                     "UPDATE research_requests SET taken_by = ?, taken_at = ? WHERE taken_at IS "
@@ -515,17 +548,63 @@ class SqliteJobStore:
         return await get_job(self.db, job_id)
 
     async def withdraw_request(self, request_id: int) -> bool:
-        def go(conn: sqlite3.Connection) -> bool:
+        def go(conn: Connection) -> bool:
             with conn:
                 return conn.execute("DELETE FROM research_requests WHERE id = ? AND taken_at IS "
                                     "NULL", (request_id,)).rowcount == 1
         return await self.db.run(go)
 
 
+_DB_CLOCK: Final = "extract(epoch from clock_timestamp())::double precision"
+"""The database server's clock, in Unix seconds: what PostgreSQL's leases are counted on."""
+
+
+class PostgresJobStore(SqliteJobStore):
+    """`JobStore` on PostgreSQL: the SQLite store's statements, except that leases are taken,
+    renewed and found expired on the database's clock (see the module docstring). The claim is
+    the same one guarded UPDATE: under READ COMMITTED a second claimer of the row waits for the
+    first to commit, re-checks the guard on the new row and changes nothing, so exactly one
+    wins. `take_requests` is one UPDATE too: a request is marked taken once, whoever races."""
+
+    async def insert(self, record: JobRecord, now: float, *, max_running: int | None = None
+                     ) -> bool:
+        if record.lease_expires is None:
+            return await insert_job(self.db, record, max_running=max_running)
+        return await insert_job(self.db, record, max_running=max_running,
+                                lease_sql=f"{_DB_CLOCK} + ?", lease=record.lease_expires - now)
+
+    async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
+        changed = await self.db.execute(
+            f"UPDATE research_jobs SET owner = ?, lease_expires = {_DB_CLOCK} + ? WHERE id = ? "
+            f"AND {_NOT_FINAL} AND (owner IS NULL OR owner = ? OR lease_expires IS NULL "
+            f"OR lease_expires < {_DB_CLOCK})",
+            (owner, lease_expires - now, job_id, owner))
+        return changed == 1
+
+    async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]:
+        def go(conn: Connection) -> set[str]:
+            with conn:
+                return {r[0] for r in conn.execute(
+                    f"UPDATE research_jobs SET lease_expires = {_DB_CLOCK} + ? WHERE owner = ? "
+                    f"AND {_NOT_FINAL} RETURNING id", (lease_expires - now, owner)).fetchall()}
+        return await self.db.run(go)
+
+    async def expired(self, now: float) -> list[JobRecord]:
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM research_jobs WHERE {_NOT_FINAL} AND (owner IS NULL OR "
+            f"lease_expires IS NULL OR lease_expires < {_DB_CLOCK}) ORDER BY created_at, rowid")
+        return [_record(r) for r in rows]
+
+
+def job_store(db: Database) -> SqliteJobStore:
+    """The `JobStore` of `db`'s backend."""
+    return PostgresJobStore(db) if db.dialect == "postgres" else SqliteJobStore(db)
+
+
 async def start_job(db: Database, job_id: str, *, started_at: float, event: JobEvent) -> bool:
     """Move a pending job to in_progress, attempt 1, with its first event; False (nothing
     written) if it is not pending any more (it was started before: a restart reloads it)."""
-    def go(conn: sqlite3.Connection) -> bool:
+    def go(conn: Connection) -> bool:
         with conn:
             cursor = conn.execute(
                 "UPDATE research_jobs SET status = 'in_progress', attempts = 1, started_at = ?, "

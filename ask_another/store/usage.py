@@ -13,13 +13,12 @@ not recorded.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Literal
 
 from ask_another.costs import cost_text
-from ask_another.store.db import Database
+from ask_another.store.db import Database, Row
 from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
 
@@ -70,23 +69,27 @@ class Totals:
 
 async def record_usage(db: Database, row: UsageRow) -> int:
     """Append one row; returns its id."""
-    return await db.execute(
+    return await db.insert(
         "INSERT INTO usage (at, kind, model, prompt_tokens, completion_tokens, cost_usd, tool, "
-        "job_id, conversation_id, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "job_id, conversation_id, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (row.at if row.at is not None else time.time(), row.kind, row.model, row.prompt_tokens,
          row.completion_tokens, row.cost_usd, row.tool, row.job_id, row.conversation_id,
          row.user_id),
     )
 
 
-def _spent(row: sqlite3.Row) -> Spent:
+def _spent(row: Row) -> Spent:
     return Spent(known_usd=float(row["known"] or 0.0), unknown_calls=int(row["unknown"] or 0),
                  calls=int(row["calls"] or 0), prompt_tokens=int(row["tin"] or 0),
                  completion_tokens=int(row["tout"] or 0))
 
 
-_SUMS = ("SUM(cost_usd) AS known, SUM(cost_usd IS NULL) AS unknown, COUNT(*) AS calls, "
-         "SUM(prompt_tokens) AS tin, SUM(completion_tokens) AS tout")
+_SUMS = ("SUM(cost_usd) AS known, SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) AS unknown, "
+         "COUNT(*) AS calls, SUM(prompt_tokens) AS tin, SUM(completion_tokens) AS tout")
+_UTC_DAY = {  # the UTC day of `at` as YYYY-MM-DD: the one expression the backends write apart
+    "sqlite": "date(at, 'unixepoch')",
+    "postgres": "to_char(to_timestamp(at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+}
 
 
 async def spent_since(db: Database, since: float, user_id: str | None = None) -> Spent:
@@ -112,6 +115,6 @@ async def usage_totals(db: Database, since: float, until: float, user: User = LO
         return {str(r["k"]): _spent(r) for r in rows}
 
     return Totals(since=since, until=until, total=_spent(total) if total else Spent(),
-                  by_day=await grouped("date(at, 'unixepoch')"),
+                  by_day=await grouped(_UTC_DAY[db.dialect]),
                   by_model=await grouped("model"),
                   by_tool=await grouped("COALESCE(tool, kind)"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ask_another.config import Config
+from ask_another.config import Config, DatabaseUrl
 from ask_another.gateway import ProcessTransport, ThreadTransport, Transport
 from ask_another.simulator import Simulator
 
@@ -50,3 +50,18 @@ def transport(request: pytest.FixtureRequest) -> MakeTransport:
     if request.param == "thread":
         return lambda secrets: ThreadTransport(secrets)
     return lambda secrets: ProcessTransport(secrets)
+
+
+StoreTarget = Path | DatabaseUrl
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> StoreTarget:
+    """Where a store test opens its database, once per backend: a fresh SQLite file, and a
+    fresh database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return tmp_path / "home" / "ask-another.sqlite3"
+    url = request.getfixturevalue("postgres_url")
+    database = Config.from_env({"ASK_ANOTHER_DATABASE_URL": url}).database_url
+    assert database is not None
+    return database

@@ -1,4 +1,6 @@
-"""The SQLite store: WAL, versioned migrations applied once, feedback rows, clear failures."""
+"""The store: versioned migrations applied once, feedback rows, clear failures; the tests that
+take `store_target` run on both backends (SQLite and a real PostgreSQL server), the others are
+about the SQLite file (tests/ask_another/store/test_postgres.py has PostgreSQL's own)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from ask_another.config import Config
+from ask_another.config import Config, DatabaseUrl
 from ask_another.errors import StoreError
 from ask_another.runtime import open_runtime
 from ask_another.store import (
@@ -19,6 +21,7 @@ from ask_another.store import (
     list_feedback,
     open_database,
 )
+from ask_another.store.db import Connection
 
 
 async def test_new_database_is_wal_and_at_the_latest_version(tmp_path: Path):
@@ -30,8 +33,8 @@ async def test_new_database_is_wal_and_at_the_latest_version(tmp_path: Path):
     assert path.exists()
 
 
-async def test_migrations_run_once_and_later_ones_are_appended(tmp_path: Path):
-    path = tmp_path / "db.sqlite3"
+async def test_migrations_run_once_and_later_ones_are_appended(store_target: Path | DatabaseUrl):
+    path = store_target
     async with open_database(path) as db:
         await add_feedback(db, "first")
     extra = Migration(len(MIGRATIONS) + 1, "notes", "CREATE TABLE notes (body TEXT);")
@@ -65,8 +68,10 @@ async def test_a_database_from_a_newer_version_is_refused_clearly(tmp_path: Path
             pass
 
 
-async def test_feedback_rows_are_timestamped_and_listed_newest_first(tmp_path: Path):
-    async with open_database(tmp_path / "db.sqlite3") as db:
+async def test_feedback_rows_are_timestamped_and_listed_newest_first(
+    store_target: Path | DatabaseUrl
+):
+    async with open_database(store_target) as db:
         first = await add_feedback(db, "one", "completion")
         await add_feedback(db, "two")
         rows = await list_feedback(db)
@@ -83,12 +88,14 @@ async def test_runtime_with_an_unusable_home_raises_a_store_error(tmp_path: Path
             pass
 
 
-async def test_a_query_does_not_wait_behind_a_write_and_sees_every_committed_one(tmp_path: Path):
-    async with open_database(tmp_path / "db.sqlite3") as db:
+async def test_a_query_does_not_wait_behind_a_write_and_sees_every_committed_one(
+    store_target: Path | DatabaseUrl
+):
+    async with open_database(store_target) as db:
         await add_feedback(db, "committed")
         inserted, release = threading.Event(), threading.Event()
 
-        def slow_write(conn: sqlite3.Connection) -> None:
+        def slow_write(conn: Connection) -> None:
             with conn:
                 conn.execute("INSERT INTO feedback (created_at, issue) VALUES ('t', 'in flight')")
                 inserted.set()
@@ -102,5 +109,5 @@ async def test_a_query_does_not_wait_behind_a_write_and_sees_every_committed_one
             release.set()
         assert during == ["committed"]  # not the uncommitted row
         assert [r.issue for r in await list_feedback(db)] == ["in flight", "committed"]
-        with pytest.raises(StoreError, match="readonly"):  # queries cannot write
+        with pytest.raises(StoreError, match=r"read-?only"):  # queries cannot write
             await db.fetchall("DELETE FROM feedback")

@@ -1,4 +1,5 @@
-"""Fixtures for the research tests: the simulator, a config with research models, a runtime."""
+"""Fixtures for the research tests: the simulator, a config with research models, a runtime
+(on each store backend)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,19 @@ def research_config(sim: Simulator, tmp_path: Path) -> Callable[..., Config]:
     return make
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The runtime's store, once per backend: the SQLite file under the home, and a fresh
+    database on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return {}
+    return {"ASK_ANOTHER_DATABASE_URL": request.getfixturevalue("postgres_url")}
+
+
 @pytest.fixture
-async def runtime(research_config: Callable[..., Config]) -> AsyncIterator[Runtime]:
-    async with open_runtime(research_config(), prewarm_after=0) as rt:
+async def runtime(research_config: Callable[..., Config],
+                  store_env: dict[str, str]) -> AsyncIterator[Runtime]:
+    async with open_runtime(research_config(**store_env), prewarm_after=0) as rt:
         yield rt
 
 

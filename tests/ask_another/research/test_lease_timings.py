@@ -4,7 +4,7 @@ The heartbeat (research/lease.py) is written against the `JobStore` interface, w
 for its schedule and `Lease.wall` for the leases' times. Its timings run here on `autojump_clock`
 against `MemoryJobStore`, an in-memory `JobStore` kept to the same rules as the SQLite one (the
 SQLite store runs in worker threads, which autojump_clock cannot wait for). The claim race runs
-on the real file, from two connections.
+on both real backends: a SQLite file from two connections, a PostgreSQL database from two pools.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import msgspec
 import pytest
 import trio
 
+from ask_another.config import DatabaseUrl
 from ask_another.errors import StoreError
 from ask_another.research.lease import REQUEST_POLL, Lease, heartbeat
 from ask_another.store import open_database
@@ -29,6 +30,7 @@ from ask_another.store.jobs import (
     RequestKind,
     SqliteJobStore,
     insert_job,
+    job_store,
 )
 
 
@@ -51,7 +53,10 @@ class MemoryJobStore:
         job.owner, job.lease_expires = owner, lease_expires
         return True
 
-    async def renew(self, owner: str, lease_expires: float) -> set[str]:
+    async def insert(self, record: JobRecord, now: float) -> None:
+        self.jobs[record.id] = record
+
+    async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]:
         await trio.lowlevel.checkpoint()
         if self.fail_renewals:
             raise StoreError("the database is locked")
@@ -205,9 +210,11 @@ async def test_failing_renewals_do_not_stop_the_heartbeat_and_requests_are_taken
     assert delivered[0][0] - asked <= REQUEST_POLL + 1e-6  # within one poll
 
 
-async def test_of_two_processes_claiming_one_expired_job_exactly_one_wins(tmp_path: Path):
-    path = tmp_path / "home" / "ask-another.sqlite3"
-    async with open_database(path) as one, open_database(path) as two:
+async def test_of_two_processes_claiming_one_expired_job_exactly_one_wins(
+    store_target: Path | DatabaseUrl
+):
+    # Two connections to one SQLite file; two connection pools on one PostgreSQL database.
+    async with open_database(store_target) as one, open_database(store_target) as two:
         now = time.time()
         for n in range(20):
             await insert_job(one, running_job(f"r-{n:010d}", "dead", now - 1.0))
@@ -219,14 +226,14 @@ async def test_of_two_processes_claiming_one_expired_job_exactly_one_wins(tmp_pa
                     wins[owner].append(f"r-{n:010d}")
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(claim_all, SqliteJobStore(one), "x")
-            nursery.start_soon(claim_all, SqliteJobStore(two), "y")
+            nursery.start_soon(claim_all, job_store(one), "x")
+            nursery.start_soon(claim_all, job_store(two), "y")
         assert sorted(wins["x"] + wins["y"]) == [f"r-{n:010d}" for n in range(20)]
         assert not set(wins["x"]) & set(wins["y"])
         # A live lease is not taken; its own owner may re-claim it.
-        store = SqliteJobStore(one)
+        store = job_store(one)
         job = wins["x"][0] if wins["x"] else wins["y"][0]
         holder = "x" if wins["x"] else "y"
         assert not await store.claim(job, "z", now + 15.0, now)
         assert await store.claim(job, holder, now + 30.0, now)
-        assert await store.renew(holder, now + 45.0) == set(wins[holder])
+        assert await store.renew(holder, now + 45.0, now) == set(wins[holder])

@@ -2,8 +2,8 @@
 
 Run by test_concurrent_first_starts.py as `python first_start.py DB GO`: it spins until the file
 GO exists (so twenty processes, started one by one, open the database at the same instant), then
-opens and migrates DB through the store's own code and prints nothing (exit 0 on success, the
-one-line error on stderr and exit 1 otherwise).
+opens and migrates DB (a SQLite file's path, or a postgresql:// URL) through the store's own
+code and prints nothing (exit 0 on success, the one-line error on stderr and exit 1 otherwise).
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from pathlib import Path
 
 import trio
 
+from ask_another.config import Config, DatabaseUrl
 from ask_another.errors import StoreError
 from ask_another.store import MIGRATIONS, open_database
 
 
-async def main(db: Path) -> None:
+async def main(db: Path | DatabaseUrl) -> None:
     async with open_database(db) as database:
         assert await database.schema_version() == len(MIGRATIONS)
 
@@ -28,7 +29,9 @@ if __name__ == "__main__":
     while not go.exists():
         time.sleep(0.001)
     try:
-        trio.run(main, Path(sys.argv[1]))
+        target = sys.argv[1]
+        url = Config.from_env({"ASK_ANOTHER_DATABASE_URL": target}).database_url
+        trio.run(main, url if target.startswith("postgresql://") and url else Path(target))
     except StoreError as exc:
         sys.stderr.write(f"{exc}\n")
         sys.exit(1)

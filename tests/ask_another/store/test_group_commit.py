@@ -66,8 +66,9 @@ async def test_concurrent_writers_all_commit_in_far_fewer_thread_hops(tmp_path: 
         ids: dict[int, int] = {}
 
         async def one(n: int) -> None:
-            ids[n] = await db.execute(
-                "INSERT INTO feedback (created_at, issue) VALUES ('t', ?)", (f"issue {n}",))
+            ids[n] = await db.insert(
+                "INSERT INTO feedback (created_at, issue) VALUES ('t', ?) RETURNING id",
+                (f"issue {n}",))
 
         async with trio.open_nursery() as nursery:
             for n in range(300):

@@ -1,9 +1,10 @@
-"""The usage ledger on a real SQLite file: totals by day, model and tool, unknown never $0."""
+"""The usage ledger on both backends: totals by day, model and tool, unknown never $0."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ask_another.config import DatabaseUrl
 from ask_another.store import open_database
 from ask_another.store.usage import UsageRow, record_usage, spent_since, usage_totals
 
@@ -11,8 +12,8 @@ DAY = 86400.0
 T0 = 1_764_547_200.0  # 2025-12-01 00:00 UTC
 
 
-async def test_totals_keep_unknown_prices_apart(tmp_path: Path):
-    async with open_database(tmp_path / "db.sqlite3") as db:
+async def test_totals_keep_unknown_prices_apart(store_target: Path | DatabaseUrl):
+    async with open_database(store_target) as db:
         await record_usage(db, UsageRow(kind="completion", model="a", prompt_tokens=10,
                                         completion_tokens=5, cost_usd=0.25, tool="completion",
                                         at=T0 + 10))
