@@ -189,7 +189,7 @@ class Consensus:
         plan = await self._plan(models, prompt, system, stances, synthesize, conversation_id,
                                 temperature, timeout)
         estimate = await self._estimate(plan)
-        await check_budget(self.services, estimate.known_usd, "this consensus", self.user.name)
+        await check_budget(self.services, estimate, "this consensus", self.user.name)
         if needs_confirmation(self.services, estimate):
             decision: Decision = await confirm(estimate) if confirm is not None else Deny()
             if isinstance(decision, Deny):

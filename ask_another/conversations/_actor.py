@@ -37,7 +37,7 @@ from ask_another.logs import get_logger
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
 from ask_another.spend.budget import ceilings, check_budget
-from ask_another.spend.estimate import completion_line
+from ask_another.spend.estimate import Estimate, completion_line
 from ask_another.store.conversations import (
     ConversationRecord,
     NewMessage,
@@ -259,7 +259,7 @@ class Conversation(Actor):
         if ceilings(services):
             # A budget ceiling is set: refuse a turn whose estimate would cross it.
             line = completion_line(await services.prices(), entry.model, messages)
-            await check_budget(services, line.usd or 0.0, "this completion", turn.user_id)
+            await check_budget(services, Estimate((line,)), "this completion", turn.user_id)
         log.debug("completion.started", model=entry.model, conversation_id=self.record.id)
         result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
                                           timeout=turn.timeout, on_delta=turn.on_delta)

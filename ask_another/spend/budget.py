@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from ask_another.errors import AskAnotherError
 from ask_another.services import Services
+from ask_another.spend.estimate import Estimate
 from ask_another.store.usage import Spent, spent_since
 
 __all__ = ["BudgetExceeded", "Ceiling", "ceilings", "check_budget", "period_start"]
@@ -60,10 +61,11 @@ def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-async def check_budget(services: Services, estimate_usd: float | None = None,
+async def check_budget(services: Services, estimate: Estimate | None = None,
                        what: str = "this call", user_id: str | None = None) -> None:
-    """Raise `BudgetExceeded` if `estimate_usd` (None: a running job's next step) would take
-    the spend of the user `user_id` (None: the local user) across a ceiling."""
+    """Raise `BudgetExceeded` if `estimate` (None: a running job's next step) would take the
+    spend of the user `user_id` (None: the local user) across a ceiling. Only its known part
+    counts; the message says what is unknown (never "$0")."""
     found = ceilings(services)
     if not found:
         return
@@ -72,15 +74,15 @@ async def check_budget(services: Services, estimate_usd: float | None = None,
     for ceiling in found:
         start, resets = period_start(ceiling.period, now)
         spent: Spent = await spent_since(db, start, user_id)
-        over = (spent.known_usd >= ceiling.usd if estimate_usd is None
-                else spent.known_usd + estimate_usd > ceiling.usd)
+        over = (spent.known_usd >= ceiling.usd if estimate is None
+                else spent.known_usd + estimate.known_usd > ceiling.usd)
         if not over:
             continue
         this = "this " + ("month" if ceiling.period == "month" else "day")
-        estimate = "" if estimate_usd is None else f"; {what} is estimated at ${estimate_usd:.4f}"
+        estimated = "" if estimate is None else f"; {what} is estimated at {estimate.describe()}"
         raise BudgetExceeded(
             f"Refused: {what} would cross the budget ceiling {ceiling.variable}="
             f"${ceiling.usd:.2f} per {ceiling.period}{'' if user_id is None else ' per user'}; "
             f"spent {this}: {spent.describe()}"
-            f"{estimate}. The {ceiling.period}'s spend resets at {_when(resets)}; raise "
+            f"{estimated}. The {ceiling.period}'s spend resets at {_when(resets)}; raise "
             f"{ceiling.variable} to go on now")

@@ -195,7 +195,7 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
             raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
                                   f"got {timeout:g}")
         estimate = await estimate_research(runtime, model, query, method.strip() or "auto")
-        await check_budget(runtime, estimate.known_usd, "this research job", user.name)
+        await check_budget(runtime, estimate, "this research job", user.name)
         record = await ResearchJobs.of(runtime, user).start(
             model, query, method.strip() or "auto", depth=depth.strip() or "standard")
         attached = Attachment(key, record, timeout, time.monotonic(), now + timeout,

@@ -14,6 +14,7 @@ from ask_another.research import ResearchJobs
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.simulator import Simulator
 from ask_another.spend.budget import BudgetExceeded, check_budget
+from ask_another.spend.estimate import Estimate, Line
 from ask_another.store.jobs import get_job
 from ask_another.store.usage import UsageRow, record_usage
 from ask_another.users import LOCAL_USER, User
@@ -21,6 +22,7 @@ from ask_another.users import LOCAL_USER, User
 ALICE = User("alice", admin=False)
 BOB = User("bob", admin=False)
 ADMIN = User("root", admin=True)
+TWENTY_CENTS = Estimate((Line("openai/m1", 0.20, "one call"),))
 
 
 async def test_another_users_job_is_forbidden_to_every_method_and_left_as_it_was(
@@ -91,6 +93,6 @@ async def test_budget_ceilings_count_each_users_own_spend(
         await record_usage(await runtime.database(), UsageRow(
             kind="completion", model="openai/m1", cost_usd=0.90, user_id="alice"))
         with pytest.raises(BudgetExceeded, match=r"per day per user; spent this day: \$0.900000"):
-            await check_budget(runtime, 0.20, "this completion", "alice")
-        await check_budget(runtime, 0.20, "this completion", "bob")  # bob spent nothing
-        await check_budget(runtime, 0.20, "this completion", LOCAL_USER.name)
+            await check_budget(runtime, TWENTY_CENTS, "this completion", "alice")
+        await check_budget(runtime, TWENTY_CENTS, "this completion", "bob")  # bob spent nothing
+        await check_budget(runtime, TWENTY_CENTS, "this completion", LOCAL_USER.name)

@@ -1,7 +1,8 @@
 """The usage ledger through the real stdio server for the research calls: an agent job's model
 rounds and its web search (litellm's search API, priced per query), a sequential pipeline's
-steps and searches, each a row naming the job; and a running agent job that crosses a budget
-ceiling stops at its next round, keeping what it wrote as the partial report."""
+steps and searches, each a row naming the job, and a discuss call's completion; and running
+agent and sequential jobs that cross a budget ceiling stop at their next step, keeping what
+they found as the partial report."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def env(sim: Simulator, home: Path, **extra: str) -> dict[str, str]:
     return {"ASK_ANOTHER_HOME": str(home), "ASK_ANOTHER_POLL_SECONDS": "0.05",
             "MODEL_GPT4": f"openai/gpt-4o;{KEY};{sim.openai_base}",  # priced in litellm's map
             "SEARCH_SIM": f"tavily;{KEY};{sim.url}",  # litellm prices a Tavily search $0.008
+            "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",  # the simulator's pages, for discuss
             **extra}
 
 
@@ -82,6 +84,17 @@ async def test_research_rows_agent_sequential_and_search(sim: Simulator, tmp_pat
             assert {r["tool"] for r in rows} == {"start_research"}
             assert sum(r["cost_usd"] for r in rows) == pytest.approx(usage["cost_usd"])
 
+            # discuss: an article read, then one completion about it.
+            page = f"{sim.url}/sources/search/how-are-tides-predicted/1"
+            error, text = await call(client, "discuss", url=page, model="gpt4",
+                                     prompt="Summarize it.")
+            assert not error, text
+            with sqlite3.connect(home / "ask-another.sqlite3") as conn:
+                last = conn.execute("SELECT kind, model, tool, conversation_id, cost_usd FROM "
+                                    "usage ORDER BY id DESC LIMIT 1").fetchone()
+            assert last[:3] == ("completion", "openai/gpt-4o", "discuss")
+            assert last[3] and last[3] in text and last[4] > 0
+
             error, report = await call(client, "usage", period="today")
             assert not error, report
             assert "  web search: $" in report and "  search: " not in report
@@ -130,3 +143,28 @@ async def test_an_agent_job_stops_at_its_next_round_past_a_ceiling(sim: Simulato
     assert len(sim.requests_for("search")) == 1  # the second round's search never ran
     kinds = [r["kind"] for r in ledger(home, job)]
     assert kinds == ["research", "search", "research"]  # the calls made are in the ledger
+
+
+async def test_a_sequential_job_stops_at_its_next_step_past_a_ceiling(sim: Simulator,
+                                                                      tmp_path: Path):
+    # An unpriced model (its estimate is unknown, so the job starts) and Tavily's $0.008 a
+    # search: the two searches of phase 1 cross $0.01, so phase 2 never runs.
+    home = tmp_path / "home"
+    compare = "Compare SQLite and PostgreSQL for an embedded analytics product"
+    with (tmp_path / "stderr.log").open("w") as stderr:
+        async with stdio_client_for(env(sim, home, ASK_ANOTHER_BUDGET_DAY_USD="0.01",
+                                        MODEL_SIM=f"openai/m1;{KEY};{sim.openai_base}"),
+                                    stderr) as client:
+            error, text = await call(client, "start_research", model="sim", query=compare,
+                                     method="sequential", timeout=0)
+            assert not error, text
+            job = text.split("Research job ", 1)[1].split(" ", 1)[0]
+            text = await finished(client, job)
+    assert "is failed" in text, text
+    assert "would cross the budget ceiling ASK_ANOTHER_BUDGET_DAY_USD=$0.01 per day" in text
+    assert "spent this day: $0.016000 + " in text and "calls of unknown price" in text
+    assert "The research stopped after 2 of 3 queries" in text
+    assert "Methodology" in text.split("Partial report:\n", 1)[1]  # what phase 1 found is kept
+    assert not any("Query q3" in str(r.messages[-1]["content"]) for r in sim.requests_for("m1"))
+    kinds = [r["kind"] for r in ledger(home, job)]
+    assert kinds.count("search") == 2 and kinds.count("research") >= 3

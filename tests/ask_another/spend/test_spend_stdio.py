@@ -122,6 +122,9 @@ async def test_ledger_estimates_and_ceilings(sim: Simulator, tmp_path: Path):
                 assert error, text
                 assert "would cross the budget ceiling ASK_ANOTHER_BUDGET_DAY_USD=$" in text
                 assert "spent this day" in text and "resets at " in text and "UTC" in text
+                if tool == "consensus":  # the unpriced model's part is unknown, not $0
+                    assert "this consensus is estimated at about $0.0" in text, text
+                    assert "+ unknown for openai/m1" in text
             assert len(sim.requests) == before  # nothing was asked of any provider
 
             # A running job stops at its next step once the ceiling is reached (here by spend
