@@ -209,3 +209,12 @@ async def test_token_commands_and_refusals_are_one_line(tmp_path: Path):
     assert run_cli({**env, "ASK_ANOTHER_TOKENS_FILE": str(elsewhere)}, "token", "add",
                    "carol").returncode == 0
     assert [u.name for u in TokensFile(elsewhere).users()] == ["carol"]
+
+
+async def test_no_auth_on_loopback_serves_without_a_token(sim: Simulator, tmp_path: Path):
+    env = server_env(sim, tmp_path / "home")  # no tokens file at all
+    async with http_server(env, tmp_path / "stderr.log", "--no-auth") as server:
+        assert "auth='none (--no-auth, loopback only)'" in server.log()
+        async with http_client_for(server.url) as client:
+            error, text = await call(client, "completion", model="sim", prompt="no token")
+            assert not error and "answer to: no token" in text
