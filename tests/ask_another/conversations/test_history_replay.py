@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ask_another.config import DatabaseUrl
 from ask_another.conversations import build_history, tool_exchange
 from ask_another.store import open_database
 from ask_another.store.conversations import (
@@ -71,7 +72,9 @@ def test_system_messages_are_left_to_the_caller():
         {"role": "user", "content": "Hi"}]
 
 
-async def test_a_tool_exchange_survives_the_store_and_replays_identically(tmp_path: Path):
+async def test_a_tool_exchange_survives_the_store_and_replays_identically(
+    store_target: Path | DatabaseUrl
+):
     exchange = tool_exchange([("read_article", {"url": "https://example.org/a"}, ARTICLE)])
     (call,) = exchange.tool_calls or []
     assert call.id.startswith("call_") and len(call.id) > 10
@@ -79,7 +82,7 @@ async def test_a_tool_exchange_survives_the_store_and_replays_identically(tmp_pa
            NewMessage(role="assistant", content="Gladly.")]
     record = ConversationRecord(id="c-1", model="openai/m1", system=None, created_at=1.0,
                                 updated_at=1.0)
-    async with open_database(tmp_path / "db.sqlite") as db:
+    async with open_database(store_target) as db:
         stored = await append_messages(db, record, new, now=2.0)
         assert [m.seq for m in stored] == [1, 2, 3]
         more = await append_messages(db, record, [NewMessage(role="user", content="More?")],

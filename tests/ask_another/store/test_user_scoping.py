@@ -1,5 +1,6 @@
-"""Per-user scoping in the store (migration 7), on a real SQLite file: who made each row, what
-a user's listings show, what an admin's show, and the running-jobs count a limit relies on."""
+"""Per-user scoping in the store (migration 7): who made each row, what a user's listings show,
+what an admin's show, and the running-jobs count a limit relies on. The tests that take
+`store_target` run on both backends (a SQLite file, a PostgreSQL database)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import trio
 
+from ask_another.config import DatabaseUrl
 from ask_another.store import MIGRATIONS, add_feedback, list_feedback, open_database
 from ask_another.store.conversations import (
     ConversationRecord,
@@ -62,8 +64,10 @@ async def test_a_version_6_database_gains_user_columns_and_its_rows_are_the_loca
             "usage_by_user"} <= indexes
 
 
-async def test_job_listings_show_a_user_their_own_jobs_and_an_admin_every_job(tmp_path: Path):
-    async with open_database(tmp_path / "db.sqlite3") as db:
+async def test_job_listings_show_a_user_their_own_jobs_and_an_admin_every_job(
+    store_target: Path | DatabaseUrl
+):
+    async with open_database(store_target) as db:
         for n, user in enumerate(["alice", "bob", None, "alice"]):
             await insert_job(db, job(f"r-{n}", user, at=float(n)))
         await finish_job(db, "r-3", "completed", ended_at=9.0)
@@ -80,9 +84,9 @@ async def test_job_listings_show_a_user_their_own_jobs_and_an_admin_every_job(tm
 
 
 async def test_insert_within_a_running_limit_refuses_the_job_over_it_and_writes_nothing(
-    tmp_path: Path,
+    store_target: Path | DatabaseUrl,
 ):
-    async with open_database(tmp_path / "db.sqlite3") as db:
+    async with open_database(store_target) as db:
         assert await insert_job(db, job("r-1", "alice"), max_running=2)
         assert await insert_job(db, job("r-2", "alice"), max_running=2)
         assert not await insert_job(db, job("r-3", "alice"), max_running=2)
@@ -92,11 +96,11 @@ async def test_insert_within_a_running_limit_refuses_the_job_over_it_and_writes_
         assert await insert_job(db, job("r-5", "alice"), max_running=2)  # one finished
 
 
-async def test_racing_inserts_never_pass_the_running_limit(tmp_path: Path):
+async def test_racing_inserts_never_pass_the_running_limit(store_target: Path | DatabaseUrl):
     # Sixty starts at once for one user, limit 3, through two connections to one file (as two
-    # processes sharing a home): the insert holds the write lock while it counts.
-    path = tmp_path / "db.sqlite3"
-    async with open_database(path) as one, open_database(path) as two:
+    # processes sharing a home; the insert holds the write lock while it counts), or two pools
+    # on one PostgreSQL database (the insert first takes the user's advisory lock).
+    async with open_database(store_target) as one, open_database(store_target) as two:
         passed: list[bool] = []
 
         async def start(n: int) -> None:
@@ -111,8 +115,10 @@ async def test_racing_inserts_never_pass_the_running_limit(tmp_path: Path):
         assert len(await list_jobs(two, user=ALICE)) == 3
 
 
-async def test_conversations_keep_the_user_who_started_them(tmp_path: Path):
-    async with open_database(tmp_path / "db.sqlite3") as db:
+async def test_conversations_keep_the_user_who_started_them(
+    store_target: Path | DatabaseUrl
+):
+    async with open_database(store_target) as db:
         record = ConversationRecord(id="c-1", model="openai/m1", system=None, created_at=1.0,
                                     updated_at=1.0, user_id="alice")
         await append_messages(db, record, [NewMessage(role="user", content="hi")], now=2.0)
@@ -124,8 +130,10 @@ async def test_conversations_keep_the_user_who_started_them(tmp_path: Path):
         assert stored is not None and stored.user_id == "alice" and stored.system == "s"
 
 
-async def test_feedback_listings_show_a_user_their_own_rows(tmp_path: Path):
-    async with open_database(tmp_path / "db.sqlite3") as db:
+async def test_feedback_listings_show_a_user_their_own_rows(
+    store_target: Path | DatabaseUrl
+):
+    async with open_database(store_target) as db:
         await add_feedback(db, "from alice", user_id="alice")
         await add_feedback(db, "from bob", user_id="bob")
         await add_feedback(db, "from the local user")
@@ -134,8 +142,10 @@ async def test_feedback_listings_show_a_user_their_own_rows(tmp_path: Path):
         assert len(await list_feedback(db, user=LOCAL_USER)) == 3
 
 
-async def test_usage_totals_and_spend_are_per_user(tmp_path: Path):
-    async with open_database(tmp_path / "db.sqlite3") as db:
+async def test_usage_totals_and_spend_are_per_user(
+    store_target: Path | DatabaseUrl
+):
+    async with open_database(store_target) as db:
         await record_usage(db, UsageRow(kind="completion", model="a", cost_usd=1.0, at=10.0,
                                         user_id="alice"))
         await record_usage(db, UsageRow(kind="completion", model="b", cost_usd=2.0, at=11.0,
