@@ -193,6 +193,12 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         raise ConfigError(f"--port must be 0-65535, got {port}")
     if no_auth and not is_loopback(host):
         plan_auth(config, host, "", no_auth=True)  # raises: checked before binding anything
+    if config.oauth is not None and config.public_url is None and not is_loopback(host):
+        # The resource URL is the tokens' audience and what the metadata tells clients: a bind
+        # address such as 0.0.0.0 is neither.
+        raise ConfigError("ASK_ANOTHER_OAUTH_ISSUER needs ASK_ANOTHER_PUBLIC_URL when serving on "
+                          f"{host}: the MCP endpoint's URL as clients reach it, such as "
+                          "https://ask.example.com/mcp")
     sock = _listen(host, port)
     port = sock.getsockname()[1]
     local_url = f"http://{_url_host(host)}:{port}{MCP_PATH}"

@@ -204,6 +204,12 @@ async def test_token_commands_and_refusals_are_one_line(tmp_path: Path):
     gone = run_cli(env, "token", "remove", "alice")
     assert gone.returncode == 1 and "no token for 'alice'" in gone.stderr
 
+    # OAuth off loopback needs the public URL (the tokens' audience, the metadata's resource).
+    refused = run_cli({**env, "ASK_ANOTHER_OAUTH_ISSUER": "https://login.example"}, "serve",
+                      "--http", "--host", "0.0.0.0", "--port", "0")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("ASK_ANOTHER_OAUTH_ISSUER needs ASK_ANOTHER_PUBLIC_URL")
+
     # Another user's tokens file, named by ASK_ANOTHER_TOKENS_FILE.
     elsewhere = tmp_path / "team" / "tokens.json"
     assert run_cli({**env, "ASK_ANOTHER_TOKENS_FILE": str(elsewhere)}, "token", "add",
