@@ -148,3 +148,49 @@ def test_bad_settings_are_problems_and_fall_back_to_defaults(variable, value):
     config = Config.from_env({variable: value})
     assert problem_for(config, variable)
     assert config.timeout == 60 and config.log_level == "INFO"
+
+
+def test_no_database_url_means_the_sqlite_file_under_the_home(tmp_path: Path):
+    config = Config.from_env({"ASK_ANOTHER_HOME": str(tmp_path)})
+    assert config.database_url is None
+    assert config.database == tmp_path / "ask-another.sqlite3"
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("postgresql://team:s3cret-PW@db.internal:5432/ask", "postgresql://team:****@db.internal:5432/ask"),
+    ("postgres://team:p@ss:w0rd@db/ask", "postgres://team:****@db/ask"),  # @ and : in it
+    ("postgresql://db/ask?password=s3cret-PW&sslmode=require",
+     "postgresql://db/ask?password=****&sslmode=require"),
+    ("postgresql:///ask?host=/var/run/postgresql", "postgresql:///ask?host=/var/run/postgresql"),
+])
+def test_a_database_url_is_kept_secret_and_shown_without_its_password(url: str, shown: str):
+    config = Config.from_env({"ASK_ANOTHER_DATABASE_URL": url,
+                              "ASK_ANOTHER_DATABASE_POOL_SIZE": "4"})
+    database = config.database_url
+    assert database is not None and config.database is database
+    assert database.shown == shown and database.problem is None and database.pool_size == 4
+    assert database.url.reveal() == url
+    for secret in ("s3cret-PW", "p@ss:w0rd"):
+        assert secret not in repr(config) and secret not in str(database.url)
+
+
+@pytest.mark.parametrize("url, fragment", [
+    ("mysql://team:s3cret-PW@db/ask", "must be a postgresql:// URL, got mysql scheme"),
+    ("postgresql://team:s3cret-PW@db:port/ask", "is not a valid URL"),
+    ("postgresql://team:s3cret-PW@db/", "names no database"),
+    ("db.internal/ask", "must be a postgresql:// URL, got no scheme"),
+])
+def test_a_malformed_database_url_is_a_problem_that_never_quotes_it(url: str, fragment: str):
+    config = Config.from_env({"ASK_ANOTHER_DATABASE_URL": url})
+    (problem,) = config.problems
+    assert problem.variable == "ASK_ANOTHER_DATABASE_URL" and fragment in problem.message
+    assert "s3cret-PW" not in str(problem)
+    # Kept, with its problem: the store refuses to open rather than fall back to SQLite.
+    assert config.database_url is not None and config.database_url.problem == problem.message
+
+
+def test_a_bad_pool_size_is_a_problem_and_the_default_is_used():
+    config = Config.from_env({"ASK_ANOTHER_DATABASE_URL": "postgresql://db/ask",
+                              "ASK_ANOTHER_DATABASE_POOL_SIZE": "many"})
+    assert [p.variable for p in config.problems] == ["ASK_ANOTHER_DATABASE_POOL_SIZE"]
+    assert config.database_url is not None and config.database_url.pool_size == 10
