@@ -5,21 +5,48 @@
 litellm-facing code both run lives in `_litellm.py`. Importing this package never imports litellm.
 """
 
-from ask_another.gateway._gateway import Gateway as Gateway
-from ask_another.gateway._gateway import GatewayActor as GatewayActor
-from ask_another.gateway._gateway import GetGateway as GetGateway
-from ask_another.gateway._gateway import Transport as Transport
-from ask_another.gateway._gateway import open_gateway as open_gateway
-from ask_another.gateway._process import ProcessTransport as ProcessTransport
-from ask_another.gateway._process import WorkerStopped as WorkerStopped
-from ask_another.gateway._results import CompletionResult as CompletionResult
-from ask_another.gateway._results import GatewayStatistics as GatewayStatistics
-from ask_another.gateway._results import InteractionState as InteractionState
-from ask_another.gateway._results import SearchHit as SearchHit
-from ask_another.gateway._results import SearchResult as SearchResult
-from ask_another.gateway._results import ToolCall as ToolCall
-from ask_another.gateway._results import Usage as Usage
-from ask_another.gateway._thread import ThreadTransport as ThreadTransport
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ask_another.gateway._gateway import Gateway as Gateway
+    from ask_another.gateway._gateway import GatewayActor as GatewayActor
+    from ask_another.gateway._gateway import GetGateway as GetGateway
+    from ask_another.gateway._gateway import Transport as Transport
+    from ask_another.gateway._gateway import open_gateway as open_gateway
+    from ask_another.gateway._process import ProcessTransport as ProcessTransport
+    from ask_another.gateway._process import WorkerStopped as WorkerStopped
+    from ask_another.gateway._results import CompletionResult as CompletionResult
+    from ask_another.gateway._results import GatewayStatistics as GatewayStatistics
+    from ask_another.gateway._results import InteractionState as InteractionState
+    from ask_another.gateway._results import SearchHit as SearchHit
+    from ask_another.gateway._results import SearchResult as SearchResult
+    from ask_another.gateway._results import ToolCall as ToolCall
+    from ask_another.gateway._results import Usage as Usage
+    from ask_another.gateway._thread import ThreadTransport as ThreadTransport
+
+# Each public name and the module it lives in. They are imported at first use (PEP 562):
+# the worker process (`python -m ask_another.gateway._worker`) imports this package, and
+# needs none of trio, supervisors or the config that the transports and `Gateway` import.
+_EXPORTS = {
+    "CompletionResult": "ask_another.gateway._results",
+    "Gateway": "ask_another.gateway._gateway",
+    "GatewayActor": "ask_another.gateway._gateway",
+    "GatewayStatistics": "ask_another.gateway._results",
+    "GetGateway": "ask_another.gateway._gateway",
+    "InteractionState": "ask_another.gateway._results",
+    "ProcessTransport": "ask_another.gateway._process",
+    "SearchHit": "ask_another.gateway._results",
+    "SearchResult": "ask_another.gateway._results",
+    "ThreadTransport": "ask_another.gateway._thread",
+    "ToolCall": "ask_another.gateway._results",
+    "Transport": "ask_another.gateway._gateway",
+    "Usage": "ask_another.gateway._results",
+    "WorkerStopped": "ask_another.gateway._process",
+    "open_gateway": "ask_another.gateway._gateway",
+}
 
 __all__ = [
     "CompletionResult",
@@ -38,3 +65,12 @@ __all__ = [
     "WorkerStopped",
     "open_gateway",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # found directly from now on
+    return value

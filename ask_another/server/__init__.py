@@ -1,7 +1,31 @@
 """The MCP face of ask-another: `build_server(config)` makes the `MCPServer`; tools in `tools/`."""
 
-from ask_another.server.app import build_server as build_server
-from ask_another.server.app import instructions as instructions
-from ask_another.server.app import serve_stdio as serve_stdio
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ask_another.server.app import build_server as build_server
+    from ask_another.server.app import instructions as instructions
+    from ask_another.server.app import serve_stdio as serve_stdio
+
+# Imported at first use (PEP 562), like the package faces of ask_another and ask_another.gateway:
+# `ask-another serve` opens the lifespan (server/lifespan.py) before the SDK's import, which
+# app.py starts.
+_EXPORTS = {
+    "build_server": "ask_another.server.app",
+    "instructions": "ask_another.server.app",
+    "serve_stdio": "ask_another.server.app",
+}
 
 __all__ = ["build_server", "instructions", "serve_stdio"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # found directly from now on
+    return value

@@ -2,8 +2,10 @@
 
 The server is built from a `Config` that has already been read, so the instructions can name the
 configured favourites and any malformed variable. Nothing slow happens here or in the lifespan:
-the runtime opens the store and starts the gateway thread, and litellm imports in the background,
-so `initialize` and `tools/list` are answered at once.
+the runtime opens the store and starts the gateway's worker process, which imports litellm on its
+own, so `initialize` and `tools/list` are answered at once. `serve_stdio` is given a lifespan
+opened before this module (and the SDK) was imported (server/lifespan.py), so the worker's import
+overlaps the SDK's.
 
 Logging must be configured (`logs.configure_logging`) before this module builds a server: the
 SDK installs its own root handler otherwise.
@@ -11,7 +13,6 @@ SDK installs its own root handler otherwise.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -29,11 +30,11 @@ from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from ask_another.config import Config
-from ask_another.errors import AskAnotherError, ConfigError
 from ask_another.home import home_problem
-from ask_another.logs import ensure_logging, get_logger
-from ask_another.runtime import Runtime, open_runtime
-from ask_another.server.context import Unavailable, arguments_text, check_rate
+from ask_another.logs import ensure_logging
+from ask_another.runtime import Runtime
+from ask_another.server.context import arguments_text, check_rate
+from ask_another.server.lifespan import Unavailable, open_lifespan
 from ask_another.server.metadata import describe_tool, output_schemas
 from ask_another.server.stdio import AskAnotherServer
 from ask_another.server.tools import (
@@ -128,8 +129,10 @@ class _Server(AskAnotherServer):
 
 def build_server(config: Config, *, prewarm_after: float | None = 0,
                  auth: AuthSettings | None = None,
-                 token_verifier: TokenVerifier | None = None) -> MCPServer[Any]:
-    """The MCP server with every tool registered; its lifespan opens the runtime.
+                 token_verifier: TokenVerifier | None = None,
+                 opened: Runtime | Unavailable | None = None) -> MCPServer[Any]:
+    """The MCP server with every tool registered; its lifespan opens the runtime
+    (`open_lifespan`), or holds `opened`, a lifespan its caller opened and closes.
 
     `auth` and `token_verifier` are for Streamable HTTP (server/http.py, server/auth.py); stdio
     has no authentication: the user who started the process is the caller.
@@ -138,26 +141,17 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
     this process never imports litellm.
     """
     ensure_logging(config.log_level)  # before MCPServer(), which would install its own handler
-    # A few system calls, before serving: an unusable home is then one line and an answer to
-    # every tool call, not a failed start with the supervisor's tracebacks and no `initialize`.
+    # The instructions say first that the server cannot work (the lifespan answers every tool
+    # call with why): a few system calls.
     unusable = home_problem(config.home)
-    if unusable is not None:
-        get_logger(__name__).error("server.home_unusable", problem=unusable)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[Runtime | Unavailable]:
-        if unusable is not None:
-            yield Unavailable(ConfigError(unusable))
+        if opened is not None:
+            yield opened
             return
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                runtime = await stack.enter_async_context(open_runtime(
-                    config, prewarm_after=prewarm_after))
-            except AskAnotherError as exc:  # e.g. a database file that is not SQLite
-                get_logger(__name__).error("server.runtime_unavailable", error=str(exc))
-                yield Unavailable(exc)
-                return
-            yield runtime
+        async with open_lifespan(config, prewarm_after=prewarm_after) as state:
+            yield state
 
     server: MCPServer[Any] = _Server(
         "ask-another",
@@ -183,10 +177,11 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
     return server
 
 
-async def serve_stdio(config: Config) -> None:
-    """Serve MCP on stdin/stdout until the client closes the connection (run under trio)."""
+async def serve_stdio(config: Config, opened: Runtime | Unavailable | None = None) -> None:
+    """Serve MCP on stdin/stdout until the client closes the connection (run under trio).
+    `opened`: the lifespan, already opened by the caller (see `build_server`)."""
     try:
-        await build_server(config).run_stdio_async()
+        await build_server(config, opened=opened).run_stdio_async()
     except* BrokenPipeError:
         # The client closed its end of stdout before reading every reply: it is gone, and that
         # ends the session like closing stdin does. Python would still try to flush stdout at

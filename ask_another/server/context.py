@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -22,21 +21,13 @@ from pydantic import ValidationError
 from ask_another.errors import AskAnotherError, InvalidArgument, error_text
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
+from ask_another.server.lifespan import Unavailable
 from ask_another.users import ADMIN_SCOPE, LOCAL_USER, User
 
 __all__ = ["ADMIN_SCOPE", "LOCAL_USER", "Unavailable", "User", "arguments_text", "check_rate",
            "runtime_of", "tool_errors", "user_of"]
 
 log = get_logger("ask_another.server")
-
-
-@dataclass(frozen=True)
-class Unavailable:
-    """What the lifespan holds instead of a `Runtime` when the runtime cannot start (an unusable
-    `ASK_ANOTHER_HOME`): the server still answers `initialize`, and every tool call that needs
-    the runtime fails with `error`."""
-
-    error: AskAnotherError
 
 
 def runtime_of(ctx: Context[Any, Any]) -> Runtime:

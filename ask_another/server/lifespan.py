@@ -1,0 +1,51 @@
+"""What the server's lifespan holds: the running `Runtime`, or why it could not start.
+
+`open_lifespan(config)` opens the runtime, or, when it cannot start (an unusable
+`ASK_ANOTHER_HOME`, a database file that is not SQLite), holds an `Unavailable` saying why: the
+server still answers `initialize`, and every tool call that needs the runtime fails with that
+reason. This module does not import the MCP SDK, so `ask-another serve` opens the lifespan
+before the SDK's import: the gateway's worker process then imports litellm (about 1.3 s of CPU)
+on the other core while this process imports the SDK (about 0.4 s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from ask_another.config import Config
+from ask_another.errors import AskAnotherError, ConfigError
+from ask_another.home import home_problem
+from ask_another.logs import get_logger
+from ask_another.runtime import Runtime, open_runtime
+
+log = get_logger("ask_another.server")
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """What the lifespan holds instead of a `Runtime` when the runtime cannot start: every tool
+    call that needs the runtime fails with `error`."""
+
+    error: AskAnotherError
+
+
+@contextlib.asynccontextmanager
+async def open_lifespan(config: Config, *, prewarm_after: float | None = 0
+                        ) -> AsyncIterator[Runtime | Unavailable]:
+    """The runtime for the duration of the block (see `open_runtime`), or an `Unavailable`."""
+    unusable = home_problem(config.home)  # a few system calls
+    if unusable is not None:
+        log.error("server.home_unusable", problem=unusable)
+        yield Unavailable(ConfigError(unusable))
+        return
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            runtime = await stack.enter_async_context(open_runtime(
+                config, prewarm_after=prewarm_after))
+        except AskAnotherError as exc:  # e.g. a database file that is not SQLite
+            log.error("server.runtime_unavailable", error=str(exc))
+            yield Unavailable(exc)
+            return
+        yield runtime
