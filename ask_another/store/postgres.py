@@ -23,6 +23,9 @@ Each migration runs in its own transaction after `pg_advisory_xact_lock`, the ve
 the lock is taken, so nodes starting at once on one fresh database take turns and each migration
 runs exactly once. A database at a newer version than this ask-another knows is refused.
 
+A pooled connection is checked as it is taken (`check_connection`), so statements after a
+database restart run on fresh connections rather than failing once per pooled connection.
+
 Errors are `StoreError`s naming the server by its URL with the password masked; psycopg's own
 message is scrubbed of the password too, in case it quotes the connection string.
 """
@@ -230,8 +233,12 @@ def _connect_and_migrate(url: DatabaseUrl, migrations: Sequence[Migration]) -> N
 def _open_pools(url: DatabaseUrl) -> tuple[psycopg_pool.ConnectionPool,
                                           psycopg_pool.ConnectionPool]:
     def pool(name: str, **kwargs: Any) -> psycopg_pool.ConnectionPool:
+        # `check`: a connection is tested (an empty query) as it leaves the pool, so after a
+        # database restart or a dropped link each statement gets a live connection instead of
+        # failing once per pooled connection; one round trip more per statement.
         return psycopg_pool.ConnectionPool(
             url.url.reveal(), min_size=1, max_size=url.pool_size, open=True, name=name,
+            check=psycopg_pool.ConnectionPool.check_connection,
             kwargs={"autocommit": True, "row_factory": _rows,
                     "connect_timeout": CONNECT_TIMEOUT, **kwargs})
 

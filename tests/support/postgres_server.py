@@ -5,7 +5,8 @@ a free loopback port (and a private unix-socket directory), with durability swit
 synchronous_commit, full_page_writes: a test server loses nothing it needs on a crash) so that
 it starts in a couple of seconds. It waits until the server accepts a connection (polling, with
 the server's own log in the error if it dies first), and `stop()` shuts it down and deletes the
-directory. `new_database()` makes an empty database per test by copying `template0`, which
+directory (`restart()` stops and starts it, for tests of a database that went away).
+`new_database()` makes an empty database per test by copying `template0`, which
 takes a few milliseconds.
 
 PostgreSQL refuses to run as root, and tests often do (CI containers): as root, the server runs
@@ -100,7 +101,11 @@ class PostgresServer:
                                   "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync",
                                   "--no-instructions"]),
             check=True, capture_output=True)
-        with self.log_path.open("wb") as log:
+        self._start_server()
+
+    def _start_server(self) -> None:
+        data, sockets = self.root / "data", self.root / "sockets"
+        with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 self._as_server_user([
                     str(self.bindir / "postgres"), "-D", str(data), "-p", str(self.port),
@@ -134,7 +139,16 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
         return self.url(name)
 
+    def restart(self) -> None:
+        """Stop the server (ending every session) and start it again on the same port."""
+        self._stop_server()
+        self._start_server()
+
     def stop(self) -> None:
+        self._stop_server()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _stop_server(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)  # "fast" shutdown: ends open sessions
             try:
@@ -142,4 +156,3 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        shutil.rmtree(self.root, ignore_errors=True)

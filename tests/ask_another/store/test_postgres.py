@@ -20,6 +20,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import trio
+from postgres_server import PostgresServer, find_bindir
 
 from ask_another.config import Config, DatabaseUrl
 from ask_another.errors import StoreError
@@ -284,3 +285,24 @@ async def test_the_running_jobs_limit_counts_and_inserts_in_one_step_on_postgres
         assert sorted(results) == [False] * 7 + [True] * 3
         rows = await db.fetchall("SELECT id FROM research_jobs WHERE user_id = ?", ("alice",))
         assert len(rows) == 3
+
+
+@pytest.mark.slow  # a server of its own, restarted
+async def test_statements_after_a_database_restart_succeed_on_fresh_connections():
+    bindir = find_bindir()
+    assert bindir is not None
+    server = PostgresServer.start(bindir)
+    try:
+        url = database_url(server.new_database())
+        async with open_database(url) as db:
+            # Several pooled connections, all idle when the server goes away.
+            async with trio.open_nursery() as nursery:
+                for n in range(5):
+                    nursery.start_soon(add_feedback, db, f"before {n}")
+            await trio.to_thread.run_sync(server.restart)
+            # Each statement gets a connection the pool checked first: none fails.
+            for n in range(8):
+                await add_feedback(db, f"after {n}")
+                assert len(await list_feedback(db)) == 6 + n
+    finally:
+        server.stop()
