@@ -31,7 +31,7 @@ from typing import Any
 import trio
 
 from ask_another.catalog import Catalog, model_map
-from ask_another.config import Config
+from ask_another.config import Config, DatabaseUrl
 from ask_another.consensus import Consensus, consensus_spec
 from ask_another.conversations import conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
@@ -261,7 +261,9 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     try:
         async with open_supervisor(children, "one_for_one", name="ask-another") as supervisor:
             started = True
-            log.info("runtime.started", models=len(config.models), home=str(config.home))
+            store = config.database
+            log.info("runtime.started", models=len(config.models), home=str(config.home),
+                     store=store.shown if isinstance(store, DatabaseUrl) else str(store))
             yield Runtime(config=config, supervisor=supervisor, registry=registry,
                           rates=RequestRate(config.rate_per_minute))
     except BaseException as exc:
