@@ -1,7 +1,8 @@
 """Start `python -m ask_another serve --http` as a real subprocess and connect clients to it.
 
 The server is started on `--port 0`; its `http.listening` log line names the URL it bound, and
-`http_server` waits for that line (the runtime is open by then), or for the process to exit.
+`http_server` waits for that line (the runtime is open by then), or for the process to exit;
+the line is logged at INFO, so the server must not run with ASK_ANOTHER_LOG_LEVEL above it.
 """
 
 from __future__ import annotations
