@@ -38,8 +38,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ask_another.config import Config
-from ask_another.errors import ConfigError
+from ask_another.errors import AskAnotherError, ConfigError
 from ask_another.logs import get_logger
+from ask_another.runtime import Runtime
 from ask_another.server.app import build_server
 from ask_another.server.auth import (
     AnyOfVerifiers,
@@ -47,6 +48,7 @@ from ask_another.server.auth import (
     TokensFileVerifier,
     auth_settings,
 )
+from ask_another.server.lifespan import Unavailable, open_lifespan
 
 __all__ = ["DEFAULT_PORT", "HEALTH_PATH", "MCP_PATH", "Drain", "HttpAuth", "is_loopback",
            "plan_auth", "serve_http", "transport_security"]
@@ -56,6 +58,7 @@ log = get_logger("ask_another.server.http")
 DEFAULT_PORT: Final = 8765
 MCP_PATH: Final = "/mcp"
 HEALTH_PATH: Final = "/health"
+HEALTH_SECONDS: Final = 5.0
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
@@ -208,17 +211,46 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
     except BaseException:
         sock.close()
         raise
-    server = build_server(config, auth=auth.settings, token_verifier=auth.verifier)
+    # The lifespan is opened here, not by the SDK's app, so /health can say whether it works.
+    async with open_lifespan(config) as opened:
+        server = build_server(config, auth=auth.settings, token_verifier=auth.verifier,
+                              opened=opened)
 
-    @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
-    async def health(_: Request) -> Response:
-        # No token needed (a load balancer's check); answered once the runtime is open.
-        return JSONResponse({"status": "ok"})
+        @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
+        async def health(_: Request) -> Response:
+            # No token needed (a load balancer's check). 503 with the reason when the runtime
+            # could not start or the store does not answer: a load balancer then sends no
+            # calls here that would only fail.
+            problem = await health_problem(opened)
+            if problem is None:
+                return JSONResponse({"status": "ok"})
+            return JSONResponse({"status": "unavailable", "error": problem}, status_code=503)
 
-    drain = Drain(server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host,
-        transport_security=transport_security(host, config.public_url)))
+        app = Drain(server.streamable_http_app(
+            streamable_http_path=MCP_PATH, host=host,
+            transport_security=transport_security(host, config.public_url)))
+        await _serve(app, sock, config, local_url, resource_url, auth.describe)
 
+
+async def health_problem(opened: Runtime | Unavailable) -> str | None:
+    """Why this node cannot serve calls (one line), or None: the runtime is open and the store
+    answers a query within `HEALTH_SECONDS`."""
+    if isinstance(opened, Unavailable):
+        return str(opened.error)
+    try:
+        with trio.fail_after(HEALTH_SECONDS):
+            database = await opened.database()
+            await database.fetchone("SELECT 1")
+    except trio.TooSlowError:
+        return f"the store did not answer within {HEALTH_SECONDS:g} s"
+    except AskAnotherError as exc:
+        return str(exc)
+    return None
+
+
+async def _serve(drain: Drain, sock: socket.socket, config: Config, local_url: str,
+                 resource_url: str, auth_described: str) -> None:
+    """hypercorn on `sock` until SIGTERM or SIGINT, then the drain (see the module docstring)."""
     hypercorn = HypercornConfig()
     hypercorn.bind = [f"fd://{sock.detach()}"]
     hypercorn.graceful_timeout = config.shutdown_seconds
@@ -252,5 +284,5 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
 
             nursery.start_soon(on_signals)
             await nursery.start(run)
-            log.info("http.listening", url=local_url, resource=resource_url, auth=auth.describe)
+            log.info("http.listening", url=local_url, resource=resource_url, auth=auth_described)
     log.info("http.stopped")

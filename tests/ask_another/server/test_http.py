@@ -224,3 +224,22 @@ async def test_no_auth_on_loopback_serves_without_a_token(sim: Simulator, tmp_pa
         async with http_client_for(server.url) as client:
             error, text = await call(client, "completion", model="sim", prompt="no token")
             assert not error and "answer to: no token" in text
+
+
+async def test_health_is_503_with_the_reason_when_the_store_cannot_open(sim: Simulator,
+                                                                         tmp_path: Path):
+    home = tmp_path / "home"
+    env = server_env(sim, home)
+    database = Config.from_env(env).database_path
+    database.parent.mkdir(parents=True)
+    database.write_bytes(b"this is not a database, just some bytes" * 100)
+    async with http_server(env, tmp_path / "server.log", "--no-auth") as server:
+        async with httpx.AsyncClient() as http:
+            health = await http.get(server.base + "/health")
+        # Still serving: a tool call says the same reason.
+        async with http_client_for(server.url) as client:
+            error, text = await call(client, "list_models")
+    assert health.status_code == 503, health.text
+    assert health.json()["status"] == "unavailable"
+    assert f"cannot open the database {database}" in health.json()["error"]
+    assert error and f"cannot open the database {database}" in text
