@@ -108,6 +108,8 @@ installs a responder ``fn(request: SimRequest) -> step`` for concurrent callers.
 scripts the next interaction for `agent`: the create answer has the first status, each poll
 moves one on (the last stays). Any of queued, in_progress, requires_action, completed, failed,
 cancelled, incomplete, budget_exceeded. A cancel before a terminal status makes it cancelled.
+``sim.end_interaction(id, status="completed")`` ends a running interaction at its next poll
+(with ``statuses=["in_progress"]`` it runs until the test says so, whoever polls it).
 
 ``sim.script(agent, [Fail(...), Drop(), Slow(...)])`` also applies to interactions: each
 request about that agent (create, poll or cancel) consumes one step first; a failed poll does

@@ -207,6 +207,15 @@ class Interactions:
                 item.updated = _now()
             return replace(item)
 
+    def end(self, interaction_id: str, status: str) -> None:
+        """The next poll of a running interaction answers `status`, which then stays."""
+        if status not in STATUSES:
+            raise ValueError(f"unknown interaction status {status!r}; use {sorted(STATUSES)}")
+        with self._lock:
+            item = self._items[interaction_id]
+            if not item.cancelled and item.status not in TERMINAL:
+                item.statuses, item.position = (item.status, status), 0
+
     def snapshot(self) -> dict[str, SimInteraction]:
         with self._lock:
             return {key: replace(item) for key, item in self._items.items()}

@@ -195,6 +195,12 @@ class Simulator:
             ),
         )
 
+    def end_interaction(self, interaction_id: str, status: str = "completed") -> None:
+        """End a running interaction at its next poll with `status` (a script of
+        ``["in_progress"]`` runs until this is called: a test decides when the provider is done,
+        whoever polls). An interaction already ended or cancelled is left as it is."""
+        self._state.interactions.end(interaction_id, status)
+
     @property
     def requests(self) -> list[SimRequest]:
         """Every request received so far, oldest first (a copy)."""

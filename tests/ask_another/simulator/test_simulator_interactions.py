@@ -92,6 +92,20 @@ def test_cancel_stops_an_interaction_for_good(litellm: ModuleType, sim: Simulato
     assert sim.requests[-2].path == f"/v1beta/interactions/{created.id}/cancel"
 
 
+def test_end_interaction_ends_a_running_one_at_its_next_poll(
+    litellm: ModuleType, sim: Simulator
+) -> None:
+    sim.script_interaction(AGENT, statuses=["in_progress"])  # runs until the test ends it
+    created = create(litellm, sim)
+    for _ in range(3):
+        assert get(litellm, sim, created.id).status == "in_progress"
+    sim.end_interaction(created.id)
+    done = get(litellm, sim, created.id)
+    assert done.status == "completed" and report_of(done)[0] == sim.interactions[created.id].report
+    sim.end_interaction(created.id, "failed")  # ended already: left as it is
+    assert get(litellm, sim, created.id).status == "completed"
+
+
 def test_cancel_after_completion_is_recorded_but_changes_nothing(
     litellm: ModuleType, sim: Simulator
 ) -> None:
