@@ -151,10 +151,12 @@ async def delivery_seconds(database_url: str, job_id: str, kind: str) -> float:
 async def test_handshake_era_a_job_of_node_1_is_checked_answered_and_cancelled_from_node_2(
     sim: Simulator, tmp_path: Path, postgres_url: str
 ):
-    token = TokensFile(tmp_path / "tokens.json").add("alice")
+    tokens = TokensFile(tmp_path / "tokens.json")
+    token, bob = tokens.add("alice"), tokens.add("bob")
     async with two_nodes(sim, tmp_path, postgres_url) as (one, two), \
             http_client_for(one.url, token, "legacy") as c1, \
-            http_client_for(two.url, token, "legacy") as c2:
+            http_client_for(two.url, token, "legacy") as c2, \
+            http_client_for(two.url, bob, "legacy") as other:
         assert c1.protocol_version == c2.protocol_version == "2025-11-25"
 
         # An agent job on node 1 waits for permission; node 2 shows it and answers it.
@@ -166,6 +168,15 @@ async def test_handshake_era_a_job_of_node_1_is_checked_answered_and_cancelled_f
         assert "call-1" in text and "answer_permission" in text
         owner, _ = await owner_of(postgres_url, agent_job)
         assert owner is not None and f":{one.process.pid}:" in owner
+
+        # Another user on node 2 is refused (403-like) and no request reaches the owner: the
+        # one permission request counted below is alice's.
+        for tool, arguments in [("check_research", {}), ("cancel_research", {}),
+                                ("answer_permission", {"tool_call_id": "call-1",
+                                                       "decision": "allow"})]:
+            error, text = await call(other, tool, job_id=agent_job, **arguments)
+            assert error and f"Forbidden: research job {agent_job} belongs to another " \
+                "user" in text, text
 
         asked = trio.current_time()
         error, text = await call(c2, "answer_permission", job_id=agent_job,
