@@ -19,8 +19,10 @@ process with litellm; installed in its own environment, named by `ASK_ANOTHER_OR
 - memory: the RSS of the server's process tree (server plus gateway worker) idle after
   `tools/list` and after 100 completions; ours also after the worker's idle exit
   (`ASK_ANOTHER_GATEWAY_IDLE`). Targets: after use <= 1.2x the original's, idle after the
-  worker's exit <= 2x the original's idle;
-- the first `completion` after the `tools/list` reply (10 starts; target < 1.0 s);
+  worker's exit <= 2x the original's idle; the extras split ours into server and worker and
+  record the floors (a bare MCP 2.x server at tools/list, a process that only imported litellm);
+- the first `completion` after the `tools/list` reply (10 starts; target < 1.0 s), with when
+  the worker started after the server and each process's CPU;
 - people commands: `ask-another models` (< 1.0 s) and `--help` (< 0.5 s), median of 5.
 
 Cold start is also compared with a bare MCP 2.x server on trio with one tool (`BARE_SERVER`),
@@ -425,6 +427,27 @@ def _original_session(command: list[str], home: Path, openai_base: str) -> _Sess
     return _Session(command, env, tolerant=True)
 
 
+def _rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return int(next(x for x in status if x.startswith("VmRSS:")).split()[1]) / 1024
+
+
+LITELLM_IMPORT = """
+import os
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+from ask_another.gateway import _litellm
+_litellm.load(quick=True)
+status = open("/proc/self/status").read().splitlines()
+print(int(next(x for x in status if x.startswith("VmRSS:")).split()[1]) / 1024)
+"""
+
+
+def _litellm_import_rss_mb() -> float:
+    done = subprocess.run([sys.executable, "-c", LITELLM_IMPORT], cwd=REPO, check=True,
+                          env=_env(Path(tempfile.gettempdir())), capture_output=True, text=True)
+    return float(done.stdout)
+
+
 def memory(completions: int) -> list[Row]:
     """Server tree RSS idle, after `completions` completions and (ours) after the worker's idle
     exit, against the original ask-another in the same run."""
@@ -443,6 +466,7 @@ def memory(completions: int) -> list[Row]:
             for i in range(completions):
                 ours.call("completion", {"model": "sim", "prompt": f"question {i}"})
             ours_used = _tree_rss_mb(ours.process.pid)
+            server_used = _rss_mb(ours.process.pid)
             deadline = time.monotonic() + idle_exit + 20
             while _children(ours.process.pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
@@ -464,10 +488,23 @@ def memory(completions: int) -> list[Row]:
                 orig_used = _tree_rss_mb(theirs.process.pid)
             finally:
                 theirs.close()
+        bare = _Session([sys.executable, "-c", BARE_SERVER], _env(Path(tmp)))
+        try:
+            bare.open()
+            bare_server = _rss_mb(bare.process.pid)
+        finally:
+            bare.close()
     extra: dict[str, object] = {
         "completions": completions, "idle_exit_s": idle_exit,
         "ours_after_one_call_mib": round(ours_idle, 1),
         "ours_after_use_mib": round(ours_used, 1),
+        # Where it goes: the server process and the gateway worker, against what each would be
+        # at the least: a bare MCP 2.x server on trio at its tools/list reply, and a process that
+        # has only imported litellm (as the worker does, validators deferred).
+        "ours_server_after_use_mib": round(server_used, 1),
+        "ours_worker_after_use_mib": round(ours_used - server_used, 1),
+        "bare_server_at_tools_list_mib": round(bare_server, 1),
+        "litellm_import_alone_mib": round(_litellm_import_rss_mb(), 1),
         "ours_after_worker_exit_mib": round(ours_server_alone, 1), "worker_gone": worker_gone,
         "original_idle_mib": None if orig_idle is None else round(orig_idle, 1),
         "original_after_use_mib": None if orig_used is None else round(orig_used, 1),
@@ -483,14 +520,30 @@ def memory(completions: int) -> list[Row]:
     ]
 
 
+def _start_ticks(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
+def _worker_start_offset(root: int) -> float | None:
+    """Seconds between the start of `root` and of its child (the gateway worker), to the
+    kernel's 10 ms clock tick; None without a child."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == root:
+                ticks = _start_ticks(int(stat.parent.name)) - _start_ticks(root)
+                return round(ticks / os.sysconf("SC_CLK_TCK"), 2)
+    return None
+
+
 def first_completion(starts: int) -> list[Row]:
     """Seconds from the tools/list reply to the first completion's reply, over fresh starts."""
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     from ask_another.simulator import Simulator
 
-    samples, server_cpu, worker_cpu = [], [], []
+    samples, server_cpu, worker_cpu, listed, spawned = [], [], [], [], []
     with Simulator.process(latency=0.0) as urls, tempfile.TemporaryDirectory() as tmp:
         for n in range(starts + 1):  # the first fills the bytecode cache
+            began = time.perf_counter()
             session = _ours_session(Path(tmp), urls.openai_base)
             try:
                 session.open()
@@ -499,6 +552,8 @@ def first_completion(starts: int) -> list[Row]:
                 session.call("completion", {"model": "sim", "prompt": "first"})
                 if n:
                     samples.append(time.perf_counter() - start)
+                    listed.append(start - began)
+                    spawned.append(_worker_start_offset(session.process.pid))
                     server_cpu.append(at_list)
                     worker_cpu.append(_tree_cpu_of(session.process.pid)
                                       - _cpu_seconds(session.process.pid))
@@ -510,6 +565,10 @@ def first_completion(starts: int) -> list[Row]:
         "min_s": round(min(samples), 3), "max_s": round(max(samples), 3),
         # On a quiet two-core machine the worker's start-up runs beside the server's, so the
         # wait is about the worker's CPU to its first answer minus the server's CPU to tools/list.
+        # The wait is the worker's start (after the server's) plus its CPU to the first answer,
+        # less the server's time to its tools/list reply.
+        "tools_list_reply_s": [round(x, 3) for x in listed],
+        "worker_started_after_server_s": spawned,
         "server_cpu_at_tools_list_s": [round(x, 3) for x in server_cpu],
         "worker_cpu_at_first_answer_s": [round(x, 3) for x in worker_cpu],
     }
