@@ -15,7 +15,7 @@ import trio
 
 from bench.report import Row, print_table, write_json
 
-SUITES = ["supervisors", "server", "research", "research_quality", "consensus"]
+SUITES = ["supervisors", "server", "research", "research_quality", "consensus", "http"]
 
 
 def main() -> int:
