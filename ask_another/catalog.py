@@ -96,6 +96,8 @@ class ModelInfo:
         if self.input_price_per_million is not None and self.output_price_per_million is not None:
             facts.append(f"${_money(self.input_price_per_million)} in / "
                          f"${_money(self.output_price_per_million)} out per million tokens")
+        else:
+            facts.append("price unknown")  # never read as free
         features = [name for name, flag in (
             ("tools", self.supports_tools), ("vision", self.supports_vision),
             ("reasoning", self.supports_reasoning), ("web search", self.supports_web_search),

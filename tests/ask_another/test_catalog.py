@@ -36,6 +36,10 @@ def test_describe_is_one_readable_line():
     line = catalog(MODEL_GPT4="openai/gpt-4o;k").all()[0].describe()
     assert line == ("openai/gpt-4o (shorthand: gpt4, openai): context 128,000 tokens; "
                     "$2.50 in / $10.00 out per million tokens; supports tools, vision")
+    # Known to litellm without a price: said so, not left out (nor shown as $0).
+    line = catalog(MODEL_GEM="gemini/gemini-2.5-pro;k").all()[0].describe()
+    assert line == ("gemini/gemini-2.5-pro (shorthand: gem, gemini): context 1,048,576 tokens; "
+                    "price unknown; supports reasoning, web search")
 
 
 def test_families_and_model_search_stay_within_the_allowlist():

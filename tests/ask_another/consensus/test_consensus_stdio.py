@@ -171,7 +171,8 @@ async def test_a_consensus_thread_keeps_its_model_entries(sim: Simulator, tmp_pa
     env = {"ASK_ANOTHER_HOME": str(home),
            "MODEL_FAST": f"openai/fast;{FAKE_KEY};{sim.openai_base}",
            "MODEL_ALSOFAST": f"openai/fast;sk-test-OTHER-KEY-99;{sim.openai_base}",
-           "MODEL_MID": f"openai/mid;{FAKE_KEY};{sim.openai_base}"}
+           "MODEL_MID": f"openai/mid;{FAKE_KEY};{sim.openai_base}",
+           "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1"}  # the simulator's pages, for discuss
     with (tmp_path / "stderr.log").open("w") as stderr:
         async with stdio_client_for(env, stderr) as client:
             error, text = await call(client, "consensus", models=["fast", "mid"], prompt="Hi?")
@@ -187,3 +188,13 @@ async def test_a_consensus_thread_keeps_its_model_entries(sim: Simulator, tmp_pa
             error, text = await call(client, "completion", model="fast", prompt="Go on.",
                                      conversation_id=conversation)
             assert not error, text
+            # A consensus as the first step of a discussion: discuss an article in the thread.
+            error, text = await call(client, "discuss", model="mid",
+                                     url=f"{sim.url}/sources/search/tides/1",
+                                     prompt="Does this article change your answer?",
+                                     conversation_id=conversation)
+            assert not error, text
+            sent = sim.requests_for("mid")[-1].messages
+            assert sent[0] == {"role": "user", "content": "Hi?"}
+            assert "[openai/fast]\n[simulated fast]" in sent[1]["content"]
+            assert sent[-1]["content"] == "Does this article change your answer?"

@@ -46,7 +46,9 @@ def job_in(text: str) -> str:
     return text.split("Research job ", 1)[1].split(" ", 1)[0]
 
 
-async def test_confirmed_by_elicitation_allowed_and_denied(sim: Simulator, tmp_path: Path):
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28 input-required; handshake
+async def test_confirmed_by_elicitation_allowed_and_denied(sim: Simulator, tmp_path: Path,
+                                                           mode: str):
     answers = iter(["allow", "deny"])
     asked: list[str] = []
 
@@ -55,7 +57,7 @@ async def test_confirmed_by_elicitation_allowed_and_denied(sim: Simulator, tmp_p
         return ElicitResult(action="accept", content={"decision": next(answers)})
 
     with (tmp_path / "stderr.log").open("w") as stderr:
-        async with stdio_client_for(env(sim, tmp_path / "home"), stderr,
+        async with stdio_client_for(env(sim, tmp_path / "home"), stderr, mode=mode,
                                     elicitation_callback=on_elicit) as client:
             error, text = await call(client, "start_research", model="gdr", query="Q one",
                                      timeout=60)
