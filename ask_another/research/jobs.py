@@ -49,6 +49,8 @@ from ask_another.research.messages import (
 from ask_another.research.methods import DEPTHS, METHODS
 from ask_another.research.methods.agent import is_deep_research
 from ask_another.research.supervisor import JOB_OWNER, JOBS_SUPERVISOR, GetLease, job_spec
+from ask_another.spend.before import estimate_research
+from ask_another.spend.budget import ceilings, check_budget
 from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
@@ -148,9 +150,9 @@ class ResearchJobs:
         choices instead of `answer_permission` / `answer_choice`, and `tools` are offered next
         to the built-in ones. `depth` (shallow, standard, deep): how many queries the local
         pipeline plans.
-        Raises `ModelNotAllowed` / `AmbiguousModel` or `InvalidArgument` for a bad request, and
-        `LimitReached` when a named user already has `ASK_ANOTHER_MAX_JOBS_PER_USER` unfinished
-        jobs.
+        Raises `ModelNotAllowed` / `AmbiguousModel` or `InvalidArgument` for a bad request,
+        `BudgetExceeded` when its estimate would cross a budget ceiling, and `LimitReached` when
+        a named user already has `ASK_ANOTHER_MAX_JOBS_PER_USER` unfinished jobs.
         """
         entry = self.services.config.resolve(model)
         if method == "auto":
@@ -178,6 +180,11 @@ class ResearchJobs:
         if len(query) > MAX_QUERY:
             raise InvalidArgument(f"the research query is {len(query)} characters long; at "
                                   f"most {MAX_QUERY} are allowed")
+        # Refused before anything is stored when its estimate would cross a budget ceiling,
+        # whichever face starts it (the tool, the command line, the library).
+        if ceilings(self.services):
+            estimate = await estimate_research(self.services, entry.model, query, method)
+            await check_budget(self.services, estimate, "this research job", self.user.name)
         lease = await self.lease()
         taken = lease.wall()
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,

@@ -311,6 +311,15 @@ def test_research_above_the_confirmation_threshold_asks_at_the_terminal(
                           env=env)
     assert done.returncode == 0, done
     assert len(sim.interactions) == 1
+    # Regression: the command line started a job whose estimate crossed a ceiling (only the
+    # tool checked it); now every face is refused before the job is stored.
+    done = subprocess.run([sys.executable, "-m", "ask_another", "research", "gdr", "Too dear"],
+                          cwd=REPO, input="y\n", capture_output=True, text=True, timeout=120,
+                          env={**env, "ASK_ANOTHER_BUDGET_DAY_USD": "1.00"})
+    assert done.returncode == 1, done
+    assert "would cross the budget ceiling ASK_ANOTHER_BUDGET_DAY_USD=$1.00" in done.stderr
+    assert "this research job is estimated at about $1." in done.stderr
+    assert len(sim.interactions) == 1
 
 
 def test_ctrl_c_during_research_cancels_the_job(sim: Simulator, tmp_path: Path):

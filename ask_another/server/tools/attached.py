@@ -50,7 +50,6 @@ from ask_another.research import JobUpdate, ResearchJobs
 from ask_another.research.job import CONFIRM_SPEND
 from ask_another.server.context import runtime_of, tool_errors, user_of
 from ask_another.spend.before import estimate_research
-from ask_another.spend.budget import check_budget
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -194,8 +193,8 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
         if not 0 <= timeout <= MAX_WAIT:
             raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
                                   f"got {timeout:g}")
+        # Stated in the answer; ResearchJobs.start refuses it if it would cross a ceiling.
         estimate = await estimate_research(runtime, model, query, method.strip() or "auto")
-        await check_budget(runtime, estimate, "this research job", user.name)
         record = await ResearchJobs.of(runtime, user).start(
             model, query, method.strip() or "auto", depth=depth.strip() or "standard")
         attached = Attachment(key, record, timeout, time.monotonic(), now + timeout,
