@@ -3,14 +3,16 @@
 `Consensus.of(runtime).ask(models, prompt, ...)` asks every model at once, each call its own
 supervised `PanelCall` actor (`consensus_spec` is its part of the runtime's tree), and returns a
 `ConsensusResult`: an `Answer` per seat (answered, failed or timed out), an optional synthesis,
-and the conversation the replies were stored in. `consensus_text` formats it. See
-docs/server.md (consensus).
+and the conversation the replies were stored in; `consensus_text` formats it. An estimate above
+ASK_ANOTHER_CONFIRM_USD is put to the caller's `Confirm` first (`Consensus.estimate` gives it
+without asking anything). See docs/server.md (consensus, spending).
 """
 
 from ._actor import CALLS_SUPERVISOR as CALLS_SUPERVISOR
 from ._actor import PanelCall as PanelCall
 from ._actor import consensus_spec as consensus_spec
 from ._consensus import SYNTHESIS_PROMPT as SYNTHESIS_PROMPT
+from ._consensus import Confirm as Confirm
 from ._consensus import Consensus as Consensus
 from ._consensus import OnAnswer as OnAnswer
 from ._consensus import panel_text as panel_text
@@ -30,6 +32,7 @@ __all__ = [
     "STANCES",
     "SYNTHESIS_PROMPT",
     "Answer",
+    "Confirm",
     "Consensus",
     "ConsensusResult",
     "OnAnswer",
