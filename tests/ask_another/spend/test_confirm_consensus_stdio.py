@@ -43,6 +43,7 @@ async def test_elicited_allowed_denied_declined_expired(sim: Simulator, tmp_path
         (0.0, ElicitResult(action="decline")),
         # Answered after ASK_ANOTHER_PERMISSION_TIMEOUT: too late, whatever the answer.
         (1.5, ElicitResult(action="accept", content={"decision": "allow"})),
+        (0.0, ElicitResult(action="accept", content={"decision": "deny"})),
     ]
     asked: list[str] = []
 
@@ -71,6 +72,10 @@ async def test_elicited_allowed_denied_declined_expired(sim: Simulator, tmp_path
                 assert f"{why}; nothing was spent" in text, text
                 assert completions(sim) == 2  # nothing was asked of any provider
             assert len(asked) == 4
+            # confirm_spend=true does not skip the question when the user can be asked.
+            error, text = await call(client, "consensus", **PANEL, confirm_spend=True)
+            assert error and "it was not confirmed; nothing was spent" in text, text
+            assert len(asked) == 5 and completions(sim) == 2
 
 
 async def test_without_elicitation_confirm_spend(sim: Simulator, tmp_path: Path):
