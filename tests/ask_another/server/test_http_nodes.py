@@ -35,6 +35,8 @@ import trio
 from http_server import HttpServer, http_client_for, http_server
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ElicitResult
 from tool_results import call
 
 from ask_another.research import OWNER_DIED
@@ -263,14 +265,14 @@ class Balancer(httpx2.AsyncBaseTransport):
 
 
 @asynccontextmanager
-async def balanced_client(nodes: list[HttpServer], token: str
+async def balanced_client(nodes: list[HttpServer], token: str, **client_options: Any
                           ) -> AsyncIterator[tuple[Client, Balancer]]:
     balancer = Balancer(nodes)
     async with httpx2.AsyncClient(transport=balancer,
                                   headers={"Authorization": f"Bearer {token}"},
                                   timeout=httpx2.Timeout(30, read=300)) as http, Client(
             streamable_http_client(nodes[0].url, http_client=http), mode="auto",
-            read_timeout_seconds=60) as client:
+            read_timeout_seconds=60, **client_options) as client:
         yield client, balancer
 
 
@@ -282,6 +284,35 @@ async def test_2026_era_any_node_answers_and_a_killed_nodes_jobs_are_taken_over_
             balanced_client([one, two], token) as (client, balancer):
         assert client.protocol_version == "2026-07-28"
         port_one, port_two = (httpx2.URL(n.url).port for n in (one, two))
+
+        # The one 2026-07-28 request that needs its node: an elicitation's retry, whose sealed
+        # requestState only the node that asked can open (the SDK's key is per process) and
+        # whose waiting call lives there. Sent to the other node, it is refused by the SDK and
+        # no second job is started; the job waits on its node for answer_permission.
+        asked: list[str] = []
+
+        async def allow_on_the_other_node(_ctx: Any, params: Any) -> ElicitResult:
+            asked.append(params.message)
+            eliciting.pin(two)  # a balancer without client affinity
+            return ElicitResult(action="accept", content={"decision": "allow"})
+
+        async with balanced_client([one, two], token,
+                                   elicitation_callback=allow_on_the_other_node
+                                   ) as (elicited, eliciting):
+            eliciting.pin(one)
+            sim.script("m1", agent_script("call-e", "elicited report"))
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await elicited.call_tool("start_research", {
+                    "model": "sim", "query": "elicit me", "method": "agent", "timeout": 30})
+        assert len(asked) == 1 and "call-e" in asked[0]
+        _, listing = await call(client, "check_research")
+        (line,) = [row for row in listing.splitlines() if "elicit me" in row]
+        elicited_job = job_id_in(line)
+        await check_until(client, elicited_job, "waiting for permission")
+        error, text = await call(client, "answer_permission", job_id=elicited_job,
+                                 tool_call_id="call-e", decision="allow")
+        assert not error and "allowed" in text, text
+        await check_until(client, elicited_job, '"completed"')
 
         # Started on node 1; every later request of the same client goes to either node.
         balancer.pin(one)
