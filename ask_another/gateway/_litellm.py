@@ -24,6 +24,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -75,6 +76,12 @@ def load(*, quick: bool = False) -> ModuleType:
     else:
         import litellm
     silence_litellm(litellm)
+    # litellm's interactions.acreate/aget/acancel run a sync function in an executor that returns
+    # the request's coroutine, and await it after: a cancel (a cancelled job) during that hop
+    # leaves it never awaited. No request was sent, so the RuntimeWarning it prints is noise.
+    warnings.filterwarnings("ignore", category=RuntimeWarning,
+                            message=r"coroutine 'InteractionsHTTPHandler\.async_\w+' was never "
+                                    "awaited")
     return litellm
 
 
