@@ -7,7 +7,9 @@ model, and MCP clients over Streamable HTTP with a bearer token.
 
 - Handshake era (2025-11-25): a session lives on one node, so the user has a client per node. A
   job started on node 1 is checked, answered and cancelled from node 2, and each request reaches
-  its owner within about a second (measured from the store's `research_requests` rows).
+  its owner within about a second (measured from the store's `research_requests` rows). Then a
+  rolling restart: node 1 stops with SIGTERM and hands its jobs back; node 2 completes the
+  Gemini job and fails the agent job as interrupted.
 - 2026-07-28 era: requests carry no session, so ONE client sits behind a balancer that may send
   any request to either node. Node 1 is killed with SIGKILL mid-Gemini-job: node 2 takes the job
   over once its lease has expired and completes it with the provider's report; an agent job of
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+import signal
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -39,7 +43,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult
 from tool_results import call
 
-from ask_another.research import OWNER_DIED
+from ask_another.research import INTERRUPTED, OWNER_DIED
 from ask_another.server.auth import TokensFile
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
 
@@ -150,78 +154,116 @@ async def delivery_seconds(database_url: str, job_id: str, kind: str) -> float:
     return float(taken - created)
 
 
-async def test_handshake_era_a_job_of_node_1_is_checked_answered_and_cancelled_from_node_2(
+async def test_handshake_era_node_2_checks_answers_cancels_node_1s_jobs_and_takes_them_on_sigterm(
     sim: Simulator, tmp_path: Path, postgres_url: str
 ):
     tokens = TokensFile(tmp_path / "tokens.json")
     token, bob = tokens.add("alice"), tokens.add("bob")
     async with two_nodes(sim, tmp_path, postgres_url) as (one, two), \
-            http_client_for(one.url, token, "legacy") as c1, \
             http_client_for(two.url, token, "legacy") as c2, \
             http_client_for(two.url, bob, "legacy") as other:
-        assert c1.protocol_version == c2.protocol_version == "2025-11-25"
+        # Closed before node 1 stops: a handshake-era session lives on its node.
+        async with http_client_for(one.url, token, "legacy") as c1:
+            assert c1.protocol_version == c2.protocol_version == "2025-11-25"
 
-        # An agent job on node 1 waits for permission; node 2 shows it and answers it.
-        sim.script("m1", agent_script("call-1", "agent report from node 1"))
-        _, text = await call(c1, "start_research", model="sim", query="agent one",
-                             method="agent", timeout=0)
-        agent_job = job_id_in(text)
-        text = await check_until(c2, agent_job, "waiting for permission")
-        assert "call-1" in text and "answer_permission" in text
-        owner, _ = await owner_of(postgres_url, agent_job)
-        assert owner is not None and f":{one.process.pid}:" in owner
+            # An agent job on node 1 waits for permission; node 2 shows it and answers it.
+            sim.script("m1", agent_script("call-1", "agent report from node 1"))
+            _, text = await call(c1, "start_research", model="sim", query="agent one",
+                                 method="agent", timeout=0)
+            agent_job = job_id_in(text)
+            text = await check_until(c2, agent_job, "waiting for permission")
+            assert "call-1" in text and "answer_permission" in text
+            owner, _ = await owner_of(postgres_url, agent_job)
+            assert owner is not None and f":{one.process.pid}:" in owner
 
-        # Another user on node 2 is refused (403-like) and no request reaches the owner: the
-        # one permission request counted below is alice's.
-        for tool, arguments in [("check_research", {}), ("cancel_research", {}),
-                                ("answer_permission", {"tool_call_id": "call-1",
-                                                       "decision": "allow"})]:
-            error, text = await call(other, tool, job_id=agent_job, **arguments)
-            assert error and f"Forbidden: research job {agent_job} belongs to another " \
-                "user" in text, text
+            # Another user on node 2 is refused (403-like) and no request reaches the owner: the
+            # one permission request counted below is alice's.
+            for tool, arguments in [("check_research", {}), ("cancel_research", {}),
+                                    ("answer_permission", {"tool_call_id": "call-1",
+                                                           "decision": "allow"})]:
+                error, text = await call(other, tool, job_id=agent_job, **arguments)
+                assert error and f"Forbidden: research job {agent_job} belongs to another " \
+                    "user" in text, text
 
-        asked = trio.current_time()
-        error, text = await call(c2, "answer_permission", job_id=agent_job,
-                                 tool_call_id="call-1", decision="allow")
-        answered_in = trio.current_time() - asked
-        assert not error and "allowed" in text, text
-        permission_delivery = await delivery_seconds(postgres_url, agent_job, "permission")
-        assert permission_delivery < DELIVERY_BOUND
-        assert answered_in < DELIVERY_BOUND + 2  # the asker polls the answer every 0.05 s
-        done = json.loads(await check_until(c2, agent_job, '"completed"'))
-        assert done["report"] == "agent report from node 1"
+            asked = trio.current_time()
+            error, text = await call(c2, "answer_permission", job_id=agent_job,
+                                     tool_call_id="call-1", decision="allow")
+            answered_in = trio.current_time() - asked
+            assert not error and "allowed" in text, text
+            permission_delivery = await delivery_seconds(postgres_url, agent_job, "permission")
+            assert permission_delivery < DELIVERY_BOUND
+            assert answered_in < DELIVERY_BOUND + 2  # the asker polls the answer every 0.05 s
+            done = json.loads(await check_until(c2, agent_job, '"completed"'))
+            assert done["report"] == "agent report from node 1"
 
-        # A Gemini job on node 1, polled by node 1 only, cancelled from node 2 (and at the
-        # provider).
-        sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
-        _, text = await call(c1, "start_research", model="gdr", query="cancel me", timeout=0)
-        doomed = job_id_in(text)
-        await check_until(c2, doomed, "Gemini interaction in_progress")
-        (remote,) = [i for i in sim.interactions.values() if i.input_text == "cancel me"]
-        asked = trio.current_time()
-        error, text = await call(c2, "cancel_research", job_id=doomed)
-        cancelled_in = trio.current_time() - asked
-        assert not error and "was cancelled" in text and "cancelled on the provider" in text, text
-        cancel_delivery = await delivery_seconds(postgres_url, doomed, "cancel")
-        assert cancel_delivery < DELIVERY_BOUND
-        assert cancelled_in < DELIVERY_BOUND + 2
-        remote = sim.interactions[remote.id]
-        assert remote.cancel_called and remote.status == "cancelled"
-        assert gets_with(sim, remote.id, KEYS[0]) > 0 and gets_with(sim, remote.id, KEYS[1]) == 0
-        _, text = await call(c1, "check_research", job_id=doomed)
-        assert "cancelled" in text, text
+            # A Gemini job on node 1, polled by node 1 only, cancelled from node 2 (and at the
+            # provider).
+            sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
+            _, text = await call(c1, "start_research", model="gdr", query="cancel me", timeout=0)
+            doomed = job_id_in(text)
+            await check_until(c2, doomed, "Gemini interaction in_progress")
+            (remote,) = [i for i in sim.interactions.values() if i.input_text == "cancel me"]
+            asked = trio.current_time()
+            error, text = await call(c2, "cancel_research", job_id=doomed)
+            cancelled_in = trio.current_time() - asked
+            assert not error and "was cancelled" in text, text
+            assert "cancelled on the provider" in text, text
+            cancel_delivery = await delivery_seconds(postgres_url, doomed, "cancel")
+            assert cancel_delivery < DELIVERY_BOUND
+            assert cancelled_in < DELIVERY_BOUND + 2
+            remote = sim.interactions[remote.id]
+            assert remote.cancel_called and remote.status == "cancelled"
+            assert gets_with(sim, remote.id, KEYS[0]) > 0
+            assert gets_with(sim, remote.id, KEYS[1]) == 0
+            _, text = await call(c1, "check_research", job_id=doomed)
+            assert "cancelled" in text, text
 
-        # A tool-call cancel from node 2 reaches node 1's agent job; the job goes on.
-        sim.script("m1", agent_script("call-3", "went on without it"))
-        _, text = await call(c1, "start_research", model="sim", query="agent three",
-                             method="agent", timeout=0)
-        third = job_id_in(text)
-        await check_until(c2, third, "waiting for permission")
-        error, text = await call(c2, "cancel_research", job_id=third, tool_call_id="call-3")
-        assert not error and "will not run" in text, text
-        assert await delivery_seconds(postgres_url, third, "cancel_call") < DELIVERY_BOUND
-        done = json.loads(await check_until(c2, third, '"completed"'))
-        assert done["report"] == "went on without it"
+            # A tool-call cancel from node 2 reaches node 1's agent job; the job goes on.
+            sim.script("m1", agent_script("call-3", "went on without it"))
+            _, text = await call(c1, "start_research", model="sim", query="agent three",
+                                 method="agent", timeout=0)
+            third = job_id_in(text)
+            await check_until(c2, third, "waiting for permission")
+            error, text = await call(c2, "cancel_research", job_id=third, tool_call_id="call-3")
+            assert not error and "will not run" in text, text
+            assert await delivery_seconds(postgres_url, third, "cancel_call") < DELIVERY_BOUND
+            done = json.loads(await check_until(c2, third, '"completed"'))
+            assert done["report"] == "went on without it"
+
+            # A rolling restart: node 1 stops with SIGTERM while a Gemini job and an agent job
+            # run there. It hands both back (no lease to wait out): node 2 takes them over at
+            # its next look, polls the Gemini interaction on to the provider's report, and fails
+            # the agent job saying why.
+            sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])  # until ended
+            _, text = await call(c1, "start_research", model="gdr", query="rolling",
+                                 timeout=0)
+            rolling = job_id_in(text)
+            sim.script("m1", agent_script("call-4", "never written"))
+            _, text = await call(c1, "start_research", model="sim", query="agent four",
+                                 method="agent", timeout=0)
+            handed_back = job_id_in(text)
+            await check_until(c2, rolling, "Gemini interaction in_progress")
+            await check_until(c2, handed_back, "waiting for permission")
+
+        one.signal(signal.SIGTERM)
+        with trio.fail_after(60):
+            assert await one.process.wait() == 0, one.log()
+        assert "research.released" in one.log()
+        (interaction,) = [i for i in sim.interactions.values() if i.input_text == "rolling"]
+        with trio.fail_after(60):
+            while True:  # another process polls: nothing here to wait on
+                if gets_with(sim, interaction.id, KEYS[1]):
+                    break
+                await trio.sleep(0.05)
+        sim.end_interaction(interaction.id, "completed")
+        done = json.loads(await check_until(c2, rolling, '"completed"'))
+        assert done["report"] == sim.interactions[interaction.id].report
+        text = await check_until(c2, handed_back, "is failed")
+        assert INTERRUPTED in text and OWNER_DIED not in text, text
+        # Taken over from no owner (handed back), not from node 1's lapsed lease.
+        taken = re.findall(r"research\.taken_over .*", two.log())
+        assert any(f"job_id={rolling}" in line and "previous_owner=None" in line
+                   for line in taken), taken
 
     for node in (one, two):
         log = node.log()
