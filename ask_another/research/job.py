@@ -73,11 +73,11 @@ from ask_another.spend.confirm import needs_confirmation, not_confirmed_text
 from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
-    SqliteJobStore,
     add_event,
     add_events,
     finish_job,
     get_job,
+    job_store,
     start_job,
     update_job,
 )
@@ -238,7 +238,7 @@ class ResearchJob(Actor):
             # another process sharing the store takes it over at its next sweep instead of
             # after the lease runs out (resumed if its method can, failed with the reason if not).
             with trio.move_on_after(5), trio.CancelScope(shield=True):
-                store = SqliteJobStore(await self.services.database())
+                store = job_store(await self.services.database())
                 if await store.release(self.record.id, self.record.owner):
                     log.info("research.released", job_id=self.record.id,
                              owner=self.record.owner)
