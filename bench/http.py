@@ -25,9 +25,10 @@ Measured in the same run, with the same clients and the same simulator:
   target is the issue's "within a second").
 
 Ratios are ours / reference: latency against the one-node SQLite run and against the floor,
-throughput likewise. On 2 shared cores the nodes, the simulator, PostgreSQL and this load
-generator all compete for the CPU: the figures are for comparing settings side by side, not an
-absolute capacity.
+throughput likewise. The extras record the CPU each side used during each load: this process
+(the clients), the nodes with their gateway workers (also per call), and PostgreSQL. On 2
+shared cores the nodes, the simulator, PostgreSQL and this load generator all compete for the
+CPU: the figures are for comparing settings side by side, not an absolute capacity.
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ def _node_env(home: Path, tokens: Path, sim_url: str, openai_base: str,
 
 @asynccontextmanager
 async def _nodes(count: int, root: Path, urls: Any, database_url: str | None
-                 ) -> AsyncIterator[tuple[list[str], str]]:
+                 ) -> AsyncIterator[tuple[list[str], str, list[int]]]:
     """`count` nodes on one store, started at once (each worker imports litellm: seconds);
-    yields their URLs and the token; the nodes are killed afterwards."""
+    yields their URLs, the token and their process ids; the nodes are killed afterwards."""
     support, _ = _support()
     from ask_another.server.auth import TokensFile
 
@@ -101,13 +102,14 @@ async def _nodes(count: int, root: Path, urls: Any, database_url: str | None
     tokens = root / "tokens.json"
     token = TokensFile(tokens).add("bench")
     found: list[str] = [""] * count
+    pids: list[int] = [0] * count
     ready = [trio.Event() for _ in range(count)]
     done = trio.Event()
 
     async def node(n: int) -> None:
         env = _node_env(root / f"node{n}", tokens, urls.url, urls.openai_base, database_url)
         async with support.http_server(env, root / f"node{n}.log") as server:
-            found[n] = server.url
+            found[n], pids[n] = server.url, server.process.pid
             ready[n].set()
             await done.wait()
 
@@ -117,16 +119,19 @@ async def _nodes(count: int, root: Path, urls: Any, database_url: str | None
         for event in ready:
             await event.wait()
         try:
-            yield found, token
+            yield found, token, pids
         finally:
             done.set()
 
 
 async def _client_load(urls: list[str], token: str, clients: int, calls: int,
                        call: Callable[[Any, int], Awaitable[None]],
-                       open_client: Callable[[str, str], Any]) -> tuple[list[float], float]:
+                       open_client: Callable[[str, str], Any],
+                       at_release: Callable[[], None] = lambda: None
+                       ) -> tuple[list[float], float]:
     """`clients` concurrent clients (client i on urls[i % len]), each making `calls` calls in a
-    row once all have connected; the latencies and the wall time from the release."""
+    row once all have connected (and made one call each, not timed); the latencies and the wall
+    time from the release. `at_release` is called just before it."""
     latencies: list[float] = []
     connected = 0
     all_connected = trio.Event()
@@ -150,6 +155,7 @@ async def _client_load(urls: list[str], token: str, clients: int, calls: int,
             nursery.start_soon(one, i)
         with trio.fail_after(600):
             await all_connected.wait()
+        at_release()
         started = time.perf_counter()
         go.set()
     return latencies, time.perf_counter() - started
@@ -284,6 +290,32 @@ def _cpu_now() -> float:
     return sum(os.times()[:2])
 
 
+async def _node_load(name: str, urls: list[str], token: str, pids: list[int],
+                     pg_pid: int | None, clients: int, calls: int) -> dict[str, Any]:
+    """The MCP load through these nodes, with the CPU each side used meanwhile: this process
+    (the clients), the nodes with their gateway workers, and PostgreSQL's server processes."""
+    from bench.server import _tree_cpu_of
+
+    def others() -> tuple[float, float]:
+        return (sum(_tree_cpu_of(pid) for pid in pids),
+                _tree_cpu_of(pg_pid) if pg_pid is not None else 0.0)
+
+    before: list[float] = []
+
+    def released() -> None:
+        before.extend((_cpu_now(), *others()))
+
+    latencies, wall = await _client_load(urls, token, clients, calls, _completion, _mcp_client,
+                                         released)
+    nodes_after, pg_after = others()
+    cpu, nodes_cpu, pg_cpu = before
+    return _load_row(name, latencies, wall) | {
+        "client_cpu_s": round(_cpu_now() - cpu, 2),
+        "nodes_cpu_s": round(nodes_after - nodes_cpu, 2),
+        "nodes_cpu_ms_per_call": round(1000 * (nodes_after - nodes_cpu) / len(latencies), 2),
+        "postgres_cpu_s": round(pg_after - pg_cpu, 2)}
+
+
 Measured = tuple[list[dict[str, Any]], dict[str, Any] | None, str | None]
 
 
@@ -296,18 +328,16 @@ async def _measure(clients: int, calls: int, latency: float, jobs: int, checks: 
     research: dict[str, Any] | None = None
     with Simulator.process(latency=latency) as sim, tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        cpu = _cpu_now()
+        released: list[float] = []
         latencies, wall = await _client_load([sim.openai_base], "", clients, calls,
-                                             _raw_completion, _raw_client)
+                                             _raw_completion, _raw_client,
+                                             lambda: released.append(_cpu_now()))
         loads.append(_load_row("raw httpx to the simulator", latencies, wall)
-                     | {"client_cpu_s": round(_cpu_now() - cpu, 2)})
+                     | {"client_cpu_s": round(_cpu_now() - released[0], 2)})
 
-        async with _nodes(1, root / "sqlite", sim, None) as (urls, token):
-            cpu = _cpu_now()
-            latencies, wall = await _client_load(urls, token, clients, calls, _completion,
-                                                 _mcp_client)
-            loads.append(_load_row("1 node, SQLite", latencies, wall)
-                         | {"client_cpu_s": round(_cpu_now() - cpu, 2)})
+        async with _nodes(1, root / "sqlite", sim, None) as (urls, token, pids):
+            loads.append(await _node_load("1 node, SQLite", urls, token, pids, None, clients,
+                                          calls))
 
         bindir = pg.find_bindir()
         if bindir is None:
@@ -315,20 +345,17 @@ async def _measure(clients: int, calls: int, latency: float, jobs: int, checks: 
                                  "the PostgreSQL rows are skipped")
         server = pg.PostgresServer.start(bindir)
         try:
+            assert server.process is not None
+            pg_pid = server.process.pid
             if one_pg_node:
-                async with _nodes(1, root / "pg1", sim, server.new_database()) as (urls, token):
-                    cpu = _cpu_now()
-                    latencies, wall = await _client_load(urls, token, clients, calls,
-                                                         _completion, _mcp_client)
-                    loads.append(_load_row("1 node, PostgreSQL", latencies, wall)
-                                 | {"client_cpu_s": round(_cpu_now() - cpu, 2)})
+                async with _nodes(1, root / "pg1", sim, server.new_database()) as (
+                        urls, token, pids):
+                    loads.append(await _node_load("1 node, PostgreSQL", urls, token, pids,
+                                                  pg_pid, clients, calls))
             database_url = server.new_database()
-            async with _nodes(2, root / "pg2", sim, database_url) as (urls, token):
-                cpu = _cpu_now()
-                latencies, wall = await _client_load(urls, token, clients, calls, _completion,
-                                                     _mcp_client)
-                loads.append(_load_row("2 nodes, one PostgreSQL", latencies, wall)
-                             | {"client_cpu_s": round(_cpu_now() - cpu, 2)})
+            async with _nodes(2, root / "pg2", sim, database_url) as (urls, token, pids):
+                loads.append(await _node_load("2 nodes, one PostgreSQL", urls, token, pids,
+                                              pg_pid, clients, calls))
                 research = await _check_research(urls, token, jobs, checks, database_url,
                                                  cancel_count=5 if clients < 50 else 20)
         finally:
