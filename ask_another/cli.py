@@ -454,6 +454,8 @@ async def _doctor(config: Config) -> int:
     unusable = await trio.to_thread.run_sync(home_problem, config.home)
     if unusable is not None:
         problems.insert(0, unusable)
+    elif config.database_url is not None and config.database_url.problem is not None:
+        pass  # a malformed URL: already a problem above, and the store would only repeat it
     else:
         try:
             # prewarm_after=None: no gateway worker (litellm) starts; the catalog reads the map.
@@ -485,10 +487,38 @@ async def _doctor(config: Config) -> int:
                                 f"({refused}); is the search engine at that address running?")
     if not config.searches:
         print('search: none (set SEARCH_<NAME>="provider;api-key[;api_base]" for web search)')
+    # In an unusable home the tokens file is unusable too: its problem says it once.
+    tokens = _tokens_status(config) if unusable is None or config.tokens_file else ""
+    if tokens.startswith("PROBLEM: "):
+        problems.append(tokens.removeprefix("PROBLEM: "))
+    elif tokens:
+        print(tokens)
     for problem in problems:
         print(f"PROBLEM: {problem}")
     print("configuration OK" if not problems else "configuration has problems (see above)")
     return 0 if not problems else 1
+
+
+def _tokens_status(config: Config) -> str:
+    """The tokens line of `doctor`: who could sign in to `serve --http`, or a `PROBLEM: ` line
+    for a tokens file that `serve --http` would refuse to start with."""
+    from ask_another.server.auth import TokensFile
+
+    path = config.tokens_path
+    try:
+        users = TokensFile(path).users()
+    except AskAnotherError as exc:
+        return f"PROBLEM: {exc}"
+    oauth = f"; OAuth issuer {config.oauth.issuer}" if config.oauth is not None else ""
+    if not users and config.oauth is None and config.tokens_file is not None \
+            and not path.exists():
+        return (f"PROBLEM: ASK_ANOTHER_TOKENS_FILE names {path}, which does not exist; "
+                "`ask-another token add NAME` makes it")
+    if not users:
+        return f"tokens (serve --http): none in {path}{oauth}"
+    admins = sum(u.admin for u in users)
+    return (f"tokens (serve --http): {len(users)} user(s) in {path}, {admins} admin(s)"
+            f"{oauth}")
 
 
 async def _unreachable(api_base: str) -> str | None:

@@ -138,10 +138,16 @@ class DatabaseUrl:
 
     @property
     def password(self) -> str:
-        """The password in the URL, revealed: for scrubbing logs, never for display."""
-        parts = urlsplit(self.url.reveal())
-        query = re.search(r"(?:^|&)password=([^&]*)", parts.query)
-        return (parts.password or "") or (query.group(1) if query else "")
+        """The password in the URL, revealed: for scrubbing logs, never for display. Read the
+        way `redact_url` masks it, without `urlsplit`, which raises on a malformed URL (such as
+        an unclosed `[`) that must still be scrubbed and reported as a problem."""
+        raw = self.url.reveal()
+        query = re.search(r"[?&]password=([^&#]*)", raw)
+        _, sep, rest = raw.partition("://")
+        end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+        userinfo, at, _ = rest[:end].rpartition("@")
+        user_password = userinfo.split(":", 1)[1] if sep and at and ":" in userinfo else ""
+        return user_password or (query.group(1) if query else "")
 
 
 def redact_url(url: str) -> str:
@@ -244,6 +250,9 @@ class Config:
         max_jobs = _parse_limit(env, "ASK_ANOTHER_MAX_JOBS_PER_USER", DEFAULT_MAX_JOBS_PER_USER,
                                 problems)
         database_url = _parse_database_url(env, problems)
+        # Parsed before `problems` is frozen into the Config below: theirs must be in it.
+        oauth = _parse_oauth(env, problems)
+        public_url = _parse_url(env, "ASK_ANOTHER_PUBLIC_URL", problems)
         return cls(
             models=tuple(models),
             problems=tuple(problems),
@@ -267,8 +276,8 @@ class Config:
             budget_day_usd=budget_day,
             budget_month_usd=budget_month,
             tokens_file=Path(tokens_raw).expanduser() if tokens_raw else None,
-            oauth=_parse_oauth(env, problems),
-            public_url=_parse_url(env, "ASK_ANOTHER_PUBLIC_URL", problems),
+            oauth=oauth,
+            public_url=public_url,
             shutdown_seconds=shutdown_seconds,
             rate_per_minute=rate_per_minute,
             max_jobs_per_user=max_jobs,
@@ -395,6 +404,12 @@ def _parse_model(variable: str, value: str, problems: list[ConfigProblem]) -> Mo
         return None
     if not value.strip():
         bad("is blank")
+        return None
+    if value.strip()[0] in "\"'":
+        # `docker run --env-file` keeps a line's quotes in the value (systemd and shells strip
+        # them): the model would be '"openai/gpt-4o' and every call would fail.
+        bad("starts with a quote, which is part of the value: write it without quotes "
+            "(docker run --env-file keeps them)")
         return None
     fields = value.split(";")
     if len(fields) == 1:

@@ -117,6 +117,34 @@ def test_doctor_prints_each_problem_once_and_names_a_refused_url(tmp_path: Path)
     assert done.stderr == ""
 
 
+def test_doctor_reports_a_malformed_database_url_once_without_a_traceback(tmp_path: Path):
+    # An unclosed `[` made urlsplit raise while the password was read for scrubbing: a
+    # traceback; other malformed URLs were a PROBLEM twice (the config's and the store's).
+    for url in ("postgresql://team:s3cret-PW@[db/ask", "mysql://team:s3cret-PW@db/ask"):
+        done = run(["doctor"], {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_GPT4": "openai/gpt-4o;k",
+                                "ASK_ANOTHER_DATABASE_URL": url})
+        assert done.returncode == 1, done
+        problems = [line for line in done.stdout.splitlines() if line.startswith("PROBLEM")]
+        assert len(problems) == 1 and "ASK_ANOTHER_DATABASE_URL" in problems[0], done.stdout
+        assert "Traceback" not in done.stderr and "s3cret-PW" not in done.stdout + done.stderr
+
+
+def test_doctor_checks_the_tokens_file_serve_http_would_read(tmp_path: Path):
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_GPT4": "openai/gpt-4o;k"}
+    assert run(["token", "add", "alice"], env).returncode == 0
+    done = run(["doctor"], env)
+    assert done.returncode == 0, done
+    assert f"tokens (serve --http): 1 user(s) in {tmp_path / 'tokens.json'}" in done.stdout
+    # A file serve --http refuses to start with said "configuration OK".
+    (tmp_path / "tokens.json").write_text("{not json")
+    done = run(["doctor"], env)
+    assert done.returncode == 1, done
+    assert f"PROBLEM: {tmp_path / 'tokens.json'} is not an ask-another tokens file" in done.stdout
+    missing = tmp_path / "team" / "tokens.json"
+    done = run(["doctor"], {**env, "ASK_ANOTHER_TOKENS_FILE": str(missing)})
+    assert f"PROBLEM: ASK_ANOTHER_TOKENS_FILE names {missing}, which does not exist" in done.stdout
+
+
 def test_ask_speaks_to_a_person_of_commands_not_tools(tmp_path: Path):
     base = f"http://127.0.0.1:{closed_port()}/v1"
     env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{base}"}

@@ -194,3 +194,31 @@ def test_a_bad_pool_size_is_a_problem_and_the_default_is_used():
                               "ASK_ANOTHER_DATABASE_POOL_SIZE": "many"})
     assert [p.variable for p in config.problems] == ["ASK_ANOTHER_DATABASE_POOL_SIZE"]
     assert config.database_url is not None and config.database_url.pool_size == 10
+
+
+def test_an_unparseable_database_url_still_gives_its_password_for_scrubbing():
+    # urlsplit raises "Invalid IPv6 URL" on the unclosed bracket: reading the password raised
+    # it too, a traceback at every start (doctor, serve) instead of the problem line.
+    config = Config.from_env({"ASK_ANOTHER_DATABASE_URL": "postgresql://team:s3cret-PW@[db/ask"})
+    (problem,) = config.problems
+    assert "is not a valid URL" in problem.message and "s3cret-PW" not in str(problem)
+    assert config.database_url is not None and config.database_url.password == "s3cret-PW"
+
+
+def test_oauth_and_public_url_problems_are_reported():
+    # They were parsed after the problems were frozen into the Config: silently ignored.
+    config = Config.from_env({"ASK_ANOTHER_PUBLIC_URL": "ask.example.com",
+                              "ASK_ANOTHER_OAUTH_ISSUER": "login.example.com"})
+    assert {p.variable for p in config.problems} == {"ASK_ANOTHER_PUBLIC_URL",
+                                                     "ASK_ANOTHER_OAUTH_ISSUER"}
+    assert config.public_url is None and config.oauth is None
+
+
+def test_a_quoted_model_variable_is_a_problem_not_a_model_named_with_a_quote():
+    # What `docker run --env-file` passes for the line MODEL_GPT4="openai/gpt-4o;sk-...".
+    config = Config.from_env({"MODEL_GPT4": '"openai/gpt-4o;sk-s3cret"',
+                              "MODEL_SIM": "openai/m1;k"})
+    assert [m.shorthand for m in config.models] == ["sim"]
+    (problem,) = config.problems
+    assert problem.variable == "MODEL_GPT4" and "without quotes" in problem.message
+    assert "s3cret" not in str(problem)
