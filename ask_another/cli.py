@@ -42,7 +42,7 @@ configuration (environment variables, read once at start):
   MODEL_<NAME>="provider/model;api-key[;api_base]"
                     one allowed model; <NAME> in lower case is its shorthand
                     (MODEL_GPT4="openai/gpt-4o;sk-..." is "gpt4"); the server calls nothing else
-  ASK_ANOTHER_HOME  where the SQLite store lives (default: the user state directory)
+  ASK_ANOTHER_HOME  the SQLite store and tokens.json (default: the user state directory)
   ASK_ANOTHER_TIMEOUT               completion timeout in seconds (60)
   ASK_ANOTHER_POLL_SECONDS          research pacing: first Gemini poll wait, retry unit (5)
   ASK_ANOTHER_RESEARCH_DEADLINE     seconds a Gemini research job may run (3600)
@@ -63,9 +63,19 @@ configuration (environment variables, read once at start):
   ASK_ANOTHER_TOKENS_FILE           serve --http: the tokens file (default tokens.json in
                                     the home); `ask-another token add NAME` fills it
   ASK_ANOTHER_SHUTDOWN_SECONDS      serve --http: seconds calls may finish after SIGTERM (20)
+  ASK_ANOTHER_PUBLIC_URL            serve --http: the MCP URL as clients reach it, behind a
+                                    proxy (https://ask.example.com/mcp)
+  ASK_ANOTHER_OAUTH_ISSUER          serve --http: accept JWTs of this OAuth issuer too (also
+                                    _AUDIENCE, _JWKS_URL, _USER_CLAIM, _ADMIN_SCOPE)
+  ASK_ANOTHER_RATE_PER_MINUTE       serve --http: tool calls per user a minute (120; 0: off)
+  ASK_ANOTHER_MAX_JOBS_PER_USER     serve --http: unfinished research jobs per user (10; 0: off)
+  ASK_ANOTHER_DATABASE_URL          postgresql://user:password@host:port/database: the store
+                                    on PostgreSQL (several nodes) instead of the SQLite file
+  ASK_ANOTHER_DATABASE_POOL_SIZE    connections per pool to that database (10)
+  ASK_ANOTHER_LEASE_SECONDS         how soon another node takes over a dead node's jobs (15)
 
 an MCP client runs `ask-another` with no command (stdio). Try it without keys: `ask-another demo`.
-Full documentation: README.md and docs/ in the source tree."""
+Full documentation: README.md and docs/ in the source tree (a team service: docs/deploy.md)."""
 
 # Said to a person at a terminal instead of to an MCP client.
 CLI_POINTER = ('If this seems like a bug, record it with `ask-another feedback "what happened"` '

@@ -174,7 +174,11 @@ def test_help_carries_the_reference_a_wheel_has_no_docs_for():
     done = run(["--help"], {})
     assert done.returncode == 0
     for variable in ("MODEL_<NAME>", "ASK_ANOTHER_HOME", "ASK_ANOTHER_LOG_LEVEL",
-                     "ASK_ANOTHER_RESEARCH_DEADLINE", "ask-another demo"):
+                     "ASK_ANOTHER_RESEARCH_DEADLINE", "ask-another demo",
+                     # a team service's settings too (they were missing)
+                     "ASK_ANOTHER_DATABASE_URL", "ASK_ANOTHER_PUBLIC_URL",
+                     "ASK_ANOTHER_OAUTH_ISSUER", "ASK_ANOTHER_RATE_PER_MINUTE",
+                     "ASK_ANOTHER_MAX_JOBS_PER_USER", "ASK_ANOTHER_LEASE_SECONDS"):
         assert variable in done.stdout
     assert "See docs/server.md" not in done.stdout
 
