@@ -162,6 +162,30 @@ class _ScrubbingFormatter(structlog.stdlib.ProcessorFormatter):
         return scrub(super().format(record))
 
 
+def _anticipated(exc: BaseException | None) -> bool:
+    """Whether `exc` is, or was caused by, one of our own errors (`AskAnotherError`): a failure
+    with a one-line reason for a person, such as a refused database login, not a bug."""
+    from ask_another.errors import AskAnotherError  # errors.py imports nothing of ours
+
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, AskAnotherError):
+            return True
+        exc, seen = exc.__cause__, seen + 1
+    return False
+
+
+def _traceback_only_for_bugs(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Drop the traceback of an event about an anticipated error (a crash report of the actor
+    whose start it failed, say): its `error` field already says why, and an administrator's log
+    should not show three tracebacks for a wrong password. At DEBUG they stay."""
+    exc = event.get("exc_info")
+    if isinstance(exc, BaseException) and _anticipated(exc) \
+            and logging.getLogger().level > logging.DEBUG:
+        del event["exc_info"]
+    return event
+
+
 def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None:
     """Send structlog events and stdlib records to `stream` (default stderr) as one scrubbed format.
 
@@ -184,6 +208,7 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
         foreign_pre_chain=shared,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            _traceback_only_for_bugs,
             structlog.processors.format_exc_info,
             structlog.dev.ConsoleRenderer(colors=False),
         ],

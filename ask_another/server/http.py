@@ -191,7 +191,8 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
     """Serve MCP over Streamable HTTP on `host:port` until SIGTERM or SIGINT (run under trio).
 
     Raises `ConfigError` before serving anything when it cannot start (no tokens, `--no-auth`
-    off loopback, the port taken)."""
+    off loopback, the port taken), and the runtime's own error when it cannot open (an unusable
+    home, a database that cannot be opened or reached)."""
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port must be 0-65535, got {port}")
     if no_auth and not is_loopback(host):
@@ -213,13 +214,19 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         raise
     # The lifespan is opened here, not by the SDK's app, so /health can say whether it works.
     async with open_lifespan(config) as opened:
+        if isinstance(opened, Unavailable):
+            # Unlike stdio (whose client shows the reason), a service that cannot start exits
+            # with it: serving 503 from a runtime that never opens would outlive the cause (a
+            # database not up yet), while a service manager restarts an exited node.
+            sock.close()
+            raise opened.error
         server = build_server(config, auth=auth.settings, token_verifier=auth.verifier,
                               opened=opened)
 
         @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
         async def health(_: Request) -> Response:
-            # No token needed (a load balancer's check). 503 with the reason when the runtime
-            # could not start or the store does not answer: a load balancer then sends no
+            # No token needed (a load balancer's check). 503 with the reason when the store
+            # does not answer (PostgreSQL down since the start): a load balancer then sends no
             # calls here that would only fail.
             problem = await health_problem(opened)
             if problem is None:

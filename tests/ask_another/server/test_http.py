@@ -18,6 +18,7 @@ import pytest
 from http_server import http_client_for, http_server, run_cli
 from loopback_pages import Page, PageServer
 from mcp.types import ElicitResult
+from postgres_server import PostgresServer
 from tool_results import call, text_of
 
 from ask_another.config import Config
@@ -226,20 +227,32 @@ async def test_no_auth_on_loopback_serves_without_a_token(sim: Simulator, tmp_pa
             assert not error and "answer to: no token" in text
 
 
-async def test_health_is_503_with_the_reason_when_the_store_cannot_open(sim: Simulator,
-                                                                         tmp_path: Path):
+def test_serve_http_whose_runtime_cannot_open_exits_with_one_line(sim: Simulator,
+                                                                   tmp_path: Path):
+    # It served 503 forever instead, even once the cause was gone (a database not up yet), and
+    # a service manager never restarted it: the process had not exited.
     home = tmp_path / "home"
     env = server_env(sim, home)
     database = Config.from_env(env).database_path
     database.parent.mkdir(parents=True)
     database.write_bytes(b"this is not a database, just some bytes" * 100)
-    async with http_server(env, tmp_path / "server.log", "--no-auth") as server:
-        async with httpx.AsyncClient() as http:
-            health = await http.get(server.base + "/health")
-        # Still serving: a tool call says the same reason.
-        async with http_client_for(server.url) as client:
-            error, text = await call(client, "list_models")
-    assert health.status_code == 503, health.text
-    assert health.json()["status"] == "unavailable"
-    assert f"cannot open the database {database}" in health.json()["error"]
-    assert error and f"cannot open the database {database}" in text
+    done = run_cli(env, "serve", "--http", "--port", "0", "--no-auth")
+    assert done.returncode == 1, done
+    assert done.stderr.splitlines()[-1].startswith(f"cannot open the database {database}")
+    assert "http.listening" not in done.stderr
+    assert "Traceback" not in done.stderr  # the crash reports name the error without one
+
+
+def test_serve_http_on_a_postgresql_it_cannot_use_exits_without_showing_the_password(
+        sim: Simulator, tmp_path: Path, postgres_server: PostgresServer):
+    # A refused login or a missing database is one line naming the server (password masked);
+    # a node never falls back to a private SQLite file.
+    url = f"postgresql://postgres:s3cret-PW@127.0.0.1:{postgres_server.port}/no_such_database"
+    env = server_env(sim, tmp_path / "home", ASK_ANOTHER_DATABASE_URL=url)
+    done = run_cli(env, "serve", "--http", "--port", "0", "--no-auth")
+    assert done.returncode == 1, done
+    shown = f"postgresql://postgres:****@127.0.0.1:{postgres_server.port}/no_such_database"
+    assert done.stderr.splitlines()[-1].startswith(f"cannot connect to the database {shown}: ")
+    assert 'database "no_such_database" does not exist' in done.stderr
+    assert "s3cret-PW" not in done.stderr + done.stdout and "Traceback" not in done.stderr
+    assert not (tmp_path / "home" / "ask-another.sqlite3").exists()
