@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -18,9 +18,12 @@ from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError
 from ask_another.gateway import Gateway, GetGateway
 from ask_another.store import Database, GetDatabase
-from supervisors import Registry
+from supervisors import ActorExited, CallTimeout, Registry
 
-__all__ = ["Services"]
+__all__ = ["RESTART_WAIT", "Services"]
+
+RESTART_WAIT: Final = 10.0
+"""How long a caller waits for the store or the gateway while its supervisor restarts it."""
 
 
 @dataclass
@@ -36,13 +39,13 @@ class Services:
     async def gateway(self) -> Gateway:
         """The gateway handle (from the `gateway` actor; refreshed after a restart)."""
         if self._gateway is None or self._gateway.closed:
-            self._gateway = await self._child("gateway").call(GetGateway())
+            self._gateway = await self._ask("gateway", GetGateway())
         return self._gateway
 
     async def database(self) -> Database:
         """The database handle (from the `store` actor; refreshed after a restart)."""
         if self._database is None or self._database.closed:
-            self._database = await self._child("store").call(GetDatabase())
+            self._database = await self._ask("store", GetDatabase())
         return self._database
 
     async def prices(self) -> Mapping[str, Mapping[str, Any]]:
@@ -60,8 +63,11 @@ class Services:
         `MODEL_*` `variable` a stored record was made with, that entry (`Config.stored_entry`)."""
         return self.config.stored_entry(model_id, variable)
 
-    def _child(self, name: str) -> Any:
-        ref = self.registry.whereis(name)
-        if ref is None:
-            raise AskAnotherError(f"the {name} is restarting; try again in a moment")
-        return ref
+    async def _ask(self, name: str, msg: Any) -> Any:
+        """Call the child registered as `name`; while its supervisor restarts it, the call waits
+        (up to `RESTART_WAIT`) for the new one."""
+        try:
+            return await self.registry.call(name, msg, timeout=RESTART_WAIT)
+        except (CallTimeout, ActorExited):
+            raise AskAnotherError(f"the {name} did not come back within {RESTART_WAIT:g} s of a "
+                                  "restart; try again, and see the server's log") from None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+import trio
+import trio.testing
 
 from ask_another.config import Config
 from ask_another.errors import InvalidArgument, ModelNotAllowed
@@ -37,6 +39,25 @@ async def test_a_restarted_gateway_and_store_are_picked_up(
         assert await runtime.gateway() is not first
         record = await runtime.add_feedback("after a restart")
         assert record.id == 1
+
+
+async def test_a_caller_waits_for_a_restarting_store_instead_of_failing(
+    make_config: Callable[..., Config],
+):
+    async with open_runtime(make_config(), prewarm_after=None) as runtime:
+        old = await runtime.database()
+        await runtime.supervisor.terminate_child("store")
+        handles = []
+
+        async def ask() -> None:
+            handles.append(await runtime.database())
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask)
+            await trio.testing.wait_all_tasks_blocked()
+            assert handles == []  # waiting for the store, not failed
+            await runtime.supervisor.restart_child("store")
+        assert old.closed and handles[0] is not old and not handles[0].closed
 
 
 async def test_complete_checks_its_arguments(make_config: Callable[..., Config], sim: Simulator):
