@@ -283,15 +283,27 @@ def _discover_jwks(issuer: str) -> str:
     import httpx
 
     base = issuer.rstrip("/")
+    tried = []  # what each place said: an unreachable issuer is not one without a jwks_uri
     for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
         try:
             response = httpx.get(base + path, timeout=10)
-            uri = response.json().get("jwks_uri") if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+            if response.status_code != 200:
+                tried.append(f"{path}: HTTP {response.status_code}")
+                continue
+            body = response.json()
+        except httpx.HTTPError as exc:
+            tried.append(f"{path}: cannot connect ({exc or type(exc).__name__})")
             continue
+        except ValueError:
+            tried.append(f"{path}: not JSON")
+            continue
+        uri = body.get("jwks_uri") if isinstance(body, dict) else None
         if isinstance(uri, str) and uri:
             return uri
-    raise ConfigError(f"the issuer {issuer} publishes no jwks_uri; set ASK_ANOTHER_OAUTH_JWKS_URL")
+        tried.append(f"{path}: no jwks_uri")
+    raise ConfigError(f"cannot find the signing keys (JWKS) of the issuer {issuer} "
+                      f"({'; '.join(tried)}); check ASK_ANOTHER_OAUTH_ISSUER, or set "
+                      "ASK_ANOTHER_OAUTH_JWKS_URL")
 
 
 class AnyOfVerifiers(TokenVerifier):

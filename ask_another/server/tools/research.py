@@ -184,8 +184,8 @@ def background_text(record: JobRecord, waited: float) -> str:
     return (f"Research job {record.id} ({record.model}) is still {record.status.replace('_', ' ')}"
             f" after {waited:.0f} s (current step: {record.step or 'starting'}). It continues in "
             f"the background, whatever happens to this session: to get the report later, call "
-            f"check_research with job_id='{record.id}' (from this or any other session on this "
-            "machine; it shows the current step until the report is ready), or cancel_research "
+            f"check_research with job_id='{record.id}' (from this session or any other; "
+            "it shows the current step until the report is ready), or cancel_research "
             "to stop it. Research usually takes several minutes: check back in a minute or two "
             "rather than waiting in one long call.")
 

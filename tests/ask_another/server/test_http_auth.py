@@ -31,6 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from tool_results import call
 
 from ask_another.config import OAuthSettings
+from ask_another.errors import ConfigError
 from ask_another.server.auth import (
     ADMIN_SCOPE,
     JwtVerifier,
@@ -209,3 +210,25 @@ async def test_oauth_finds_the_jwks_in_the_issuers_metadata(nursery: Any):
     found = await verifier.verify_token(issuer.token("https://ask.example/mcp", issuer=own))
     assert found is not None and found.client_id == "carol"
     assert await verifier.verify_token(issuer.token("https://ask.example/mcp")) is None
+
+
+async def test_an_issuer_without_keys_is_told_from_one_that_cannot_be_reached(nursery: Any):
+    # Both were "publishes no jwks_uri": an issuer URL with a typo sent the admin looking for a
+    # setting instead of at the URL.
+    from ask_another.server.auth import _discover_jwks
+
+    pages = await PageServer().start(nursery)
+    pages.add("/.well-known/openid-configuration", Page(b'{"issuer": "x"}',
+                                                         content_type="application/json"))
+    with pytest.raises(ConfigError) as keyless:
+        await trio.to_thread.run_sync(_discover_jwks, pages.url(""))
+    assert "/.well-known/oauth-authorization-server: HTTP 404" in str(keyless.value)
+    assert "/.well-known/openid-configuration: no jwks_uri" in str(keyless.value)
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with pytest.raises(ConfigError) as unreachable:
+        await trio.to_thread.run_sync(_discover_jwks, closed)
+    assert f"cannot find the signing keys (JWKS) of the issuer {closed}" in str(unreachable.value)
+    assert "/.well-known/openid-configuration: cannot connect" in str(unreachable.value)
