@@ -108,9 +108,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", action="store_true",
                        help="serve Streamable HTTP at http://HOST:PORT/mcp (bearer tokens: see "
                             "`ask-another token`); SIGTERM stops it gracefully")
-    serve.add_argument("--host", default="127.0.0.1", help="--http: address to listen on "
+    # Defaults applied in main(): None tells an option given without --http.
+    serve.add_argument("--host", default=None, help="--http: address to listen on "
                        "(default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="--http: port (default 8765; 0 "
+    serve.add_argument("--port", type=int, default=None, help="--http: port (default 8765; 0 "
                        "picks a free one, named in the log)")
     serve.add_argument("--no-auth", action="store_true", help="--http: no tokens (allowed "
                        "only on a loopback host)")
@@ -166,17 +167,26 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     config = Config.from_env()
     command = args.command or "serve"
     http = command == "serve" and getattr(args, "http", False)
+    if command == "serve" and not http:
+        given = [option for option, name in (("--host", "host"), ("--port", "port"),
+                                             ("--no-auth", "no_auth"))
+                 if getattr(args, name, None) not in (None, False)]  # absent: no `serve` word
+        if given:  # it would serve stdio and ignore them: not what anyone typing them wants
+            parser.error(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for "
+                         "--http only (without --http, serve speaks MCP on stdio): add --http")
     by_hand = command == "serve" and not http and sys.stdin.isatty()
     configure_logging(_log_level(config, command, by_hand))
     try:
         if http:
             from ask_another.server.http import serve_http
 
-            trio.run(partial(serve_http, config, args.host, args.port, no_auth=args.no_auth))
+            trio.run(partial(serve_http, config, args.host or "127.0.0.1",
+                             8765 if args.port is None else args.port, no_auth=args.no_auth))
             return 0
         if command == "token":
             return _token(config, args)

@@ -191,6 +191,9 @@ class TokensFileVerifier(TokenVerifier):
         except FileNotFoundError:
             self._seen, self._users = None, []
             return
+        except OSError as exc:  # a home that is a file, a directory we may not enter
+            raise ConfigError(f"the tokens file {self.file.path} cannot be read: "
+                              f"{exc.strerror or exc}") from None
         seen = (st.st_mtime_ns, st.st_size, st.st_ino)
         if seen != self._seen:
             self._users = self.file.users()

@@ -159,6 +159,23 @@ async def test_http_elicitation_asks_the_client_in_both_eras(sim: Simulator, tmp
             assert any("(call-a)" in p and "completed" in p for p in progress), progress
 
 
+def test_serve_options_without_http_are_refused_not_ignored(tmp_path: Path):
+    # `serve --port 8765` served stdio and ignored the port.
+    done = run_cli({"ASK_ANOTHER_HOME": str(tmp_path)}, "serve", "--port", "8765")
+    assert done.returncode == 2
+    assert "--port is for --http only" in done.stderr and "add --http" in done.stderr
+
+
+def test_a_home_that_is_a_file_is_one_line_at_serve_http(tmp_path: Path):
+    # The tokens file under it was stat'ed unguarded: NotADirectoryError, a traceback.
+    home = tmp_path / "a-file"
+    home.write_text("not a directory")
+    done = run_cli({"ASK_ANOTHER_HOME": str(home)}, "serve", "--http", "--port", "0")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"the tokens file {home / 'tokens.json'} cannot be read: ")
+    assert "Traceback" not in done.stderr
+
+
 async def test_token_commands_and_refusals_are_one_line(tmp_path: Path):
     home = tmp_path / "home"
     env = {"ASK_ANOTHER_HOME": str(home)}
