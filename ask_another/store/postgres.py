@@ -273,6 +273,12 @@ async def connect_postgres(url: DatabaseUrl, migrations: Sequence[Migration]
     except psycopg.OperationalError as exc:
         raise StoreError(f"cannot connect to the database {url.shown}: "
                          f"{_one_line(_scrub(str(exc), url))}") from None
+    except psycopg.errors.InsufficientPrivilege as exc:
+        # Since PostgreSQL 15 only the database's owner may create tables in `public`.
+        raise StoreError(f"cannot open the database {url.shown}: "
+                         f"{_one_line(_scrub(str(exc), url))}; its user must own the database "
+                         "(ALTER DATABASE ... OWNER TO ...) or be granted CREATE on schema "
+                         "public") from None
     except psycopg.Error as exc:
         raise StoreError(f"cannot open the database {url.shown}: "
                          f"{_one_line(_scrub(str(exc), url))}") from None

@@ -114,6 +114,22 @@ async def test_a_postgres_database_from_a_newer_version_is_refused_clearly(postg
             pass
 
 
+async def test_a_user_who_may_not_create_tables_is_told_how_to_fix_it(postgres_url: str):
+    # PostgreSQL 15 lets only the database's owner create tables in `public`: a database made
+    # by another role was "permission denied for schema public" with no way forward.
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("DROP ROLE IF EXISTS walker")
+        admin.execute("CREATE ROLE walker LOGIN")
+    url = postgres_url.replace("postgresql://postgres@", "postgresql://walker@")
+    with pytest.raises(StoreError) as caught:
+        async with open_database(database_url(url)):
+            pass
+    message = str(caught.value)
+    assert "permission denied for schema public" in message
+    assert message.endswith("its user must own the database (ALTER DATABASE ... OWNER TO ...) "
+                            "or be granted CREATE on schema public")
+
+
 async def test_an_unreachable_server_is_one_clear_line_without_the_password():
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
