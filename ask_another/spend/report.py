@@ -1,4 +1,5 @@
-"""The usage report: totals for a period, by day, model and tool (the `usage` tool and command).
+"""The usage report: totals for a period, by day, model and tool, and for an admin of a service
+by user (the `usage` tool and command).
 
 Periods (UTC): ``today``, ``month`` (this calendar month), ``Nd`` (the last N days, today
 included, e.g. ``7d``), ``all``. Every figure says when prices were unknown (`Spent.describe`).
@@ -13,7 +14,7 @@ from datetime import UTC, datetime
 from ask_another.errors import InvalidArgument
 from ask_another.services import Services
 from ask_another.spend.budget import ceilings, period_start
-from ask_another.store.usage import Spent, Totals, spent_since, usage_totals
+from ask_another.store.usage import LOCAL_NAME, Spent, Totals, spent_since, usage_totals
 from ask_another.users import LOCAL_USER, User
 
 __all__ = ["PERIODS", "period_bounds", "usage_report"]
@@ -63,6 +64,8 @@ async def usage_report(services: Services, period: str = "month", user: User = L
                  f"provider call{'s' if totals.total.calls != 1 else ''}",
                  *_table("day", totals.by_day), *_table("model", totals.by_model),
                  *_table("tool", totals.by_tool)]
+        if set(totals.by_user) - {LOCAL_NAME}:  # a service's admin: who spent it
+            lines += _table("user", totals.by_user)
     for ceiling in ceilings(services):
         start, resets = period_start(ceiling.period, now)
         spent = await spent_since(db, start, user.name)

@@ -14,7 +14,7 @@ not recorded.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from ask_another.costs import cost_text
@@ -22,7 +22,8 @@ from ask_another.store.db import Database, Row
 from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
 
-__all__ = ["Kind", "Spent", "Totals", "UsageRow", "record_usage", "spent_since", "usage_totals"]
+__all__ = ["LOCAL_NAME", "Kind", "Spent", "Totals", "UsageRow", "record_usage", "spent_since",
+           "usage_totals"]
 
 Kind = Literal["completion", "consensus", "synthesis", "research", "search"]
 
@@ -65,6 +66,8 @@ class Totals:
     by_day: dict[str, Spent]  # "YYYY-MM-DD" (UTC)
     by_model: dict[str, Spent]
     by_tool: dict[str, Spent]
+    # Only for an admin, who sees everyone's rows: by user name, LOCAL_NAME for the local user.
+    by_user: dict[str, Spent] = field(default_factory=dict)
 
 
 async def record_usage(db: Database, row: UsageRow) -> int:
@@ -100,6 +103,9 @@ async def spent_since(db: Database, since: float, user_id: str | None = None) ->
     return _spent(row) if row is not None else Spent()
 
 
+LOCAL_NAME = "(local)"  # the local user's rows (user_id NULL), in `Totals.by_user`
+
+
 async def usage_totals(db: Database, since: float, until: float, user: User = LOCAL_USER
                        ) -> Totals:
     """Totals of the rows `user` may see (an admin: everyone's) for `since <= at < until`,
@@ -117,4 +123,6 @@ async def usage_totals(db: Database, since: float, until: float, user: User = LO
     return Totals(since=since, until=until, total=_spent(total) if total else Spent(),
                   by_day=await grouped(_UTC_DAY[db.dialect]),
                   by_model=await grouped("model"),
-                  by_tool=await grouped("COALESCE(tool, kind)"))
+                  by_tool=await grouped("COALESCE(tool, kind)"),
+                  by_user=await grouped(f"COALESCE(user_id, '{LOCAL_NAME}')") if user.admin
+                  else {})

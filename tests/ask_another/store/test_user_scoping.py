@@ -155,6 +155,11 @@ async def test_usage_totals_and_spend_are_per_user(
         assert alice.total.known_usd == 1.0 and list(alice.by_model) == ["a"]
         assert (await usage_totals(db, 0, 100, ADMIN)).total.known_usd == 7.0
         assert (await usage_totals(db, 0, 100)).total.known_usd == 7.0  # the local admin
+        # An admin's report says who spent it (it had no per-user breakdown); a user's has none.
+        by_user = (await usage_totals(db, 0, 100, ADMIN)).by_user
+        assert {k: v.known_usd for k, v in by_user.items()} == {
+            "(local)": 4.0, "alice": 1.0, "bob": 2.0}
+        assert alice.by_user == {}
         # What a ceiling counts: the user's own spend, admin or not.
         assert (await spent_since(db, 0, "alice")).known_usd == 1.0
         assert (await spent_since(db, 0, "bob")).known_usd == 2.0
