@@ -507,6 +507,15 @@ async def _doctor(config: Config) -> int:
                                 f"({refused}); is the search engine at that address running?")
     if not config.searches:
         print('search: none (set SEARCH_<NAME>="provider;api-key[;api_base]" for web search)')
+    if config.oauth is not None:
+        from ask_another.server.auth import check_jwks
+
+        try:
+            keys = await trio.to_thread.run_sync(check_jwks, config.oauth)
+        except AskAnotherError as exc:
+            problems.append(f"ASK_ANOTHER_OAUTH_ISSUER: {exc}")
+        else:
+            print(f"oauth (serve --http): issuer {config.oauth.issuer}, {keys}")
     # In an unusable home the tokens file is unusable too: its problem says it once.
     tokens = _tokens_status(config) if unusable is None or config.tokens_file else ""
     if tokens.startswith("PROBLEM: "):
@@ -529,7 +538,7 @@ def _tokens_status(config: Config) -> str:
         users = TokensFile(path).users()
     except AskAnotherError as exc:
         return f"PROBLEM: {exc}"
-    oauth = f"; OAuth issuer {config.oauth.issuer}" if config.oauth is not None else ""
+    oauth = "; OAuth tokens too" if config.oauth is not None else ""
     if not users and config.oauth is None and config.tokens_file is not None \
             and not path.exists():
         return (f"PROBLEM: ASK_ANOTHER_TOKENS_FILE names {path}, which does not exist; "

@@ -50,6 +50,8 @@ __all__ = [
     "TokensFile",
     "TokensFileVerifier",
     "auth_settings",
+    "check_jwks",
+    "discover_jwks",
 ]
 
 log = get_logger("ask_another.server.auth")
@@ -239,7 +241,7 @@ class JwtVerifier(TokenVerifier):
             if self._jwks is None:
                 url = self.settings.jwks_url
                 if url is None:
-                    url = await trio.to_thread.run_sync(_discover_jwks, self.settings.issuer)
+                    url = await trio.to_thread.run_sync(discover_jwks, self.settings.issuer)
                 # Keys cached for an hour; an unknown `kid` makes PyJWKClient fetch again.
                 self._jwks = self._jwt.PyJWKClient(url, cache_keys=True, lifespan=3600,
                                                    timeout=10)
@@ -280,7 +282,26 @@ def _scopes(claims: dict[str, Any]) -> set[str]:
     return found
 
 
-def _discover_jwks(issuer: str) -> str:
+def check_jwks(settings: OAuthSettings) -> str:
+    """What `doctor` says of the issuer: where its keys are and how many, fetched now. Raises
+    `ConfigError` with the reason when they cannot be found or fetched. Blocking: a thread."""
+    import httpx
+
+    url = settings.jwks_url or discover_jwks(settings.issuer)
+    try:
+        response = httpx.get(url, timeout=10)
+        keys = response.json().get("keys") if response.status_code == 200 else None
+    except httpx.HTTPError as exc:
+        raise ConfigError(f"cannot fetch the issuer's keys from {url}: {exc}") from None
+    except (ValueError, AttributeError):
+        keys = None
+    if not isinstance(keys, list) or not keys:
+        raise ConfigError(f"{url} is not a JWKS with keys (HTTP {response.status_code}); "
+                          "check ASK_ANOTHER_OAUTH_JWKS_URL")
+    return f"{len(keys)} key(s) at {url}"
+
+
+def discover_jwks(issuer: str) -> str:
     """The issuer's `jwks_uri`, from its RFC 8414 metadata (or OpenID Connect discovery).
     Blocking: run in a thread."""
     import httpx

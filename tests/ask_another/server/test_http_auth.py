@@ -215,13 +215,13 @@ async def test_oauth_finds_the_jwks_in_the_issuers_metadata(nursery: Any):
 async def test_an_issuer_without_keys_is_told_from_one_that_cannot_be_reached(nursery: Any):
     # Both were "publishes no jwks_uri": an issuer URL with a typo sent the admin looking for a
     # setting instead of at the URL.
-    from ask_another.server.auth import _discover_jwks
+    from ask_another.server.auth import discover_jwks
 
     pages = await PageServer().start(nursery)
     pages.add("/.well-known/openid-configuration", Page(b'{"issuer": "x"}',
                                                          content_type="application/json"))
     with pytest.raises(ConfigError) as keyless:
-        await trio.to_thread.run_sync(_discover_jwks, pages.url(""))
+        await trio.to_thread.run_sync(discover_jwks, pages.url(""))
     assert "/.well-known/oauth-authorization-server: HTTP 404" in str(keyless.value)
     assert "/.well-known/openid-configuration: no jwks_uri" in str(keyless.value)
 
@@ -229,6 +229,24 @@ async def test_an_issuer_without_keys_is_told_from_one_that_cannot_be_reached(nu
         sock.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
     with pytest.raises(ConfigError) as unreachable:
-        await trio.to_thread.run_sync(_discover_jwks, closed)
+        await trio.to_thread.run_sync(discover_jwks, closed)
     assert f"cannot find the signing keys (JWKS) of the issuer {closed}" in str(unreachable.value)
     assert "/.well-known/openid-configuration: cannot connect" in str(unreachable.value)
+
+
+async def test_doctor_s_check_of_the_issuer_finds_its_keys_or_says_why(nursery: Any):
+    # doctor said nothing of the issuer: a wrong one showed only at the first refused token.
+    from ask_another.server.auth import check_jwks
+
+    pages = await PageServer().start(nursery)
+    issuer = Issuer()
+    jwks_url = pages.add("/keys", Page(issuer.jwks, content_type="application/json"))
+    own = pages.url("")
+    pages.add("/.well-known/openid-configuration", Page(
+        json.dumps({"issuer": own, "jwks_uri": jwks_url}).encode(),
+        content_type="application/json"))
+    found = await trio.to_thread.run_sync(check_jwks, OAuthSettings(own))
+    assert found == f"1 key(s) at {jwks_url}"
+    not_keys = pages.add("/not-keys", Page(b'{"hello": 1}', content_type="application/json"))
+    with pytest.raises(ConfigError, match=f"{not_keys} is not a JWKS with keys"):
+        await trio.to_thread.run_sync(check_jwks, OAuthSettings(own, jwks_url=not_keys))
