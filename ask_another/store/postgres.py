@@ -59,6 +59,10 @@ T = TypeVar("T")
 
 MIGRATION_LOCK: Final = 0x61736B2D616E6F74  # "ask-anot": the advisory lock migrations take
 CONNECT_TIMEOUT: Final = 10  # seconds to reach the server before "cannot connect"
+# Seconds a statement waits in the pool for a connection. The CapacityLimiter in front lets a
+# statement in only when a connection is free or can be made, so a longer wait means the server
+# cannot be reached: fail the call (and /health) then, not after psycopg_pool's default 30 s.
+POOL_WAIT: Final = 5
 SCHEMA_TABLE: Final = "ask_another_schema"
 
 
@@ -154,7 +158,10 @@ class PostgresDatabase:
 
         try:
             return await trio.to_thread.run_sync(go, limiter=slots)
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        except psycopg_pool.PoolTimeout:
+            raise StoreError(f"cannot reach the database {self.where}: no connection within "
+                             f"{POOL_WAIT} s; is the server running and reachable?") from None
+        except psycopg.Error as exc:
             raise StoreError(f"the database {self.where} failed: "
                              f"{_scrub(str(exc), self.url)}") from None
 
@@ -238,6 +245,7 @@ def _open_pools(url: DatabaseUrl) -> tuple[psycopg_pool.ConnectionPool,
         # failing once per pooled connection; one round trip more per statement.
         return psycopg_pool.ConnectionPool(
             url.url.reveal(), min_size=1, max_size=url.pool_size, open=True, name=name,
+            timeout=POOL_WAIT,
             check=psycopg_pool.ConnectionPool.check_connection,
             kwargs={"autocommit": True, "row_factory": _rows,
                     "connect_timeout": CONNECT_TIMEOUT, **kwargs})

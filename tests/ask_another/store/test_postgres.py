@@ -322,3 +322,29 @@ async def test_statements_after_a_database_restart_succeed_on_fresh_connections(
                 assert len(await list_feedback(db)) == 6 + n
     finally:
         server.stop()
+
+
+@pytest.mark.slow  # a server of its own, stopped
+async def test_a_statement_while_the_database_is_down_fails_within_seconds_and_says_so():
+    # It waited psycopg_pool's 30 s for a connection, so /health (meant to answer within 5 s)
+    # and every tool call took 30 s to say "couldn't get a connection after 30.00 sec".
+    bindir = find_bindir()
+    assert bindir is not None
+    server = PostgresServer.start(bindir)
+    try:
+        url = database_url(server.new_database().replace("postgres@", "postgres:s3cret-PW@"))
+        async with open_database(url) as db:
+            await add_feedback(db, "before")
+            await trio.to_thread.run_sync(server._stop_server)
+            started = time.monotonic()
+            with pytest.raises(StoreError) as caught:
+                await list_feedback(db)
+            assert time.monotonic() - started < 15
+            message = str(caught.value)
+            assert message.startswith(f"cannot reach the database {url.shown}: no connection "
+                                      "within 5 s; is the server running and reachable?")
+            assert "s3cret-PW" not in message
+            await trio.to_thread.run_sync(server._start_server)
+            assert [f.issue for f in await list_feedback(db)] == ["before"]
+    finally:
+        server.stop()
