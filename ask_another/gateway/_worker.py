@@ -1,7 +1,8 @@
 """The gateway's worker process: `python -m ask_another.gateway._worker LEVEL`.
 
 It imports litellm at once (with pydantic's validator building deferred, see coldstart.py: about
-half the import time), says `Ready`, then runs each `Call`, `Interact` and `Search` from its
+half the import time), runs litellm's first completion with a mock answer (`_litellm.warm_up`),
+says `Ready`, then runs each `Call`, `Interact` and `Search` from its
 stdin as an asyncio task with the litellm-facing code in _litellm.py, answering on its stdout in
 the frames of _wire.py. `Cancel` cancels a task (the HTTP request is aborted). It ends when its
 stdin closes (the parent closed it, after an idle time or at shutdown, or died). Its stdout is
@@ -57,6 +58,7 @@ async def _worker_main(frames_out: int) -> None:
     litellm: Any = None
     try:
         litellm = _litellm.load(quick=True)
+        _litellm.warm_up(litellm)
         send(Ready())
     except Exception as exc:
         send(Ready(error=repr(exc)))

@@ -4,6 +4,7 @@ process, and litellm in the worker process. Each test runs once per transport.""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -190,3 +191,21 @@ def test_the_worker_process_imports_only_what_it_runs():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+
+@pytest.mark.slow  # imports litellm in a fresh process
+def test_the_warm_up_runs_litellms_first_completion_without_sending_anything():
+    # litellm's first completion imports more of litellm and builds its models' validators
+    # (about 80 ms of CPU): the worker runs warm_up() with a mock answer before it says Ready,
+    # so the first real call does not wait. The module below is one litellm imports only inside
+    # its first completion; a fresh process, so no earlier test's completion has imported it.
+    import subprocess
+
+    code = ("import sys\n"
+            "from ask_another.gateway import _litellm\n"
+            "_litellm.warm_up(_litellm.load(quick=True))\n"
+            "print('litellm.proxy.openai_files_endpoints.common_utils' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert done.stdout.strip() == "True"
