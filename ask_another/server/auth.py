@@ -123,6 +123,9 @@ class TokensFile:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path.with_name(self.path.name + ".lock"),
                          os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+            if os.geteuid() == 0:  # as in _write: the service user's `token add` must open it
+                owner = os.stat(self.path.parent)
+                os.fchown(fd, owner.st_uid, owner.st_gid)
         except OSError as exc:
             raise ConfigError(f"the tokens file {self.path} cannot be written: "
                               f"{exc.strerror or exc}") from None
@@ -138,6 +141,12 @@ class TokensFile:
         temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
         try:
             fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+            if os.geteuid() == 0:
+                # root forgetting `sudo -u ask-another`: a root-owned 0600 file renamed over the
+                # service's would lock every user out at its next request. Keep the owner of the
+                # file (or, for a new one, of its directory).
+                owner = os.stat(self.path if self.path.exists() else self.path.parent)
+                os.fchown(fd, owner.st_uid, owner.st_gid)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump(body, out, indent=2)
                 out.write("\n")

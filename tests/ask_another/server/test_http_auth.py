@@ -9,6 +9,7 @@ both eras. The OAuth issuer is a JWKS on a loopback page server, its RSA keys ma
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -250,3 +251,24 @@ async def test_doctor_s_check_of_the_issuer_finds_its_keys_or_says_why(nursery: 
     not_keys = pages.add("/not-keys", Page(b'{"hello": 1}', content_type="application/json"))
     with pytest.raises(ConfigError, match=f"{not_keys} is not a JWKS with keys"):
         await trio.to_thread.run_sync(check_jwks, OAuthSettings(own, jwks_url=not_keys))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_token_add_as_root_keeps_the_tokens_file_the_services(tmp_path: Path):
+    # Root running `token add` without `sudo -u` renamed a root-owned 0600 file over the
+    # service user's: the running service could no longer read it, and refused every token.
+    import pwd
+
+    service = pwd.getpwnam("nobody")
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, service.pw_uid, service.pw_gid)
+    tokens = TokensFile(home / "tokens.json")
+    tokens.add("alice")  # a new file: its directory's owner
+    assert (home / "tokens.json").stat().st_uid == service.pw_uid
+    tokens.add("bob")  # rewritten: the file's owner kept
+    st = (home / "tokens.json").stat()
+    assert (st.st_uid, st.st_gid) == (service.pw_uid, service.pw_gid)
+    assert st.st_mode & 0o777 == 0o600
+    assert [u.name for u in tokens.users()] == ["alice", "bob"]
+    assert (home / "tokens.json.lock").stat().st_uid == service.pw_uid
