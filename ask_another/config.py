@@ -138,29 +138,37 @@ class DatabaseUrl:
 
     @property
     def password(self) -> str:
-        """The password in the URL, revealed: for scrubbing logs, never for display. Read the
-        way `redact_url` masks it, without `urlsplit`, which raises on a malformed URL (such as
-        an unclosed `[`) that must still be scrubbed and reported as a problem."""
+        """The password in the URL, revealed: for scrubbing logs, never for display. Found the
+        way `redact_url` finds it, without `urlsplit` (which raises on a malformed URL, and
+        splits a password holding `/`, `?` or `#` in two)."""
         raw = self.url.reveal()
         query = re.search(r"[?&]password=([^&#]*)", raw)
-        _, sep, rest = raw.partition("://")
-        end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
-        userinfo, at, _ = rest[:end].rpartition("@")
-        user_password = userinfo.split(":", 1)[1] if sep and at and ":" in userinfo else ""
-        return user_password or (query.group(1) if query else "")
+        span = _password_span(raw)
+        return (raw[span[0]:span[1]] if span else "") or (query.group(1) if query else "")
+
+
+def _password_span(url: str) -> tuple[int, int] | None:
+    """Where the password of `scheme://user:password@host...` is in `url`, or None. Up to the
+    last `@` of the URL, so a password holding `/ ? # @` (not percent-encoded, as libpq would
+    need it) is masked whole; a URL with no password but an `@` in its query is masked too
+    much, which is harmless."""
+    scheme_end = url.find("://")
+    if scheme_end < 0:
+        return None
+    start = scheme_end + 3
+    at = url.rfind("@", start)
+    colon = url.find(":", start, at) if at >= 0 else -1
+    if colon < 0 or "/" in url[start:colon]:
+        return None  # no user:password part (a `:` after a `/` is not one)
+    return colon + 1, at
 
 
 def redact_url(url: str) -> str:
     """`url` with any password (in the user part or a `password=` parameter) masked."""
-    url = re.sub(r"(?<=[?&])password=[^&#]*", "password=****", url)
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
-    userinfo, at, host = rest[:end].rpartition("@")  # the last @: a password may hold one
-    if at and ":" in userinfo:
-        userinfo = userinfo.split(":", 1)[0] + ":****"
-    return f"{scheme}{sep}{userinfo}{at}{host}{rest[end:]}"
+    span = _password_span(url)
+    if span is not None:
+        url = url[:span[0]] + "****" + url[span[1]:]
+    return re.sub(r"(?<=[?&])password=[^&#]*", "password=****", url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,8 +476,11 @@ def _database_url_problem(raw: str) -> str | None:
     try:
         parts = urlsplit(raw)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError as exc:
-        return f"is not a valid URL ({exc}); {expected}"
+    except ValueError:
+        # Not urlsplit's words: "Port could not be cast ... as 'Ab'" quotes the start of a
+        # password that holds a `/`.
+        return (f"is not a valid URL; {expected}, a port that is a number, and any / ? # @ : "
+                "in the password percent-encoded (/ as %2F, @ as %40)")
     if parts.scheme.lower() not in DATABASE_URL_SCHEMES:
         return (f"must be a postgresql:// URL, got {parts.scheme or 'no'} scheme; {expected} "
                 "(unset it for the SQLite file under ASK_ANOTHER_HOME)")

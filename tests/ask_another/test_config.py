@@ -222,3 +222,18 @@ def test_a_quoted_model_variable_is_a_problem_not_a_model_named_with_a_quote():
     (problem,) = config.problems
     assert problem.variable == "MODEL_GPT4" and "without quotes" in problem.message
     assert "s3cret" not in str(problem)
+
+
+@pytest.mark.parametrize("password", ["Ab/cd+ef==", "Ab?cd", "Ab#cd"])
+def test_a_password_with_a_slash_is_never_shown_even_in_part(password: str):
+    # A base64 password (openssl rand -base64) holds `/`: urlsplit read "Ab" as the port and its
+    # error, quoted in the problem, showed it; the masked URL showed all of it.
+    url = f"postgresql://ask:{password}@db.internal:5432/ask_another"
+    config = Config.from_env({"ASK_ANOTHER_DATABASE_URL": url})
+    (problem,) = config.problems
+    assert "percent-encoded (/ as %2F, @ as %40)" in problem.message
+    database = config.database_url
+    assert database is not None
+    assert database.shown == "postgresql://ask:****@db.internal:5432/ask_another"
+    assert database.password == password  # registered for scrubbing whole
+    assert "Ab" not in str(problem) + database.shown
