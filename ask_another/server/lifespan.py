@@ -3,7 +3,8 @@
 `open_lifespan(config)` opens the runtime, or, when it cannot start (an unusable
 `ASK_ANOTHER_HOME`, a database file that is not SQLite), holds an `Unavailable` saying why: the
 server still answers `initialize`, and every tool call that needs the runtime fails with that
-reason. This module does not import the MCP SDK, so `ask-another serve` opens the lifespan
+reason (over stdio; `serve --http` exits with the reason instead, server/http.py). This
+module does not import the MCP SDK, so `ask-another serve` opens the lifespan
 before the SDK's import: the gateway's worker process then imports litellm (about 1.3 s of CPU)
 on the other core while this process imports the SDK (about 0.4 s).
 """
