@@ -69,6 +69,10 @@ def load(*, quick: bool = False) -> ModuleType:
     threads do not define pydantic models meanwhile (the worker)."""
     # Must be set before the import: litellm fetches its cost map from the network otherwise.
     os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    # And in its default "DEV" mode litellm's import loads a `.env` file found from the working
+    # directory upwards into the environment: a client starts us in the user's project, whose
+    # .env (other keys, LITELLM_LOG=DEBUG, proxies) is not ours to read. Explicit settings win.
+    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
     quiet_litellm_loggers()
     if quick:
         from ask_another.coldstart import quick_import

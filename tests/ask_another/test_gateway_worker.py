@@ -170,3 +170,17 @@ def test_the_worker_switch_is_parsed(value: str, expected: bool | None, problems
                               "ASK_ANOTHER_HOME": "/tmp/unused"})
     assert config.gateway_process is expected
     assert len(config.problems) == problems
+
+
+def test_litellms_import_does_not_read_the_users_dotenv_file(tmp_path):
+    # Clients start the server in the user's project: its .env is not ours to load.
+    import subprocess
+    import sys
+
+    (tmp_path / ".env").write_text("ASK_ANOTHER_DOTENV_PROBE=loaded\n")
+    probe = ("import os; from ask_another.gateway import _litellm; _litellm.load(); "
+             "print(os.environ.get('ASK_ANOTHER_DOTENV_PROBE'))")
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_MODE"}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "None", done.stdout
