@@ -197,7 +197,8 @@ class ResearchJobs:
         if not await job_store(db).insert(record, taken, max_running=limit if limited else None):
             running = await running_jobs(db, self.user.name)
             raise LimitReached(
-                f"Limit reached: at most {limit} research jobs running at once per user "
+                f"Limit reached: at most {limit} research job{'s' if limit != 1 else ''} "
+                "running at once per user "
                 f"(ASK_ANOTHER_MAX_JOBS_PER_USER); you have {running} running. Retry when one "
                 "finishes (check_research lists them), or stop one with cancel_research")
         try:
