@@ -13,8 +13,9 @@ See docs/interaction.md for the tool-call lifecycle and the `Interaction` protoc
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ask_another._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ask_another.config import Config as Config
@@ -102,11 +103,4 @@ __all__ = [
     "valid",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # found directly from now on
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

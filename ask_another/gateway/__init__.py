@@ -7,8 +7,9 @@ litellm-facing code both run lives in `_litellm.py`. Importing this package neve
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ask_another._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ask_another.gateway._gateway import Gateway as Gateway
@@ -66,11 +67,4 @@ __all__ = [
     "open_gateway",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # found directly from now on
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

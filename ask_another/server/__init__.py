@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ask_another._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ask_another.server.app import build_server as build_server
@@ -21,11 +22,4 @@ _EXPORTS = {
 
 __all__ = ["build_server", "instructions", "serve_stdio"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # found directly from now on
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

@@ -31,3 +31,11 @@ def test_errors_end_with_the_feedback_pointer():
     assert error_text(RateLimited("slow down", model="openai/x")).endswith(FEEDBACK_POINTER)
     assert error_text(KeyError("secret internals")) == (
         f"Internal error (KeyError). {FEEDBACK_POINTER}")
+
+
+@pytest.mark.parametrize("name", ["ask_another", "ask_another.gateway", "ask_another.server"])
+def test_a_lazy_face_lists_each_name_once_in_all_and_in_its_exports(name: str):
+    module = importlib.import_module(name)
+    assert sorted(module._EXPORTS) == sorted(module.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        module.nothing_here  # noqa: B018
