@@ -93,7 +93,8 @@ JOB_RESTART_SECONDS: Final = 10.0
 INTERRUPTED: Final = "interrupted by a server restart"
 """Why a job that cannot resume was failed when no owner holds it: its server handed it back
 as it stopped (SIGTERM, the end of a session), or it dates from before leases."""
-OWNER_DIED: Final = "the ask-another server running it stopped before it finished (its lease expired)"
+OWNER_DIED: Final = ("the ask-another server running it stopped before it finished (its lease "
+                     "expired)")
 """Why a job whose owner died and that cannot resume was failed (followed by who and why)."""
 JOB_MAILBOX: Final = 256
 DELIVER_TIMEOUT: Final = 30.0
