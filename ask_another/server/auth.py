@@ -273,8 +273,10 @@ class JwtVerifier(TokenVerifier):
             return None
         granted = _scopes(claims)
         admin = self.settings.admin_scope in granted
-        return AccessToken(token=token, client_id=user, subject=user,
-                           scopes=sorted({*granted, *([ADMIN_SCOPE] if admin else [])}),
+        # ADMIN_SCOPE is what the tools read (user_of): present for the configured admin scope
+        # only, never because the issuer granted a scope of that name to anyone.
+        scopes = (granted - {ADMIN_SCOPE}) | ({ADMIN_SCOPE} if admin else set())
+        return AccessToken(token=token, client_id=user, subject=user, scopes=sorted(scopes),
                            expires_at=int(claims["exp"]), resource=self.audience,
                            claims={"iss": claims["iss"]})
 

@@ -173,6 +173,12 @@ async def test_oauth_tokens_of_the_issuer_are_checked_on_its_jwks(tmp_path: Path
             assert await whoami(url, admin, mode) == {
                 "client_id": "dana", "subject": "dana",
                 "scopes": sorted([ADMIN_SCOPE, "mcp", "team:admin"])}
+            # With another admin scope configured, a token the issuer gave a scope named
+            # ask-another:admin (any user may be able to ask for one) makes no admin: the
+            # tools read that name (user_of), so it was one.
+            plain = issuer.token(url, subject="erin", scope=f"mcp {ADMIN_SCOPE}")
+            assert await whoami(url, plain, mode) == {
+                "client_id": "erin", "subject": "erin", "scopes": ["mcp"]}
 
         # Each broken token: refused with the challenge, which names the resource metadata.
         for bad in (issuer.token(url, expires_in=-120),  # expired (past the 30 s leeway)
