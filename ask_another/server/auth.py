@@ -28,7 +28,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -214,6 +214,14 @@ class TokensFileVerifier(TokenVerifier):
     def users(self) -> list[TokenUser]:
         return list(self._users)
 
+    def names(self) -> set[str] | None:
+        """The users' names as the file holds them now; None when it cannot be read."""
+        try:
+            self.reload()
+        except ConfigError:
+            return None
+        return {u.name for u in self._users}
+
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
             self.reload()
@@ -236,11 +244,15 @@ class JwtVerifier(TokenVerifier):
     ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256",
                          "ES384", "ES512", "EdDSA")
 
-    def __init__(self, settings: OAuthSettings, audience: str) -> None:
+    def __init__(self, settings: OAuthSettings, audience: str,
+                 reserved: Callable[[], Collection[str] | None] = frozenset) -> None:
+        """`reserved`: the names the issuer's users may not have (the tokens file's users;
+        None: unknown, refuse every token)."""
         import jwt  # pyjwt, a dependency of the MCP SDK
 
         self.settings = settings
         self.audience = audience
+        self.reserved = reserved
         self._jwt = jwt
         self._jwks: jwt.PyJWKClient | None = None
         self._lock = trio.Lock()
@@ -270,6 +282,14 @@ class JwtVerifier(TokenVerifier):
         user = claims.get(self.settings.user_claim)
         if not isinstance(user, str) or not user:
             log.info("auth.jwt_refused", reason=f"no {self.settings.user_claim!r} claim")
+            return None
+        # One name space for both kinds of users (a row's user_id is the name): an issuer's
+        # user named like a tokens-file user would see and act on that user's jobs.
+        reserved = self.reserved()
+        if reserved is None or user in reserved:
+            log.warning("auth.jwt_refused", user=user,
+                        reason="the name of a tokens-file user" if reserved is not None
+                        else "the tokens file cannot be read")
             return None
         granted = _scopes(claims)
         admin = self.settings.admin_scope in granted

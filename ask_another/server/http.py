@@ -95,13 +95,16 @@ def plan_auth(config: Config, host: str, resource_url: str, *, no_auth: bool) ->
     tokens = TokensFileVerifier(config.tokens_path)  # reads the file: a bad one fails here
     verifiers: list[TokenVerifier] = []
     described = []
+    # The tokens file first: a local look-up, which never waits on the issuer. With OAuth it is
+    # asked even while empty, so a `token add` counts from the next request.
+    if tokens.users or config.oauth is not None:
+        verifiers.append(tokens)
+    if tokens.users:
+        described.append(f"{len(tokens.users)} token(s) of {config.tokens_path}")
     if config.oauth is not None:
         audience = config.oauth.audience or resource_url
-        verifiers.append(JwtVerifier(config.oauth, audience))
+        verifiers.append(JwtVerifier(config.oauth, audience, reserved=tokens.names))
         described.append(f"OAuth tokens of {config.oauth.issuer} (audience {audience})")
-    if tokens.users:
-        verifiers.append(tokens)
-        described.append(f"{len(tokens.users)} token(s) of {config.tokens_path}")
     if not verifiers:
         raise ConfigError(f"no one could sign in: the tokens file {config.tokens_path} has no "
                           "tokens and ASK_ANOTHER_OAUTH_ISSUER is not set; run `ask-another "

@@ -35,6 +35,7 @@ from ask_another.config import OAuthSettings
 from ask_another.errors import ConfigError
 from ask_another.server.auth import (
     ADMIN_SCOPE,
+    AnyOfVerifiers,
     JwtVerifier,
     TokensFile,
     TokensFileVerifier,
@@ -202,7 +203,36 @@ async def test_oauth_tokens_of_the_issuer_are_checked_on_its_jwks(tmp_path: Path
 
     # The JWKS was fetched once and its keys cached for every later token.
     assert [r.target for r in pages.requests] == ["/jwks.json"]
-    assert isinstance(seen["verifier"], JwtVerifier)
+    assert isinstance(seen["verifier"], AnyOfVerifiers)
+    assert [type(v) for v in seen["verifier"].verifiers] == [TokensFileVerifier, JwtVerifier]
+
+
+async def test_an_issuers_user_named_like_a_tokens_file_user_is_refused(tmp_path: Path,
+                                                                         nursery: Any):
+    # Both kinds of users share one name space (a job's user_id is the name): an issuer's user
+    # whose `sub` (or ASK_ANOTHER_OAUTH_USER_CLAIM, e.g. a username they may choose) was "ci"
+    # saw and cancelled the jobs of the tokens-file service account "ci".
+    from ask_another.config import Config
+
+    pages = await PageServer().start(nursery)
+    issuer = Issuer()
+    jwks_url = pages.add("/jwks.json", Page(issuer.jwks, content_type="application/json"))
+    tokens = TokensFile(tmp_path / "tokens.json")
+    ci = tokens.add("ci")
+    config = Config(home=tmp_path, oauth=OAuthSettings(ISSUER, jwks_url=jwks_url))
+
+    def make(url: str) -> MCPServer[Any]:
+        return whoami_server(plan_auth(config, "127.0.0.1", url, no_auth=False))
+
+    async with serving(make) as url:
+        refused = await status_of(url, issuer.token(url, subject="ci"))
+        assert refused.status_code == 401
+        assert await whoami(url, ci, "auto") == {"client_id": "ci", "subject": "ci",
+                                                 "scopes": []}
+        assert (await whoami(url, issuer.token(url), "auto"))["subject"] == "carol"
+        # A tokens-file user added while the server runs takes the name from the next request.
+        tokens.add("carol")
+        assert (await status_of(url, issuer.token(url))).status_code == 401
 
 
 async def test_oauth_finds_the_jwks_in_the_issuers_metadata(nursery: Any):
