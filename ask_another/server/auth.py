@@ -59,6 +59,9 @@ log = get_logger("ask_another.server.auth")
 USER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 TOKEN_PREFIX: Final = "aa_"  # so a leaked token is recognisable (and greppable) as ours
 FILE_VERSION: Final = 1
+JWKS_SECONDS: Final = 3600.0  # how long the issuer's key set is cached
+KEY_SECONDS: Final = 300.0  # how long a key found in it is used before it is looked up again
+FETCH_PAUSE: Final = 30.0  # seconds without a fetch of the keys after one failed
 
 
 def _digest(token: str) -> str:
@@ -255,24 +258,62 @@ class JwtVerifier(TokenVerifier):
         self.reserved = reserved
         self._jwt = jwt
         self._jwks: jwt.PyJWKClient | None = None
-        self._lock = trio.Lock()
+        # kid -> (key, when to look it up again): found without a thread or a lock.
+        self._known: dict[str, tuple[Any, float]] = {}
+        self._failed_at: float | None = None  # trio time of the last failed fetch of the keys
+        # One look-up of the issuer's keys at a time, waited for here rather than in a worker
+        # thread each: tokens naming unknown keys (anyone can send them) must not fill trio's
+        # threads, which the SQLite store uses too.
+        self._fetching = trio.Lock()
 
     async def _keys(self) -> Any:
-        async with self._lock:
-            if self._jwks is None:
-                url = self.settings.jwks_url
-                if url is None:
-                    url = await trio.to_thread.run_sync(discover_jwks, self.settings.issuer)
-                # Keys cached for an hour; an unknown `kid` makes PyJWKClient fetch again.
-                self._jwks = self._jwt.PyJWKClient(url, cache_keys=True, lifespan=3600,
-                                                   timeout=10)
-            return self._jwks
+        if self._jwks is None:
+            url = self.settings.jwks_url
+            if url is None:
+                url = await trio.to_thread.run_sync(discover_jwks, self.settings.issuer)
+            # The key set cached for an hour; an unknown `kid` makes PyJWKClient fetch again,
+            # at most every 30 s (its cooldown) while the issuer answers.
+            self._jwks = self._jwt.PyJWKClient(url, lifespan=JWKS_SECONDS, timeout=10)
+        return self._jwks
+
+    async def _signing_key(self, kid: str) -> Any:
+        """The issuer's key named `kid`. A key found is used `KEY_SECONDS`, then looked up again
+        in the key set (so a key the issuer removed is refused within the set's hour), and kept
+        while the issuer cannot be reached. After a failed fetch no other is tried for
+        `FETCH_PAUSE` seconds: PyJWKClient's cooldown starts only after a successful one, so
+        each token with a made-up `kid` fetched again while the issuer was down."""
+        known = self._known.get(kid)
+        if known is not None and trio.current_time() < known[1]:
+            return known[0]
+        async with self._fetching:
+            known = self._known.get(kid)
+            now = trio.current_time()
+            if known is not None and now < known[1]:
+                return known[0]
+            if self._failed_at is not None and now - self._failed_at < FETCH_PAUSE:
+                if known is not None:
+                    return known[0]
+                raise self._jwt.PyJWKClientError(
+                    f"the issuer's keys could not be fetched {now - self._failed_at:.0f} s ago; "
+                    f"not tried again for {FETCH_PAUSE:g} s")
+            try:
+                jwks = await self._keys()
+                key = await trio.to_thread.run_sync(jwks.get_signing_key, kid)
+            except (self._jwt.PyJWKClientConnectionError, ConfigError):
+                self._failed_at = trio.current_time()
+                if known is not None:
+                    return known[0]
+                raise
+            self._known[kid] = (key, trio.current_time() + KEY_SECONDS)
+            return key
 
     async def verify_token(self, token: str) -> AccessToken | None:
         jwt = self._jwt
         try:
-            jwks = await self._keys()
-            key = await trio.to_thread.run_sync(jwks.get_signing_key_from_jwt, token)
+            kid = jwt.get_unverified_header(token).get("kid")
+            if not isinstance(kid, str):  # the issuer's keys are found by kid only
+                raise jwt.InvalidTokenError("the token names no signing key (kid)")
+            key = await self._signing_key(kid)
             claims = jwt.decode(token, key.key, algorithms=list(self.ALGORITHMS),
                                 audience=self.audience, issuer=self.settings.issuer,
                                 options={"require": ["exp", "iss", "aud"]}, leeway=30)

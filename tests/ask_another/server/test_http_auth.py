@@ -235,6 +235,53 @@ async def test_an_issuers_user_named_like_a_tokens_file_user_is_refused(tmp_path
         assert (await status_of(url, issuer.token(url))).status_code == 401
 
 
+async def test_tokens_naming_unknown_keys_do_not_fetch_the_jwks_again_while_it_fails(
+        tmp_path: Path, nursery: Any):
+    # PyJWKClient's cooldown starts only after a successful fetch: while the issuer's JWKS
+    # failed, every request with a made-up `kid` (no token needed) fetched it again, each in a
+    # trio worker thread waiting on the client's lock, so a flood filled the threads the SQLite
+    # store needs. Now one fetch, then none for FETCH_PAUSE, and a token without a kid, none.
+    from ask_another.config import Config
+
+    pages = await PageServer().start(nursery)
+    issuer = Issuer()
+    jwks_url = pages.add("/jwks.json", Page(b"down", status=500))
+    config = Config(home=tmp_path, oauth=OAuthSettings(ISSUER, jwks_url=jwks_url))
+
+    def make(url: str) -> MCPServer[Any]:
+        return whoami_server(plan_auth(config, "127.0.0.1", url, no_auth=False))
+
+    async with serving(make) as url:
+        body = {"iss": ISSUER, "aud": url, "sub": "x", "exp": int(time.time()) + 300}
+        for n in range(20):
+            forged = jwt.encode(body, issuer.key, algorithm="RS256", headers={"kid": f"k{n}"})
+            assert (await status_of(url, forged)).status_code == 401
+        kidless = jwt.encode(body, issuer.key, algorithm="RS256")
+        assert (await status_of(url, kidless)).status_code == 401
+    assert [r.target for r in pages.requests] == ["/jwks.json"]
+
+
+async def test_a_known_key_is_kept_while_the_jwks_cannot_be_fetched(nursery: Any,
+                                                                   mock_clock: Any):
+    # Looked up again after KEY_SECONDS (a key the issuer removed is refused within the key
+    # set's hour), but an issuer that is down locks no one out who has a known key.
+    from ask_another.server.auth import KEY_SECONDS
+
+    pages = await PageServer().start(nursery)
+    issuer = Issuer()
+    jwks_url = pages.add("/jwks.json", Page(issuer.jwks, content_type="application/json"))
+    verifier = JwtVerifier(OAuthSettings(ISSUER, jwks_url=jwks_url), "https://ask.example/mcp")
+    token = issuer.token("https://ask.example/mcp")
+    assert await verifier.verify_token(token) is not None
+    pages.add("/jwks.json", Page(b"down", status=500))
+    mock_clock.jump(KEY_SECONDS + 1)
+    assert verifier._jwks is not None
+    verifier._jwks.jwk_set_cache = None  # the hour is up: the next look-up fetches
+    found = await verifier.verify_token(token)
+    assert found is not None and found.subject == "carol"
+    assert [r.target for r in pages.requests] == ["/jwks.json", "/jwks.json"]
+
+
 async def test_oauth_finds_the_jwks_in_the_issuers_metadata(nursery: Any):
     pages = await PageServer().start(nursery)
     issuer = Issuer()
