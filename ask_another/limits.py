@@ -31,8 +31,11 @@ WINDOW: Final = 60.0
 class RequestRate:
     """Tool calls per user in a sliding window of `WINDOW` seconds (see the module docstring)."""
 
-    def __init__(self, per_minute: int) -> None:
+    def __init__(self, per_minute: int, what: str = "tool calls",
+                 setting: str = "ASK_ANOTHER_RATE_PER_MINUTE") -> None:
         self.per_minute = per_minute  # 0: no limit
+        self.what = what  # what is counted, and the setting that says so, for the refusal
+        self.setting = setting
         self._calls: dict[str, deque[float]] = {}
 
     def check(self, user: User) -> None:
@@ -50,8 +53,8 @@ class RequestRate:
         if len(calls) >= self.per_minute:
             retry = calls[0] + WINDOW - now
             raise LimitReached(
-                f"Rate limit reached: at most {self.per_minute} tool calls a minute per user "
-                f"(ASK_ANOTHER_RATE_PER_MINUTE); you made {len(calls)} in the last "
+                f"Rate limit reached: at most {self.per_minute} {self.what} a minute per user "
+                f"({self.setting}); you made {len(calls)} in the last "
                 f"{WINDOW:g} s. Retry in {math.ceil(retry)} s", retry_after=retry)
         calls.append(now)
 

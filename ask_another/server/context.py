@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
@@ -25,7 +26,7 @@ from ask_another.server.lifespan import Unavailable
 from ask_another.users import ADMIN_SCOPE, LOCAL_USER, User
 
 __all__ = ["ADMIN_SCOPE", "LOCAL_USER", "Unavailable", "User", "arguments_text", "check_rate",
-           "runtime_of", "tool_errors", "user_of"]
+           "runtime_of", "token_user", "tool_errors", "user_of"]
 
 log = get_logger("ask_another.server")
 
@@ -49,6 +50,11 @@ def user_of(ctx: Context[Any, Any] | None = None) -> User:
     token = get_access_token()
     if token is None:
         return LOCAL_USER
+    return token_user(token)
+
+
+def token_user(token: AccessToken) -> User:
+    """The user of a verified access token (see `user_of`)."""
     return User(token.subject or token.client_id, admin=ADMIN_SCOPE in token.scopes)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import math
 import signal
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -31,14 +32,18 @@ from urllib.parse import urlsplit
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ask_another.config import Config
-from ask_another.errors import AskAnotherError, ConfigError
+from ask_another.errors import AskAnotherError, ConfigError, LimitReached
+from ask_another.limits import WINDOW, RequestRate
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
 from ask_another.server.app import build_server
@@ -48,9 +53,11 @@ from ask_another.server.auth import (
     TokensFileVerifier,
     auth_settings,
 )
+from ask_another.server.context import token_user
 from ask_another.server.lifespan import Unavailable, open_lifespan
 
-__all__ = ["DEFAULT_PORT", "HEALTH_PATH", "MCP_PATH", "Drain", "HttpAuth", "is_loopback",
+__all__ = ["DEFAULT_PORT", "HEALTH_PATH", "MCP_PATH", "SESSIONS_PER_MINUTE", "Drain", "HttpAuth",
+           "SessionRate", "is_loopback",
            "plan_auth", "serve_http", "transport_security"]
 
 log = get_logger("ask_another.server.http")
@@ -155,6 +162,49 @@ class Drain:
             cancel.cancel()
 
 
+SESSIONS_PER_MINUTE: Final = 10
+"""Handshake-era sessions one user may open a minute, while ASK_ANOTHER_RATE_PER_MINUTE is on."""
+
+
+class SessionRate:
+    """ASGI middleware, inside the SDK's authentication, that limits the handshake-era sessions
+    each token user opens (`SESSIONS_PER_MINUTE`).
+
+    Opening one (a request without `Mcp-Session-Id` in that era) is not a tool call, so the
+    per-user rate never counted it, and the SDK keeps at most 10,000 sessions for 30 idle
+    minutes each, for everyone: one user opening sessions in a loop would keep every other
+    handshake-era client out (`503 Too many open sessions`) and grow the server's memory."""
+
+    def __init__(self, app: ASGIApp, rate: RequestRate) -> None:
+        self.app = app
+        self.rate = rate
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        user = scope.get("user")
+        if scope["type"] == "http" and scope["path"] == MCP_PATH \
+                and isinstance(user, AuthenticatedUser) and _opens_session(scope):
+            try:
+                self.rate.check(token_user(user.access_token))
+            except LimitReached as exc:
+                retry = math.ceil(exc.retry_after or WINDOW)
+                refusal = JSONResponse(
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32000,
+                                                             "message": str(exc)}},
+                    status_code=429, headers={"Retry-After": str(retry)})
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _opens_session(scope: Scope) -> bool:
+    """Whether the SDK would open a session for this request: the handshake era (no
+    MCP-Protocol-Version header, or one of that era's) and no session id."""
+    headers = dict(scope["headers"])
+    version = headers.get(b"mcp-protocol-version")
+    return b"mcp-session-id" not in headers and (
+        version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS)
+
+
 def _listen(host: str, port: int) -> socket.socket:
     """A bound socket (hypercorn listens on it): bound here so `--port 0` has a known port
     before the app (whose resource URL names it) is built, and a taken port is one line."""
@@ -236,9 +286,15 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
                 return JSONResponse({"status": "ok"})
             return JSONResponse({"status": "unavailable", "error": problem}, status_code=503)
 
-        app = Drain(server.streamable_http_app(
+        mcp_app = server.streamable_http_app(
             streamable_http_path=MCP_PATH, host=host,
-            transport_security=transport_security(host, config.public_url)))
+            transport_security=transport_security(host, config.public_url))
+        if config.rate_per_minute > 0:
+            # Innermost, after the SDK's authentication, which names the user.
+            mcp_app.user_middleware.append(Middleware(SessionRate, rate=RequestRate(
+                SESSIONS_PER_MINUTE, what="new sessions",
+                setting="on while ASK_ANOTHER_RATE_PER_MINUTE is not 0")))
+        app = Drain(mcp_app)
         await _serve(app, sock, config, local_url, resource_url, auth.describe)
 
 
