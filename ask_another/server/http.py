@@ -276,15 +276,9 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         server = build_server(config, auth=auth.settings, token_verifier=auth.verifier,
                               opened=opened)
 
-        @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
-        async def health(_: Request) -> Response:
-            # No token needed (a load balancer's check). 503 with the reason when the store
-            # does not answer (PostgreSQL down since the start): a load balancer then sends no
-            # calls here that would only fail.
-            problem = await health_problem(opened)
-            if problem is None:
-                return JSONResponse({"status": "ok"})
-            return JSONResponse({"status": "unavailable", "error": problem}, status_code=503)
+        # A bound method: Starlette calls a plain callable object as an ASGI app instead.
+        server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(
+            Health(opened).respond)
 
         mcp_app = server.streamable_http_app(
             streamable_http_path=MCP_PATH, host=host,
@@ -296,6 +290,31 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
                 setting="on while ASK_ANOTHER_RATE_PER_MINUTE is not 0")))
         app = Drain(mcp_app)
         await _serve(app, sock, config, local_url, resource_url, auth.describe)
+
+
+class Health:
+    """`GET /health`, for a load balancer: no token needed. 503 when the store does not answer
+    (PostgreSQL down since the start), so the balancer sends no calls here that would only fail.
+    The reason goes to the log when it changes, not to the caller: it names the database's host,
+    port and user, which anyone who can reach the port need not learn."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.problem: str | None = None  # what the last check found, to log changes only
+
+    async def respond(self, _: Request) -> Response:
+        problem = await health_problem(self.runtime)
+        if problem != self.problem:
+            if problem is None:
+                log.info("http.healthy")
+            else:
+                log.warning("http.unhealthy", problem=problem)
+            self.problem = problem
+        if problem is None:
+            return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "unavailable",
+                             "error": "the store does not answer; the server's log says why"},
+                            status_code=503)
 
 
 async def health_problem(opened: Runtime | Unavailable) -> str | None:
