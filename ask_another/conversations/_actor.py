@@ -10,8 +10,9 @@ owns, so while it runs the actor still answers, and refuses a second `Turn` at o
 `ConversationBusy`. The store is the truth: each turn reads the history from it and writes the
 turn's messages (the user's, any synthetic tool exchange, the answer) in one commit when the
 model has answered, so a failed or cancelled turn leaves nothing behind. An actor that has had no
-turn for `idle_seconds` stops; the next turn starts a new one from the store. Children are
-temporary: a crashed conversation is not restarted, its next turn starts it again.
+message for `idle_seconds` with no turn running stops (gen_server's timeout); the next turn
+starts a new one from the store. Children are temporary: a crashed conversation is not
+restarted, its next turn starts it again.
 
 Every start goes through the one `ConversationStarter`, whose mailbox serializes "is it running?
 else start it", so two turns racing to wake the same conversation never both start an actor.
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
-import trio
 
 from ask_another.articles import READ_ARTICLE_NAME, read_article
 from ask_another.config import Config
@@ -51,6 +51,7 @@ from supervisors import (
     Caller,
     ChildSpec,
     DynamicSupervisorRef,
+    IdleTimeout,
     Registry,
     Start,
     SupervisorError,
@@ -162,7 +163,6 @@ class Conversation(Actor):
         # No I/O: init runs in the supervisor's task. History is read per turn.
         self.record = record
         self.services = services
-        self.idle_seconds = idle_seconds
         self.turn: TaskHandle | None = None
         self.turn_token: object = None
         self.waiter: Caller | None = None
@@ -170,10 +170,8 @@ class Conversation(Actor):
         # finish (rather than being refused as busy) and then starts.
         self.cancelling = False
         self.next_turn: tuple[Turn, Caller] | None = None
-        self.idle = self.start_task(self._idle)
-
-    async def _idle(self) -> None:
-        await trio.sleep(self.idle_seconds)
+        # gen_server's timeout: IdleTimeout arrives after idle_seconds without a message.
+        self.set_idle_timeout(idle_seconds)
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
         match msg:
@@ -206,14 +204,13 @@ class Conversation(Actor):
                 self._finish_turn(value)
             case TaskCancelled(handle) if handle is self.turn:
                 self._finish_turn(AskAnotherError("the turn was cancelled"))
-            case TaskDone(handle, _) if handle is self.idle and self.turn is None:
+            case IdleTimeout() if self.turn is None:
                 log.debug("conversation.idle_stop", conversation_id=self.record.id)
                 self.stop()
             case _:
-                pass  # the idle timer cancelled by a turn
+                pass  # idle while a turn runs (a long provider call): not idle at all
 
     def _start_turn(self, turn: Turn, caller: Caller) -> None:
-        self.idle.cancel()
         self.turn = self.start_task(self._run, turn)
         self.turn_token = turn.token
         self.waiter = caller
@@ -227,8 +224,6 @@ class Conversation(Actor):
             turn, caller = self.next_turn
             self.next_turn = None
             self._start_turn(turn, caller)
-        else:
-            self.idle = self.start_task(self._idle)
 
     async def _run(self, turn: Turn) -> TurnOutcome | AskAnotherError:
         # Anticipated failures are the reply, not a crash: the conversation stays usable.

@@ -229,6 +229,28 @@ async def test_an_idle_conversation_stops_and_wakes_from_the_store(
         assert sim.requests_for("m1")[-1].messages[0]["content"] == "remember 42"
 
 
+async def test_a_turn_longer_than_the_idle_time_is_not_stopped(
+    make_config: Callable[..., Config], sim: Simulator
+):
+    config = make_config()
+    registry = Registry()
+    children = [
+        child_spec(StoreActor, config.database_path, name="store", registry=registry),
+        child_spec(GatewayActor, functools.partial(ThreadTransport, config.secrets()),
+                   config.secrets(), 0, name="gateway", registry=registry),
+        conversations_spec(config, registry, idle_seconds=0.1),
+    ]
+    async with open_supervisor(children, "one_for_one"):
+        conversations = Conversations(config, registry)
+        first = await conversations.turn("sim", "one")
+        sim.latency = 0.5  # five idle times with no message while the provider answers
+        second = await conversations.turn("sim", "two", first.conversation_id)
+        # Answered in full by the same thread (an idle stop mid-turn would cancel it).
+        assert second.conversation_id == first.conversation_id
+        assert second.result.text.endswith("two")
+        assert sim.requests_for("m1")[-1].messages[0]["content"] == "one"
+
+
 async def test_many_turns_waking_one_conversation_at_once_take_turns_or_are_busy(
     conversations: Conversations, runtime: Runtime, sim: Simulator
 ):
