@@ -206,6 +206,8 @@ class Config:
     # Provider calls in the gateway's worker process (the default, None or True) or in a thread
     # of this process (False); see runtime.py and gateway/.
     gateway_process: bool | None = None
+    # Experimental: one worker for every server on this home (gateway/_shared.py); default off.
+    gateway_shared: bool = False
     gateway_idle: float = DEFAULT_GATEWAY_IDLE
     confirm_usd: float = DEFAULT_CONFIRM_USD
     budget_day_usd: float | None = None  # None: no daily ceiling
@@ -241,6 +243,7 @@ class Config:
         lease_seconds = _parse_positive(env, "ASK_ANOTHER_LEASE_SECONDS", DEFAULT_LEASE_SECONDS,
                                         problems)
         gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
+        gateway_shared = _parse_switch(env, "ASK_ANOTHER_GATEWAY_SHARED", problems) is True
         max_prompt = _parse_count(env, "ASK_ANOTHER_MAX_PROMPT_CHARS", DEFAULT_MAX_PROMPT_CHARS,
                                   problems)
         max_feedback = _parse_count(env, "ASK_ANOTHER_MAX_FEEDBACK_CHARS",
@@ -277,6 +280,7 @@ class Config:
             start_wait=start_wait,
             lease_seconds=lease_seconds,
             gateway_process=gateway_process,
+            gateway_shared=gateway_shared,
             max_prompt_chars=max_prompt,
             max_feedback_chars=max_feedback,
             gateway_idle=gateway_idle,

@@ -40,6 +40,7 @@ from ask_another.gateway import (
     Gateway,
     GatewayActor,
     ProcessTransport,
+    SharedTransport,
     ThreadTransport,
     Transport,
 )
@@ -221,9 +222,13 @@ class Runtime(Services):
 
 def _transport(config: Config, process: bool | None) -> Callable[[], Transport]:
     """The gateway's transport, chosen here and nowhere else: a worker process (the default)
-    unless `process` (or, when that is None, `ASK_ANOTHER_GATEWAY_PROCESS`) is false."""
+    unless `process` (or, when that is None, `ASK_ANOTHER_GATEWAY_PROCESS`) is false; with
+    `ASK_ANOTHER_GATEWAY_SHARED`, the one worker of every server on the home."""
     if process is None:
         process = config.gateway_process is not False
+    if process and config.gateway_shared:
+        return functools.partial(SharedTransport, config.home, config.secrets(),
+                                 log_level=config.log_level, idle_exit=config.gateway_idle)
     if process:
         return functools.partial(ProcessTransport, config.secrets(), log_level=config.log_level,
                                  idle_exit=config.gateway_idle)

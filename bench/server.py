@@ -45,6 +45,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -583,6 +584,88 @@ def first_completion(starts: int) -> list[Row]:
                 target="< 1.0 s", passed=max(samples) < 1.0, extra=extra)]
 
 
+def _shared_worker_pid(home: Path) -> int | None:
+    with contextlib.suppress(OSError, ValueError):
+        return int((home / "gateway.pid").read_text())
+    return None
+
+
+def _sessions_rss_mb(sessions: list[_Session], home: Path) -> float:
+    """RSS (MiB) of the process trees of `sessions` and of the shared worker of `home` (the
+    child of the server that started it, while that one runs), each process counted once."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    roots = {s.process.pid for s in sessions} | {_shared_worker_pid(home)} - {None}
+    total = 0.0
+    for pid in parents:
+        ancestor = pid
+        while ancestor in parents and ancestor not in roots:
+            ancestor = parents[ancestor]
+        if ancestor in roots:
+            with contextlib.suppress(OSError):
+                total += _rss_mb(pid)
+    return total
+
+
+def shared_worker(sessions: int, completions: int, starts: int) -> list[Row]:
+    """`sessions` servers on one home with `ASK_ANOTHER_GATEWAY_SHARED` off and on, side by side:
+    the RSS of all their trees (and the shared worker) after `completions` completions each; and
+    the first completion after tools/list of a new session, with a private worker (off) and when
+    the shared worker already runs (on), over `starts` starts each."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    from ask_another.simulator import Simulator
+
+    rss: dict[str, float] = {}
+    first: dict[str, list[float]] = {"0": [], "1": []}
+    with Simulator.process(latency=0.0) as urls:
+        for shared in ("0", "1"):
+            # A short home: the shared worker's socket path is at most 104-108 bytes.
+            with tempfile.TemporaryDirectory(prefix="aa-") as tmp:
+                home = Path(tmp)
+                extra = {"ASK_ANOTHER_GATEWAY_SHARED": shared, "ASK_ANOTHER_GATEWAY_IDLE": "120"}
+                running = [_ours_session(home, urls.openai_base, **extra)
+                           for _ in range(sessions)]
+                try:
+                    for session in running:
+                        session.open()
+                    for i in range(completions):
+                        for session in running:
+                            session.call("completion", {"model": "sim", "prompt": f"q {i}"})
+                    rss[shared] = _sessions_rss_mb(running, home)
+                    for n in range(starts + 1):  # the first fills the bytecode cache
+                        late = _ours_session(home, urls.openai_base, **extra)
+                        try:
+                            late.open()
+                            start = time.perf_counter()
+                            late.call("completion", {"model": "sim", "prompt": "first"})
+                            if n:
+                                first[shared].append(time.perf_counter() - start)
+                        finally:
+                            late.close()
+                finally:
+                    for session in running:
+                        session.close()
+                    pid = _shared_worker_pid(home)
+                    if pid is not None:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGTERM)
+    extra_info: dict[str, object] = {
+        "sessions": sessions, "completions_each": completions, "starts": starts,
+        "tree_rss_off_mib": round(rss["0"], 1), "tree_rss_on_mib": round(rss["1"], 1),
+        "first_completion_off_s": [round(x, 3) for x in first["0"]],
+        "first_completion_on_s": [round(x, 3) for x in first["1"]],
+    }
+    off_first, on_first = statistics.median(first["0"]), statistics.median(first["1"])
+    return [
+        Row(SUITE, f"RSS of {sessions} sessions on one home, shared gateway worker", rss["1"],
+            "MiB", "a worker per session (the default)", rss["0"], extra=extra_info),
+        Row(SUITE, "first completion after tools/list, shared worker already running", on_first,
+            "s", "a worker per session (the default)", off_first, extra=extra_info),
+    ]
+
+
 def people_commands(runs: int) -> list[Row]:
     """`ask-another models` and `--help`, median wall time of `runs`, with the bytecode cache."""
     rows = []
@@ -609,9 +692,11 @@ def run(quick: bool) -> list[Row]:
     # original's, the raw reference's).
     if quick:
         return (cold_start(runs=1) + people_commands(runs=1) + first_completion(starts=1)
-                + memory(completions=5) + fanout(calls=10, latency=0.05))
+                + memory(completions=5) + shared_worker(sessions=2, completions=2, starts=1)
+                + fanout(calls=10, latency=0.05))
     return (cold_start(runs=10) + people_commands(runs=5) + first_completion(starts=10)
-            + memory(completions=100) + fanout(calls=500, latency=0.2, thread_too=True))
+            + memory(completions=100) + shared_worker(sessions=4, completions=100, starts=5)
+            + fanout(calls=500, latency=0.2, thread_too=True))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ask_another.gateway._results import SearchResult as SearchResult
     from ask_another.gateway._results import ToolCall as ToolCall
     from ask_another.gateway._results import Usage as Usage
+    from ask_another.gateway._shared import SharedTransport as SharedTransport
     from ask_another.gateway._thread import ThreadTransport as ThreadTransport
 
 # Each public name and the module it lives in. They are imported at first use (PEP 562):
@@ -41,6 +42,7 @@ _EXPORTS = {
     "ProcessTransport": "ask_another.gateway._process",
     "SearchHit": "ask_another.gateway._results",
     "SearchResult": "ask_another.gateway._results",
+    "SharedTransport": "ask_another.gateway._shared",
     "ThreadTransport": "ask_another.gateway._thread",
     "ToolCall": "ask_another.gateway._results",
     "Transport": "ask_another.gateway._gateway",
@@ -59,6 +61,7 @@ __all__ = [
     "ProcessTransport",
     "SearchHit",
     "SearchResult",
+    "SharedTransport",
     "ThreadTransport",
     "ToolCall",
     "Transport",

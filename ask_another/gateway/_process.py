@@ -87,6 +87,10 @@ class _Worker:
         self.ready = trio.Event()
         self.import_error: str | None = None
         self.process: trio.Process | None = None
+        self.pid: int | None = None
+        self.finished = trio.Event()  # set when `run()` is over
+        self._input: trio.abc.ReceiveStream | None = None  # the worker's frames
+        self._output: trio.abc.SendStream | None = None  # to the worker
         self.retiring = False  # no new calls: it is leaving because it was idle
         self.stopped: str | None = None  # why calls can no longer be made
 
@@ -97,15 +101,12 @@ class _Worker:
     async def run(self, idle_exit: float | None, *, closing: Callable[[], bool]) -> None:
         """Start the process and read its frames until it exits. Returns after an idle exit or
         a close; raises `WorkerStopped` if the process ended on its own."""
-        self.process = process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", WORKER_MODULE, self._log_level],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        )
         try:
+            await self._open()
             async with trio.open_nursery() as nursery:
                 if idle_exit is not None:
                     nursery.start_soon(self._exit_when_idle, idle_exit)
-                await self._read_frames(process)
+                await self._read_frames()
                 nursery.cancel_scope.cancel()
         finally:
             self.stopped = self.stopped or "the gateway worker stopped"
@@ -113,18 +114,33 @@ class _Worker:
             for channel in list(self._calls.values()):
                 channel.close()  # each caller raises WorkerStopped
             with trio.CancelScope(shield=True):
-                code = await self._wait(process)
+                code = await self._closed()
+            self.finished.set()
         if self.retiring:
-            log.info("gateway.worker_idle_exit", pid=process.pid, code=code)
+            log.info("gateway.worker_idle_exit", pid=self.pid, code=code)
         elif not closing():
-            self.stopped = f"the gateway worker process exited (code {code})"
+            self.stopped = (f"the gateway worker process exited (code {code})" if code is not None
+                            else "the shared gateway worker closed the connection")
             log.error("gateway.worker_stopped", code=code)
             raise WorkerStopped(self.stopped)
 
-    async def _read_frames(self, process: trio.Process) -> None:
-        assert process.stdout is not None
+    async def _open(self) -> None:
+        self.process = process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", WORKER_MODULE, self._log_level],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        self.pid = process.pid
+        self._output, self._input = process.stdin, process.stdout
+
+    async def _closed(self) -> int | None:
+        """After the frames end: the process's exit code."""
+        return None if self.process is None else await self._wait(self.process)
+
+    async def _read_frames(self) -> None:
+        assert self._input is not None
         buffer = bytearray()
-        while data := await process.stdout.receive_some(1 << 16):
+        while data := await self._input.receive_some(1 << 16):
             buffer += data
             while len(buffer) >= HEADER:
                 end = HEADER + int.from_bytes(buffer[:HEADER], "big")
@@ -136,10 +152,11 @@ class _Worker:
     def _dispatch(self, message: FromWorker) -> None:
         if isinstance(message, Ready):
             self.import_error = message.error
+            self.pid = message.pid or self.pid
             self._quiet_since = trio.current_time()
             self.ready.set()
             if message.error is None:
-                log.info("gateway.worker_ready", pid=self.process.pid if self.process else None)
+                log.info("gateway.worker_ready", pid=self.pid)
             return
         channel = self._calls.get(message.id)
         if channel is not None:  # None: the caller gave up (cancelled) meanwhile
@@ -161,13 +178,16 @@ class _Worker:
                 return
 
     async def close_stdin(self) -> None:
-        """The worker cancels its calls, closes its HTTP clients and exits."""
-        process = self.process
-        if process is not None and process.stdin is not None:
+        """The worker cancels this side's calls (and, over stdin, closes its HTTP clients and
+        exits)."""
+        if self._output is not None:
             with trio.CancelScope(shield=True), contextlib.suppress(
                     trio.BrokenResourceError, trio.ClosedResourceError):
                 async with self._send_lock:
-                    await process.stdin.aclose()
+                    await self._end_output(self._output)
+
+    async def _end_output(self, output: trio.abc.SendStream) -> None:
+        await output.aclose()
 
     @staticmethod
     async def _wait(process: trio.Process) -> int:
@@ -177,12 +197,12 @@ class _Worker:
         return await process.wait()
 
     async def _send(self, message: msgspec.Struct) -> None:
-        process = self.process
-        if process is None or process.stdin is None or self.stopped:
+        output = self._output
+        if output is None or self.stopped:
             raise WorkerStopped(self.stopped or "the gateway worker is not running")
         async with self._send_lock:
             try:
-                await process.stdin.send_all(frame(self._encoder, message))
+                await output.send_all(frame(self._encoder, message))
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 raise WorkerStopped("the gateway worker stopped reading") from exc
 
@@ -251,6 +271,9 @@ class ProcessTransport:
         self._replaced = trio.Event()  # a new worker was installed
         self._closing = False
 
+    def _new_worker(self) -> _Worker:
+        return _Worker(self._secrets, self._log_level)
+
     def warm(self) -> None:
         """Start the worker now if none runs (idempotent, never blocks)."""
         self._wanted.set()
@@ -267,7 +290,7 @@ class ProcessTransport:
             if self._closing:
                 return
             self._wanted = trio.Event()
-            worker = self._current = _Worker(self._secrets, self._log_level)
+            worker = self._current = self._new_worker()
             self._replaced.set()
             self._replaced = trio.Event()
             try:
@@ -289,7 +312,10 @@ class ProcessTransport:
         worker.stopped = worker.stopped or "the gateway is shut down"
         await worker.close_stdin()
         process = worker.process
-        if process is not None:
+        if process is None:  # a shared worker's connection: it ends when the worker hangs up
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                await worker.finished.wait()
+        else:
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(10):
                     await process.wait()
@@ -302,10 +328,10 @@ class ProcessTransport:
         if worker is None:
             return GatewayStatistics(ready=False, in_flight=0)
         process = worker.process
-        alive = process is not None and process.returncode is None
+        alive = not worker.stopped if process is None else process.returncode is None
         return GatewayStatistics(
             ready=worker.ready.is_set() and worker.import_error is None and not worker.stopped,
-            in_flight=worker.in_flight, worker_pid=process.pid if alive and process else None)
+            in_flight=worker.in_flight, worker_pid=worker.pid if alive else None)
 
     async def _call(self, make: Callable[[int], Call | Interact | Search], model: str,
                     on_delta: Callable[[str], Awaitable[None]] | None = None) -> Any:

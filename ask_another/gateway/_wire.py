@@ -1,11 +1,13 @@
 """The worker process's wire: length-prefixed msgpack frames over its stdin and stdout.
 
-- parent -> worker: `Call` (one `litellm.acompletion` kwargs dict, the model id), `Interact`
-  (one `litellm.interactions` call), `Search` (one `litellm.asearch`) and `Cancel`;
+- parent -> worker: `Hello` (on a shared worker's connection: the server's secrets, masked in
+  anything the worker logs), `Call` (one `litellm.acompletion` kwargs dict, the model id),
+  `Interact` (one `litellm.interactions` call), `Search` (one `litellm.asearch`) and `Cancel`;
 - worker -> parent: `Ready` once litellm is imported (or why it could not be), then per call any
   number of `Delta` (streamed text, in order) and one `Done`, `Interacted`, `Searched` or
   `Failed`.
 
+The same frames go over a shared worker's unix socket, one connection per server (_shared.py).
 Shared by the parent's side (_process.py) and the worker's (_worker.py); no litellm here.
 """
 
@@ -41,8 +43,13 @@ class Cancel(msgspec.Struct, tag="cancel"):
     id: int
 
 
+class Hello(msgspec.Struct, tag="hello"):
+    secrets: list[str]
+
+
 class Ready(msgspec.Struct, tag="ready"):
     error: str | None = None
+    pid: int | None = None  # the worker's: a shared worker is not this side's child
 
 
 class Delta(msgspec.Struct, tag="delta"):
@@ -72,7 +79,7 @@ class Failed(msgspec.Struct, tag="failed"):
     status: int | None = None
 
 
-ToWorker = Call | Interact | Search | Cancel
+ToWorker = Hello | Call | Interact | Search | Cancel
 FromWorker = Ready | Delta | Done | Interacted | Searched | Failed
 HEADER = 4  # bytes of big-endian frame length
 

@@ -8,15 +8,21 @@ the frames of _wire.py. `Cancel` cancels a task (the HTTP request is aborted). I
 stdin closes (the parent closed it, after an idle time or at shutdown, or died). Its stdout is
 kept for frames only: anything else printing to it (litellm's banners) goes to stderr, like the
 server's logs.
+
+With `--shared SOCKET IDLE` it is the one worker of every server on a home (_shared.py): it
+listens on the unix socket, serves each connection as it would its stdin, and exits after IDLE
+seconds with no connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -29,6 +35,7 @@ from ask_another.gateway._wire import (
     Delta,
     Done,
     Failed,
+    Hello,
     Interact,
     Interacted,
     Ready,
@@ -40,36 +47,35 @@ from ask_another.gateway._wire import (
 from ask_another.logs import configure_logging, register_secrets
 
 
-async def _worker_main(frames_out: int) -> None:
+def _load() -> tuple[Any, str | None]:
+    """litellm, imported and warmed up, or None and why not."""
+    try:
+        litellm = _litellm.load(quick=True)
+        _litellm.warm_up(litellm)
+    except Exception as exc:
+        return None, repr(exc)
+    return litellm, None
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, litellm: Any,
+                 error: str | None) -> None:
+    """Say `Ready`, then run the calls that arrive on `reader` until it ends; then cancel the
+    ones still running. One parent (a server) per reader: its calls and cancels are its own."""
     loop = asyncio.get_running_loop()
     encoder = msgspec.msgpack.Encoder()
     decoder = msgspec.msgpack.Decoder(ToWorker)
-    reader = asyncio.StreamReader(limit=1 << 26)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
-                                 os.fdopen(0, "rb", buffering=0))
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(frames_out, "wb", buffering=0))
-    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
 
     def send(message: msgspec.Struct) -> None:
         if not writer.is_closing():
             writer.write(frame(encoder, message))
 
-    litellm: Any = None
-    try:
-        litellm = _litellm.load(quick=True)
-        _litellm.warm_up(litellm)
-        send(Ready())
-    except Exception as exc:
-        send(Ready(error=repr(exc)))
-        litellm = None
+    send(Ready(error=error, pid=os.getpid()))
     tasks: dict[int, asyncio.Task[None]] = {}
-    known_keys: set[str] = set()
 
     async def run(message: Call | Interact | Search) -> None:
         key = message.kwargs.get("api_key")
-        if key and key not in known_keys:  # masked in anything this process logs from now on
-            known_keys.add(key)
+        if key and key not in _known_keys:  # masked in anything this process logs from now on
+            _known_keys.add(key)
             register_secrets([key])
         try:
             if isinstance(message, Call):
@@ -95,9 +101,11 @@ async def _worker_main(frames_out: int) -> None:
         try:
             header = await reader.readexactly(HEADER)
             message = decoder.decode(await reader.readexactly(int.from_bytes(header, "big")))
-        except asyncio.IncompleteReadError:
-            break  # stdin closed: the parent is done (or gone)
-        if isinstance(message, Cancel):
+        except (asyncio.IncompleteReadError, ConnectionError):
+            break  # the parent is done (or gone)
+        if isinstance(message, Hello):
+            register_secrets(message.secrets)
+        elif isinstance(message, Cancel):
             task = tasks.get(message.id)
             if task is not None:
                 task.cancel()
@@ -108,11 +116,97 @@ async def _worker_main(frames_out: int) -> None:
     for task in list(tasks.values()):
         task.cancel()
     await asyncio.gather(*tasks.values(), return_exceptions=True)
-    if litellm is not None:
-        await _litellm.close_clients(litellm)
     with contextlib.suppress(Exception):
         await writer.drain()
     writer.close()
+
+
+_known_keys: set[str] = set()
+
+
+async def _worker_main(frames_out: int) -> None:
+    """The private worker: one parent, on stdin and stdout."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 26)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                 os.fdopen(0, "rb", buffering=0))
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(frames_out, "wb", buffering=0))
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    litellm, error = _load()
+    await _serve(reader, writer, litellm, error)
+    if litellm is not None:
+        await _litellm.close_clients(litellm)
+
+
+async def _shared_main(path: Path, idle: float, started: int) -> None:
+    """The shared worker (_shared.py): many servers, one connection each, on the unix socket
+    `path`; exits after `idle` seconds with no connection."""
+    connections = 0
+    changed = asyncio.Event()  # a connection came or went
+    loaded = asyncio.Event()
+    litellm: Any = None
+    error: str | None = None
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        changed.set()
+        try:
+            await loaded.wait()
+            await _serve(reader, writer, litellm, error)
+        finally:
+            connections -= 1
+            changed.set()
+
+    old_mask = os.umask(0o177)  # the socket is created 0600: only this user may connect
+    try:
+        server = await asyncio.start_unix_server(connection, str(path), limit=1 << 26)
+    finally:
+        os.umask(old_mask)
+    os.chmod(path, 0o600)
+    identity = os.stat(path).st_ino
+    pid_file = path.with_name("gateway.pid")  # for people and tests: which process this is
+    pid_file.write_text(f"{os.getpid()}\n")
+    os.write(started, _LISTENING)
+    os.close(started)
+    litellm, error = _load()
+    loaded.set()
+    while True:
+        # `idle` seconds in a row with no connection.
+        while True:
+            while connections:
+                changed.clear()
+                await changed.wait()
+            changed.clear()
+            try:
+                await asyncio.wait_for(changed.wait(), idle)
+            except TimeoutError:
+                if not connections:
+                    break
+        # Idle: leave under the lock the servers connect under, so none connects to a worker
+        # that is leaving (one that connected before still gets served below).
+        lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+            if connections:
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(path).st_ino == identity:  # not a newer worker's socket
+                    os.unlink(path)
+                    pid_file.unlink()
+            server.close()
+            break
+        finally:
+            os.close(lock)
+    while connections:
+        changed.clear()
+        await changed.wait()
+    if litellm is not None:
+        await _litellm.close_clients(litellm)
+
+
+_LISTENING = b"listening\n"  # _shared.LISTENING: not imported, _shared.py needs trio
 
 
 def main() -> None:
@@ -126,7 +220,10 @@ def main() -> None:
     # the parent report a crashed worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_logging(sys.argv[1] if len(sys.argv) > 1 else "WARNING")
-    asyncio.run(_worker_main(frames_out))
+    if len(sys.argv) == 5 and sys.argv[2] == "--shared":
+        asyncio.run(_shared_main(Path(sys.argv[3]), float(sys.argv[4]), frames_out))
+    else:
+        asyncio.run(_worker_main(frames_out))
 
 
 if __name__ == "__main__":

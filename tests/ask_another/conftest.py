@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from ask_another.config import Config, DatabaseUrl
-from ask_another.gateway import ProcessTransport, ThreadTransport, Transport
+from ask_another.gateway import ProcessTransport, SharedTransport, ThreadTransport, Transport
 from ask_another.simulator import Simulator
 
 # A key shaped like a real one; the secrecy tests look for it everywhere.
@@ -44,12 +48,21 @@ MakeTransport = Callable[[Sequence[str]], Transport]
 @pytest.fixture(params=[
     pytest.param("thread"),
     pytest.param("process", marks=pytest.mark.slow),  # starts a worker process
+    pytest.param("shared", marks=pytest.mark.slow),  # starts a detached shared worker
 ])
-def transport(request: pytest.FixtureRequest) -> MakeTransport:
-    """Each gateway test runs on both transports: `transport(secrets)` builds one."""
+def transport(request: pytest.FixtureRequest) -> Iterator[MakeTransport]:
+    """Each gateway test runs on every transport: `transport(secrets)` builds one."""
     if request.param == "thread":
-        return lambda secrets: ThreadTransport(secrets)
-    return lambda secrets: ProcessTransport(secrets)
+        yield lambda secrets: ThreadTransport(secrets)
+    elif request.param == "process":
+        yield lambda secrets: ProcessTransport(secrets)
+    else:
+        # A short home (a unix socket's path is at most 104-108 bytes); the worker is killed
+        # after the test rather than left to its idle exit.
+        with tempfile.TemporaryDirectory(prefix="aa-") as home:
+            yield lambda secrets: SharedTransport(Path(home), secrets, idle_exit=30)
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+                os.kill(int((Path(home) / "gateway.pid").read_text()), signal.SIGKILL)
 
 
 StoreTarget = Path | DatabaseUrl
