@@ -140,7 +140,13 @@ class _Worker:
     async def _read_frames(self) -> None:
         assert self._input is not None
         buffer = bytearray()
-        while data := await self._input.receive_some(1 << 16):
+        while True:
+            try:
+                data = await self._input.receive_some(1 << 16)
+            except trio.BrokenResourceError:  # a shared worker's socket reset: it is gone too
+                return
+            if not data:
+                return
             buffer += data
             while len(buffer) >= HEADER:
                 end = HEADER + int.from_bytes(buffer[:HEADER], "big")

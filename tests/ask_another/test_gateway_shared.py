@@ -18,10 +18,10 @@ from stdio_server import stdio_client_for
 from tool_results import text_of
 
 from ask_another.config import Config, ModelEntry
-from ask_another.errors import AskAnotherError, ProviderUnavailable
+from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
 from ask_another.gateway import SharedTransport, open_gateway
 from ask_another.runtime import open_runtime
-from ask_another.simulator import Simulator, Slow
+from ask_another.simulator import Fail, Reply, Simulator, Slow
 
 pytestmark = pytest.mark.slow  # starts real worker and server processes
 
@@ -139,7 +139,7 @@ async def test_two_stdio_servers_on_one_home_share_one_worker(sim: Simulator, ho
                                                               tmp_path: Path):
     env = {"ASK_ANOTHER_HOME": str(home), "ASK_ANOTHER_GATEWAY_SHARED": "1",
            "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}", "PATH": os.environ["PATH"]}
-    with open(tmp_path / "one.log", "w") as log_one, open(tmp_path / "two.log", "w") as log_two:
+    with (tmp_path / "one.log").open("w") as log_one, (tmp_path / "two.log").open("w") as log_two:
         async with stdio_client_for(env, log_one) as one, stdio_client_for(env, log_two) as two:
             answers = [await client.call_tool("completion", {"model": "sim", "prompt": prompt})
                        for client, prompt in ((one, "first"), (two, "second"))]
@@ -162,3 +162,26 @@ def _any_workers(home: Path) -> list[int]:
                         in (entry / "environ").read_bytes() and _alive(int(entry.name))):
                     found.append(int(entry.name))
     return sorted(found)
+
+
+async def test_the_worker_scrubs_every_connected_servers_keys(sim: Simulator, home: Path):
+    # Server A's key shows up in a failure of server B's call: B cannot know A's key, so only the
+    # worker, which A's connection told its secrets, can mask it.
+    key_a = "sk-test-server-A-5f0e9c1d"
+    sim.script("m1", [Reply("ok"), Fail(429, f"quota of {key_a} and {KEY} used up")])
+    async with open_gateway(SharedTransport(home, [key_a], idle_exit=30), [key_a]) as first, \
+            open_gateway(SharedTransport(home, [KEY], idle_exit=30), [KEY]) as second:
+        await first.completion(entry(sim), "A is connected")  # its Hello has been read
+        with pytest.raises(RateLimited) as limited:
+            await second.completion(entry(sim), "B")
+    assert "quota of" in str(limited.value)
+    assert key_a not in str(limited.value) and KEY not in str(limited.value)
+
+
+def test_the_shared_switch_is_parsed_and_off_by_default():
+    base = {"ASK_ANOTHER_HOME": "/tmp/unused"}
+    assert Config.from_env(base).gateway_shared is False
+    assert Config.from_env(base | {"ASK_ANOTHER_GATEWAY_SHARED": "1"}).gateway_shared is True
+    bad = Config.from_env(base | {"ASK_ANOTHER_GATEWAY_SHARED": "sometimes"})
+    assert bad.gateway_shared is False
+    assert [p.variable for p in bad.problems] == ["ASK_ANOTHER_GATEWAY_SHARED"]
