@@ -18,6 +18,9 @@ The worker's life:
 Cancelling a caller sends `Cancel`: the worker cancels the asyncio task, which aborts the HTTP
 request. Failures arrive classified (the `ProviderError` subclass's name) with the provider's
 message scrubbed of the call's key; this side scrubs again with every configured key.
+
+`SharedTransport` (_shared.py) is this transport with `_Worker`'s stdin and stdout replaced by a
+connection to the one worker of a home (`_open`, `_end_output`, `_closed`).
 """
 
 from __future__ import annotations
