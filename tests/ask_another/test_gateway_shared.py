@@ -185,3 +185,18 @@ def test_the_shared_switch_is_parsed_and_off_by_default():
     bad = Config.from_env(base | {"ASK_ANOTHER_GATEWAY_SHARED": "sometimes"})
     assert bad.gateway_shared is False
     assert [p.variable for p in bad.problems] == ["ASK_ANOTHER_GATEWAY_SHARED"]
+
+
+async def test_gateways_starting_at_once_start_one_worker(sim: Simulator, home: Path):
+    pids: list[int | None] = []
+
+    async def one(n: int) -> None:
+        async with open_gateway(SharedTransport(home, [KEY], idle_exit=30), [KEY]) as gateway:
+            await gateway.completion(entry(sim), f"n{n}")
+            pids.append(gateway.statistics().worker_pid)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(4):
+            nursery.start_soon(one, n)
+    assert len(set(pids)) == 1 and None not in pids
+    assert _workers(home) == pids[:1]
