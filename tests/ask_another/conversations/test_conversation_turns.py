@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
@@ -207,19 +208,26 @@ async def test_discuss_with_an_unreadable_article_stores_nothing(
     assert [r["id"] for r in rows] == [first.conversation_id]
 
 
-async def test_an_idle_conversation_stops_and_wakes_from_the_store(
-    make_config: Callable[..., Config], sim: Simulator
-):
-    config = make_config()
+@asynccontextmanager
+async def conversations_idling_after(config: Config, idle_seconds: float
+                                     ) -> AsyncIterator[tuple[Conversations, Registry]]:
+    """A store, a gateway and the conversations under one supervisor, with a short idle time."""
     registry = Registry()
     children = [
         child_spec(StoreActor, config.database_path, name="store", registry=registry),
         child_spec(GatewayActor, functools.partial(ThreadTransport, config.secrets()),
                    config.secrets(), 0, name="gateway", registry=registry),
-        conversations_spec(config, registry, idle_seconds=0.2),
+        conversations_spec(config, registry, idle_seconds=idle_seconds),
     ]
     async with open_supervisor(children, "one_for_one"):
-        conversations = Conversations(config, registry)
+        yield Conversations(config, registry), registry
+
+
+async def test_an_idle_conversation_stops_and_wakes_from_the_store(
+    make_config: Callable[..., Config], sim: Simulator
+):
+    config = make_config()
+    async with conversations_idling_after(config, 0.2) as (conversations, registry):
         first = await conversations.turn("sim", "remember 42")
         assert registry.whereis(conversation_name(first.conversation_id)) is not None
         with trio.fail_after(5):
@@ -232,16 +240,7 @@ async def test_an_idle_conversation_stops_and_wakes_from_the_store(
 async def test_a_turn_longer_than_the_idle_time_is_not_stopped(
     make_config: Callable[..., Config], sim: Simulator
 ):
-    config = make_config()
-    registry = Registry()
-    children = [
-        child_spec(StoreActor, config.database_path, name="store", registry=registry),
-        child_spec(GatewayActor, functools.partial(ThreadTransport, config.secrets()),
-                   config.secrets(), 0, name="gateway", registry=registry),
-        conversations_spec(config, registry, idle_seconds=0.1),
-    ]
-    async with open_supervisor(children, "one_for_one"):
-        conversations = Conversations(config, registry)
+    async with conversations_idling_after(make_config(), 0.1) as (conversations, _):
         first = await conversations.turn("sim", "one")
         sim.latency = 0.5  # five idle times with no message while the provider answers
         second = await conversations.turn("sim", "two", first.conversation_id)
