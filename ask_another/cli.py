@@ -254,7 +254,7 @@ async def _serve(config: Config) -> None:
     # this process imports the SDK (about 0.4 s), so the first completion waits that much less.
     from ask_another.server.lifespan import open_lifespan
 
-    async with open_lifespan(config) as opened:
+    async with open_lifespan(config, per_session=True) as opened:
         with quick_import():  # the MCP SDK's import is most of the cold start
             from ask_another.server import serve_stdio
         await serve_stdio(config, opened)
@@ -302,7 +302,8 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
     streamed = False
 
-    async with open_runtime(config, prewarm_after=0) as runtime, open_progress() as progress:
+    async with (open_runtime(config, prewarm_after=0, per_session=True) as runtime,
+                open_progress() as progress):
         progress.set(f"asking {args.model}")
 
         async def show(text: str) -> None:
@@ -344,7 +345,8 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
     if unusable is not None:
         print(unusable, file=sys.stderr)
         return 1
-    async with open_runtime(config, prewarm_after=0) as runtime, open_progress() as progress:
+    async with (open_runtime(config, prewarm_after=0, per_session=True) as runtime,
+                open_progress() as progress):
         jobs = ResearchJobs.of(runtime)
         job = await jobs.start(args.model, args.query, args.method, depth=args.depth)
         print(f"research job {job.id} ({job.model}, method {job.method})", file=sys.stderr)
@@ -441,7 +443,7 @@ async def _consensus(config: Config, args: argparse.Namespace) -> int:
         print("(no answer in time)", file=sys.stderr, flush=True)
         return Deny("expired")
 
-    async with open_runtime(config, prewarm_after=0) as runtime:
+    async with open_runtime(config, prewarm_after=0, per_session=True) as runtime:
         result = await runtime.consensus.ask(
             args.model.split(","), args.prompt, system=args.system, stances=stances,
             synthesize=args.synthesize, conversation_id=args.conversation,
@@ -455,7 +457,7 @@ async def _usage(config: Config, period: str) -> int:
     from ask_another.runtime import open_runtime
     from ask_another.spend.report import usage_report
 
-    async with open_runtime(config, prewarm_after=None) as runtime:
+    async with open_runtime(config, prewarm_after=None, per_session=True) as runtime:
         print(await usage_report(runtime, period))
     return 0
 
@@ -479,7 +481,7 @@ async def _doctor(config: Config) -> int:
     else:
         try:
             # prewarm_after=None: no gateway worker (litellm) starts; the catalog reads the map.
-            async with open_runtime(config, prewarm_after=None) as runtime:
+            async with open_runtime(config, prewarm_after=None, per_session=True) as runtime:
                 database = await runtime.database()
                 print(f"database: {database.where} (schema version "
                       f"{await database.schema_version()})")
@@ -573,7 +575,7 @@ async def _feedback(config: Config, issue: str) -> int:
     if unusable is not None:
         print(unusable, file=sys.stderr)
         return 1
-    async with open_runtime(config, prewarm_after=None) as runtime:
+    async with open_runtime(config, prewarm_after=None, per_session=True) as runtime:
         record = await runtime.add_feedback(issue, "cli")
         where = (await runtime.database()).where
     print(f"Thank you: feedback #{record.id} recorded at {record.created_at} in {where}. To send "

@@ -206,8 +206,9 @@ class Config:
     # Provider calls in the gateway's worker process (the default, None or True) or in a thread
     # of this process (False); see runtime.py and gateway/.
     gateway_process: bool | None = None
-    # Experimental: one worker for every server on this home (gateway/_shared.py); default off.
-    gateway_shared: bool = False
+    # One worker for every server on this home (gateway/_shared.py): True, False, or None (unset:
+    # the face decides; shared for the stdio server and the people commands, runtime.py).
+    gateway_shared: bool | None = None
     gateway_idle: float = DEFAULT_GATEWAY_IDLE
     confirm_usd: float = DEFAULT_CONFIRM_USD
     budget_day_usd: float | None = None  # None: no daily ceiling
@@ -243,7 +244,7 @@ class Config:
         lease_seconds = _parse_positive(env, "ASK_ANOTHER_LEASE_SECONDS", DEFAULT_LEASE_SECONDS,
                                         problems)
         gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
-        gateway_shared = _parse_switch(env, "ASK_ANOTHER_GATEWAY_SHARED", problems) is True
+        gateway_shared = _parse_switch(env, "ASK_ANOTHER_GATEWAY_SHARED", problems)
         max_prompt = _parse_count(env, "ASK_ANOTHER_MAX_PROMPT_CHARS", DEFAULT_MAX_PROMPT_CHARS,
                                   problems)
         max_feedback = _parse_count(env, "ASK_ANOTHER_MAX_FEEDBACK_CHARS",

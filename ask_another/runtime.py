@@ -220,13 +220,18 @@ class Runtime(Services):
         return record
 
 
-def _transport(config: Config, process: bool | None) -> Callable[[], Transport]:
+def _transport(config: Config, process: bool | None, per_session: bool
+               ) -> Callable[[], Transport]:
     """The gateway's transport, chosen here and nowhere else: a worker process (the default)
-    unless `process` (or, when that is None, `ASK_ANOTHER_GATEWAY_PROCESS`) is false; with
-    `ASK_ANOTHER_GATEWAY_SHARED`, the one worker of every server on the home."""
+    unless `process` (or, when that is None, `ASK_ANOTHER_GATEWAY_PROCESS`) is false. The worker
+    is the one every server on the home shares when `ASK_ANOTHER_GATEWAY_SHARED` says so, or,
+    when it is unset, for a `per_session` face (the stdio server and the people commands: a
+    client session each, so four sessions pay one litellm); otherwise (`serve --http`, an
+    embedding program) a private one."""
     if process is None:
         process = config.gateway_process is not False
-    if process and config.gateway_shared:
+    shared = config.gateway_shared if config.gateway_shared is not None else per_session
+    if process and shared:
         return functools.partial(SharedTransport, config.home, config.secrets(),
                                  log_level=config.log_level, idle_exit=config.gateway_idle)
     if process:
@@ -237,13 +242,17 @@ def _transport(config: Config, process: bool | None) -> Callable[[], Transport]:
 
 @contextlib.asynccontextmanager
 async def open_runtime(config: Config | None = None, *, prewarm_after: float | None = 0,
-                       gateway_process: bool | None = None) -> AsyncIterator[Runtime]:
+                       gateway_process: bool | None = None, per_session: bool = False
+                       ) -> AsyncIterator[Runtime]:
     """Start the supervision tree for the duration of the block; stop it on exit.
 
     `prewarm_after`: seconds before litellm starts loading where the gateway runs it (0: at
     once, None: only when first needed). `gateway_process`: provider calls in the gateway's
     worker process (None: `config.gateway_process`, and yes when that is unset too) or, when
-    false, in a thread of this process. Raises `StoreError` if the database cannot be opened.
+    false, in a thread of this process. `per_session`: this runtime serves one client session
+    (the stdio server, a people command), so its worker is shared with the other sessions on the
+    home unless `ASK_ANOTHER_GATEWAY_SHARED=0` (see `_transport`). Raises `StoreError` if the
+    database cannot be opened.
     """
     config = config if config is not None else Config.from_env()
     ensure_logging(config.log_level)
@@ -255,8 +264,8 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     registry = Registry()
     children = [
         child_spec(StoreActor, config.database, name="store", registry=registry),
-        child_spec(GatewayActor, _transport(config, gateway_process), config.secrets(),
-                   prewarm_after,
+        child_spec(GatewayActor, _transport(config, gateway_process, per_session),
+                   config.secrets(), prewarm_after,
                    name="gateway", registry=registry, shutdown=15.0),
         research_spec(config, registry),
         conversations_spec(config, registry),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +34,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                             and any(sign in text for sign in _STARTS_A_PROCESS))
         if starts[path] and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+
+
+def _shared_workers() -> set[int]:
+    """The shared gateway workers running (gateway/_shared.py), from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                command = (entry / "cmdline").read_bytes()
+                if b"ask_another.gateway._worker" in command and b"\0--shared\0" in command:
+                    found.add(int(entry.name))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_worker_outlives_its_test() -> Iterator[None]:
+    """The stdio server and the people commands share one detached gateway worker per home by
+    default, which would otherwise wait out its idle time (15 minutes) after each test."""
+    before = _shared_workers()
+    yield
+    for pid in _shared_workers() - before:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")

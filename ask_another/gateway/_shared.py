@@ -1,17 +1,31 @@
-"""The shared-worker transport (experimental, `ASK_ANOTHER_GATEWAY_SHARED=1`): every server on
-one ASK_ANOTHER_HOME uses one gateway worker, so four client sessions pay one litellm, not four.
+"""The shared-worker transport: every server on one ASK_ANOTHER_HOME whose environment litellm
+would see the same uses one gateway worker, so four client sessions pay one litellm, not four.
+It is the default for the stdio server and the people commands (runtime.py).
 
 The worker (`python -m ask_another.gateway._worker LEVEL --shared SOCKET IDLE`) listens on
-`gateway.sock` in the home (mode 0600) and speaks the frames of _wire.py on each connection, as
-the private worker does on its stdin and stdout. A server connects once (its `Hello` carries its
-secrets, so the worker masks them in its logs) and sends its calls and cancels; they are its own,
-and its connection closing cancels them.
+`gateway/<key>.sock` in the home (mode 0600, in a 0700 directory) and speaks the frames of
+_wire.py on each connection, as the private worker does on its stdin and stdout. A server
+connects once (its `Hello` carries its secrets, so the worker masks them in its logs) and sends
+its calls and cancels; they are its own, and its connection closing cancels them.
 
-Who starts the worker is decided under an flock on `gateway.sock.lock`: a server takes it, tries
-to connect, and only if nobody listens removes the stale socket file and starts a worker, detached
-(its own session; its stderr goes to `gateway.log` in the home), which outlives the server that
+The key (`worker_key`) is a digest of what the worker would otherwise take from the first server
+that started it: this code and litellm's version, the Python running it, the log level and idle
+time, and the environment, less the variables that only tell client sessions apart (`PWD`, a
+terminal's session id, ...). So a server never sends its calls to a worker that would see other
+proxies, certificates or provider settings: it gets a worker of its own kind. The worker runs in
+the home, not in the directory of the server that started it.
+
+Who starts the worker is decided under an flock on `<key>.lock`: a server takes it, tries to
+connect, and only if nobody listens removes the stale socket file and starts a worker, detached
+(its own session; its stderr goes to `gateway/gateway.log`), which outlives the server that
 started it. The worker exits after its idle time with no connection, taking the same lock to
-remove its socket, so a server never connects to a worker that is leaving.
+remove its socket, so no server connects to a worker that is leaving; one whose connection the
+kernel took just before that gets it closed before the worker's `Ready`, and connects again
+(nothing was sent on it). It also exits, once nobody is connected, when its socket file is gone
+(the home was removed).
+
+Where a socket cannot be used (the home's path is too long for one, the file system refuses it,
+the worker does not start), the server falls back to a private worker and says so once in its log.
 
 Everything else is `ProcessTransport`'s: the connection is warm at `warm()`, closed after the idle
 time without a call, and a connection that drops (the worker was killed) fails the calls in flight
@@ -23,29 +37,79 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from importlib import metadata
 from pathlib import Path
 
 import trio
 
-from ask_another.errors import ProviderUnavailable
 from ask_another.gateway._process import WORKER_MODULE, ProcessTransport, WorkerStopped, _Worker
-from ask_another.gateway._wire import Hello, frame
+from ask_another.gateway._wire import HEADER, Hello, Ready, frame
 from ask_another.logs import get_logger
 
 log = get_logger("ask_another.gateway")
 
-SOCKET_NAME = "gateway.sock"
+SHARED_DIRECTORY = "gateway"  # in the home: each worker's socket, lock and pid file; their log
 LISTENING = b"listening\n"  # what a started worker prints on its stdout once it listens
+CONNECT_ATTEMPTS = 3  # a worker leaving as we connect closes the connection before its Ready
+
+# Variables that tell client sessions apart without changing what a provider call does: the
+# shell's, a terminal's, an editor's or a client's own per-session ones. Every other variable is
+# part of the worker's key (`worker_key`).
+SESSION_VARIABLES = frozenset({
+    "PWD", "OLDPWD", "SHLVL", "_", "PS1", "COLUMNS", "LINES", "TERM", "COLORTERM",
+    "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "TERM_SESSION_ID", "ITERM_SESSION_ID", "WINDOWID",
+    "TMUX", "TMUX_PANE", "STY", "SSH_TTY", "GPG_TTY", "KITTY_WINDOW_ID", "WT_SESSION",
+    "SECURITYSESSIONID", "PYTHONPYCACHEPREFIX",
+})
+SESSION_PREFIXES = ("CLAUDE_CODE_", "VSCODE_", "GHOSTTY_", "WEZTERM_", "KONSOLE_", "ALACRITTY_")
+
+# The files the worker runs (besides litellm): a server of other code gets a worker of its own.
+_WORKER_SOURCES = ("gateway/_worker.py", "gateway/_litellm.py", "gateway/_wire.py",
+                   "gateway/_results.py", "errors.py", "logs.py")
+
+
+class Unshareable(Exception):
+    """A shared worker cannot be used here (the reason is the message): use a private one."""
+
+
+def _sources_digest() -> bytes:
+    package = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for name in _WORKER_SOURCES:
+        with contextlib.suppress(OSError):
+            digest.update((package / name).read_bytes())
+    return digest.digest()
+
+
+def _litellm_version() -> str:
+    try:
+        return metadata.version("litellm")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def worker_key(environ: Mapping[str, str], log_level: str, idle: float) -> str:
+    """Which shared worker a server with `environ` may use: servers with the same key see the
+    same worker code, litellm, Python, settings and environment (less `SESSION_VARIABLES`)."""
+    digest = hashlib.sha256(_sources_digest())
+    for part in (_litellm_version(), sys.executable, log_level, repr(idle)):
+        digest.update(part.encode() + b"\0")
+    for name in sorted(environ):
+        if name in SESSION_VARIABLES or name.startswith(SESSION_PREFIXES):
+            continue
+        digest.update(os.fsencode(name) + b"=" + os.fsencode(environ[name]) + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def lock_path(socket_path: Path) -> Path:
-    return socket_path.with_name(socket_path.name + ".lock")
+    return socket_path.with_suffix(".lock")
 
 
 def _connect(path: Path) -> socket.socket:
@@ -59,13 +123,14 @@ def _connect(path: Path) -> socket.socket:
 
 
 def _start_worker(path: Path, log_level: str, idle: float) -> None:
-    """Start a detached worker listening on `path`; return once it listens."""
+    """Start a detached worker listening on `path`, in the home; return once it listens."""
+    home = path.parent.parent
     log_file = os.open(path.with_name("gateway.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
                        0o600)
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE, log_level, "--shared", str(path), repr(idle)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file, cwd=home,
             start_new_session=True)  # not in the client's process group: it outlives us
     finally:
         os.close(log_file)
@@ -75,18 +140,21 @@ def _start_worker(path: Path, log_level: str, idle: float) -> None:
     # Reaped here if it exits while this server runs (no zombie in a process listing).
     threading.Thread(target=process.wait, daemon=True).start()
     if line != LISTENING:
-        raise ProviderUnavailable(f"the shared gateway worker did not start (exit code "
-                                  f"{process.poll()}; see {path.with_name('gateway.log')})")
+        raise Unshareable(f"the shared gateway worker did not start (exit code "
+                          f"{process.poll()}; see {path.with_name('gateway.log')})")
     log.info("gateway.shared_worker_started", pid=process.pid, socket=str(path))
 
 
 def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket:
     """A connection to the worker listening on `path`, started first if none does. Blocking:
-    run it in a thread."""
+    run it in a thread. Raises `Unshareable` where no worker can listen on `path`."""
     if len(os.fsencode(path)) >= 104:  # sun_path is 104-108 bytes
-        raise ProviderUnavailable(f"the shared gateway's socket path is too long: {path}")
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    lock = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
+        raise Unshareable(f"the home's path is too long for a unix socket ({path})")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise Unshareable(f"{path.parent} is not usable: {exc.strerror or exc}") from None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -96,51 +164,106 @@ def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # a dead worker's socket
         _start_worker(path, log_level, idle)
-        return _connect(path)
+        try:
+            return _connect(path)
+        except OSError as exc:
+            raise Unshareable(f"the shared gateway worker's socket refuses connections: "
+                              f"{exc.strerror or exc}") from None
     finally:
         os.close(lock)  # releases the flock
 
 
-class _Connection(_Worker):
-    """This server's connection to the shared worker and the calls in flight on it."""
+async def _first_frame(stream: trio.SocketStream) -> bytes | None:
+    """The body of the first frame on `stream`, or None if it closes first."""
+    data = bytearray()
+    needed = HEADER
+    while len(data) < needed:
+        try:
+            chunk = await stream.receive_some(needed - len(data))
+        except trio.BrokenResourceError:
+            return None
+        if not chunk:
+            return None
+        data += chunk
+        if len(data) == HEADER:
+            needed = HEADER + int.from_bytes(data, "big")
+    return bytes(data[HEADER:])
 
-    def __init__(self, secrets: list[str], log_level: str, path: Path, idle: float) -> None:
-        super().__init__(secrets, log_level)
-        self._path = path
-        self._idle = idle
+
+class _Connection(_Worker):
+    """This server's connection to the shared worker and the calls in flight on it; or, where
+    that cannot be, a private worker (the transport's `fallback`)."""
+
+    def __init__(self, transport: SharedTransport) -> None:
+        super().__init__(transport._secrets, transport._log_level)
+        self._transport = transport
         self._stream: trio.SocketStream | None = None
 
     async def _open(self) -> None:
-        try:
-            sock = await trio.to_thread.run_sync(connect_or_start, self._path, self._log_level,
-                                                 self._idle, abandon_on_cancel=True)
-        except OSError as exc:
-            raise WorkerStopped(f"the shared gateway worker could not be reached: "
-                                f"{exc.strerror or exc}") from None
-        self._stream = stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-        self._input = self._output = stream
-        await stream.send_all(frame(self._encoder, Hello(self._secrets)))
+        transport = self._transport
+        for _ in range(CONNECT_ATTEMPTS):
+            try:
+                sock = await trio.to_thread.run_sync(
+                    connect_or_start, transport.socket_path, self._log_level,
+                    transport.worker_idle, abandon_on_cancel=True)
+            except Unshareable as exc:
+                transport.fall_back(str(exc))
+                await super()._open()  # this server's own worker
+                return
+            except OSError as exc:
+                raise WorkerStopped(f"the shared gateway worker could not be reached: "
+                                    f"{exc.strerror or exc}") from None
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+            with contextlib.suppress(trio.BrokenResourceError):
+                await stream.send_all(frame(self._encoder, Hello(self._secrets)))
+            body = await _first_frame(stream)
+            if body is None:  # it was leaving (idle) as we connected; nothing was sent to it
+                await stream.aclose()
+                continue
+            self._stream = stream
+            self._input = self._output = stream
+            ready = self._decoder.decode(body)
+            if not isinstance(ready, Ready):
+                raise WorkerStopped("the shared gateway worker spoke out of turn")
+            self._dispatch(ready)
+            return
+        raise WorkerStopped(f"the shared gateway worker closed {CONNECT_ATTEMPTS} connections in "
+                            "a row before it was ready")
 
     async def _end_output(self, output: trio.abc.SendStream) -> None:
-        assert self._stream is not None
+        if self._stream is None:  # a private worker: close its stdin
+            await super()._end_output(output)
+            return
         await self._stream.send_eof()  # the worker cancels our calls and hangs up
 
     async def _closed(self) -> int | None:
-        if self._stream is not None:
-            await self._stream.aclose()
+        if self._stream is None:
+            return await super()._closed()
+        await self._stream.aclose()
         return None
 
 
 class SharedTransport(ProcessTransport):
-    """litellm in the one worker shared by every server on `home` (`gateway.sock`), started by
-    whichever server needs it first; the connection closes after `idle_exit` seconds without a
-    call, the worker after as long with no connection."""
+    """litellm in the one worker shared by every server on `home` whose environment (`environ`,
+    this process's by default) has the same `worker_key`; started by whichever server needs it
+    first. The connection closes after `idle_exit` seconds without a call, the worker after as
+    long with no connection."""
 
     def __init__(self, home: Path, secrets: Sequence[str] = (), *, log_level: str = "WARNING",
-                 idle_exit: float) -> None:
+                 idle_exit: float, environ: Mapping[str, str] | None = None) -> None:
         super().__init__(secrets, log_level=log_level, idle_exit=idle_exit)
-        self._path = home / SOCKET_NAME
-        self._worker_idle = idle_exit
+        key = worker_key(os.environ if environ is None else environ, log_level, idle_exit)
+        self.socket_path = home / SHARED_DIRECTORY / f"{key}.sock"
+        self.worker_idle = idle_exit
+        self.fallback: str | None = None  # why this server runs a private worker instead
+
+    def fall_back(self, reason: str) -> None:
+        if self.fallback is None:
+            log.warning("gateway.shared_unavailable", reason=reason,
+                        using="a private gateway worker")
+        self.fallback = reason
 
     def _new_worker(self) -> _Worker:
-        return _Connection(self._secrets, self._log_level, self._path, self._worker_idle)
+        if self.fallback is not None:
+            return _Worker(self._secrets, self._log_level)
+        return _Connection(self)

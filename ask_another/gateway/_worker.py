@@ -21,6 +21,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -141,64 +142,94 @@ async def _worker_main(frames_out: int) -> None:
 
 async def _shared_main(path: Path, idle: float, started: int) -> None:
     """The shared worker (_shared.py): many servers, one connection each, on the unix socket
-    `path`; exits after `idle` seconds with no connection."""
+    `path`; exits after `idle` seconds with no connection, or once nobody is connected and its
+    socket file is gone (its home was removed) or is another worker's."""
+    loop = asyncio.get_running_loop()
     connections = 0
+    quiet_since = loop.time()  # when the last connection closed
     changed = asyncio.Event()  # a connection came or went
     loaded = asyncio.Event()
     litellm: Any = None
     error: str | None = None
 
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal connections
-        connections += 1
-        changed.set()
+    async def connection(sock: socket.socket) -> None:
+        nonlocal quiet_since, connections
         try:
+            reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 26)
             await loaded.wait()
             await _serve(reader, writer, litellm, error)
         finally:
             connections -= 1
+            quiet_since = loop.time()
             changed.set()
 
+    serving: set[asyncio.Task[None]] = set()
+
+    async def accept() -> None:
+        # Counted as it is accepted, so the idle check below never misses one: a connection the
+        # kernel holds but this loop has not accepted is closed unserved when the listener
+        # closes, before the worker's `Ready`, and that server connects again.
+        nonlocal connections
+        while True:
+            sock, _ = await loop.sock_accept(listener)
+            connections += 1
+            changed.set()
+            task = loop.create_task(connection(sock))
+            serving.add(task)
+            task.add_done_callback(serving.discard)
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_mask = os.umask(0o177)  # the socket is created 0600: only this user may connect
     try:
-        server = await asyncio.start_unix_server(connection, str(path), limit=1 << 26)
+        listener.bind(str(path))
     finally:
         os.umask(old_mask)
     os.chmod(path, 0o600)
+    listener.listen(64)
+    listener.setblocking(False)
     identity = os.stat(path).st_ino
-    pid_file = path.with_name("gateway.pid")  # for people and tests: which process this is
+    pid_file = path.with_suffix(".pid")  # for people and tests: which process this is
     pid_file.write_text(f"{os.getpid()}\n")
     os.write(started, _LISTENING)
     os.close(started)
+    accepting = loop.create_task(accept())
     litellm, error = _load()
     loaded.set()
+
+    def ours() -> bool:
+        try:
+            return os.stat(path).st_ino == identity
+        except OSError:
+            return False
+
+    # Wake at least this often to see whether the socket file is still ours.
+    check_every = min(idle / 4, 10.0)
     while True:
-        # `idle` seconds in a row with no connection.
-        while True:
-            while connections:
-                changed.clear()
-                await changed.wait()
-            changed.clear()
-            try:
-                await asyncio.wait_for(changed.wait(), idle)
-            except TimeoutError:
-                if not connections:
-                    break
+        changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(changed.wait(), check_every)
+        if connections:
+            continue
+        if not ours():  # nobody can connect any more: leave
+            break
+        if loop.time() - quiet_since < idle:
+            continue
         # Idle: leave under the lock the servers connect under, so none connects to a worker
-        # that is leaving (one that connected before still gets served below).
-        lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        # that is leaving (one the kernel accepted just before is closed unserved: it retries).
+        lock = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
             if connections:
                 continue
             with contextlib.suppress(FileNotFoundError):
-                if os.stat(path).st_ino == identity:  # not a newer worker's socket
+                if ours():  # not a newer worker's socket
                     os.unlink(path)
                     pid_file.unlink()
-            server.close()
             break
         finally:
             os.close(lock)
+    accepting.cancel()
+    listener.close()
     while connections:
         changed.clear()
         await changed.wait()

@@ -33,9 +33,10 @@ class Unavailable:
 
 
 @contextlib.asynccontextmanager
-async def open_lifespan(config: Config, *, prewarm_after: float | None = 0
-                        ) -> AsyncIterator[Runtime | Unavailable]:
-    """The runtime for the duration of the block (see `open_runtime`), or an `Unavailable`."""
+async def open_lifespan(config: Config, *, prewarm_after: float | None = 0,
+                        per_session: bool = False) -> AsyncIterator[Runtime | Unavailable]:
+    """The runtime for the duration of the block (see `open_runtime`; `per_session` for the
+    stdio server), or an `Unavailable`."""
     unusable = home_problem(config.home)  # a few system calls
     if unusable is not None:
         log.error("server.home_unusable", problem=unusable)
@@ -44,7 +45,7 @@ async def open_lifespan(config: Config, *, prewarm_after: float | None = 0
     async with contextlib.AsyncExitStack() as stack:
         try:
             runtime = await stack.enter_async_context(open_runtime(
-                config, prewarm_after=prewarm_after))
+                config, prewarm_after=prewarm_after, per_session=per_session))
         except AskAnotherError as exc:  # e.g. a database file that is not SQLite
             log.error("server.runtime_unavailable", error=str(exc))
             yield Unavailable(exc)

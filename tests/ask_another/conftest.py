@@ -61,8 +61,9 @@ def transport(request: pytest.FixtureRequest) -> Iterator[MakeTransport]:
         # after the test rather than left to its idle exit.
         with tempfile.TemporaryDirectory(prefix="aa-") as home:
             yield lambda secrets: SharedTransport(Path(home), secrets, idle_exit=30)
-            with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
-                os.kill(int((Path(home) / "gateway.pid").read_text()), signal.SIGKILL)
+            for pid_file in (Path(home) / "gateway").glob("*.pid"):
+                with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+                    os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
 
 StoreTarget = Path | DatabaseUrl

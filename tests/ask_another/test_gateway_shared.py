@@ -1,14 +1,18 @@
-"""The shared gateway worker (SharedTransport, `ASK_ANOTHER_GATEWAY_SHARED=1`), real processes
+"""The shared gateway worker (SharedTransport: the stdio server's default), real processes
 against the simulator: one worker for every server on a home, its socket's mode, a killed worker
-and the next call, its idle exit. Two real stdio servers on one home share it."""
+and the next call, its idle exit and the connection it closes as it leaves, a worker per
+environment, the fall-back to a private worker. Real stdio servers on one home share it by
+default."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import socket
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +23,9 @@ from tool_results import text_of
 
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
-from ask_another.gateway import SharedTransport, open_gateway
-from ask_another.runtime import open_runtime
+from ask_another.gateway import ProcessTransport, SharedTransport, open_gateway
+from ask_another.gateway._shared import worker_key
+from ask_another.runtime import _transport, open_runtime
 from ask_another.simulator import Fail, Reply, Simulator, Slow
 
 pytestmark = pytest.mark.slow  # starts real worker and server processes
@@ -46,7 +51,7 @@ def _alive(pid: int) -> bool:
 
 def _workers(home: Path) -> list[int]:
     """The shared gateway workers listening in `home`, from /proc."""
-    needle = f"--shared\0{home / 'gateway.sock'}\0".encode()
+    needle = f"--shared\0{home / 'gateway'}/".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -74,7 +79,8 @@ def entry(sim: Simulator) -> ModelEntry:
 
 
 async def test_two_gateways_on_one_home_use_one_worker(sim: Simulator, home: Path):
-    async with open_gateway(SharedTransport(home, [KEY], idle_exit=30), [KEY]) as first, \
+    transport = SharedTransport(home, [KEY], idle_exit=30)
+    async with open_gateway(transport, [KEY]) as first, \
             open_gateway(SharedTransport(home, [KEY], idle_exit=30), [KEY]) as second:
         one = await first.completion(entry(sim), "one")
         two = await second.completion(entry(sim), "two")
@@ -83,18 +89,19 @@ async def test_two_gateways_on_one_home_use_one_worker(sim: Simulator, home: Pat
                                     "[simulated m1] answer to: two")
     assert len(pids) == 1 and None not in pids and os.getpid() not in pids
     assert _workers(home) == list(pids)  # it outlives the servers that used it
-    mode = stat.S_IMODE(os.stat(home / "gateway.sock").st_mode)
-    assert mode == 0o600
+    assert stat.S_IMODE(os.stat(transport.socket_path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(home / "gateway").st_mode) == 0o700
 
 
 async def test_a_worker_with_no_connection_exits_after_its_idle_time(sim: Simulator,
                                                                     home: Path):
-    async with open_gateway(SharedTransport(home, [KEY], idle_exit=0.5), [KEY]) as gateway:
+    transport = SharedTransport(home, [KEY], idle_exit=0.5)
+    async with open_gateway(transport, [KEY]) as gateway:
         await gateway.completion(entry(sim), "one")
         [pid] = _workers(home)
         # The connection closes after 0.5 s without a call, the worker 0.5 s later.
         await _until(lambda: not _alive(pid))
-        assert not (home / "gateway.sock").exists()
+        assert not transport.socket_path.exists()
         # The next call starts a new one.
         result = await gateway.completion(entry(sim), "two")
         assert result.text == "[simulated m1] answer to: two"
@@ -135,12 +142,16 @@ async def test_a_killed_shared_worker_fails_its_calls_and_the_next_call_starts_o
         assert _workers(home) == [fresh.statistics().worker_pid]
 
 
-async def test_two_stdio_servers_on_one_home_share_one_worker(sim: Simulator, home: Path,
-                                                              tmp_path: Path):
-    env = {"ASK_ANOTHER_HOME": str(home), "ASK_ANOTHER_GATEWAY_SHARED": "1",
-           "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}", "PATH": os.environ["PATH"]}
+async def test_two_stdio_servers_on_one_home_share_one_worker_by_default(
+        sim: Simulator, home: Path, tmp_path: Path):
+    # No ASK_ANOTHER_GATEWAY_SHARED: the stdio server's default. The two differ in variables that
+    # only tell sessions apart.
+    env = {"ASK_ANOTHER_HOME": str(home), "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}",
+           "PATH": os.environ["PATH"]}
+    other = env | {"PWD": "/somewhere/else", "TERM_SESSION_ID": "w0t1p0:5E1A",
+                   "CLAUDE_CODE_SSE_PORT": "51234"}
     with (tmp_path / "one.log").open("w") as log_one, (tmp_path / "two.log").open("w") as log_two:
-        async with stdio_client_for(env, log_one) as one, stdio_client_for(env, log_two) as two:
+        async with stdio_client_for(env, log_one) as one, stdio_client_for(other, log_two) as two:
             answers = [await client.call_tool("completion", {"model": "sim", "prompt": prompt})
                        for client, prompt in ((one, "first"), (two, "second"))]
             shared = _workers(home)
@@ -178,12 +189,13 @@ async def test_the_worker_scrubs_every_connected_servers_keys(sim: Simulator, ho
     assert key_a not in str(limited.value) and KEY not in str(limited.value)
 
 
-def test_the_shared_switch_is_parsed_and_off_by_default():
+def test_the_shared_switch_is_parsed_and_unset_by_default():
     base = {"ASK_ANOTHER_HOME": "/tmp/unused"}
-    assert Config.from_env(base).gateway_shared is False
+    assert Config.from_env(base).gateway_shared is None  # the face decides (runtime._transport)
     assert Config.from_env(base | {"ASK_ANOTHER_GATEWAY_SHARED": "1"}).gateway_shared is True
+    assert Config.from_env(base | {"ASK_ANOTHER_GATEWAY_SHARED": "0"}).gateway_shared is False
     bad = Config.from_env(base | {"ASK_ANOTHER_GATEWAY_SHARED": "sometimes"})
-    assert bad.gateway_shared is False
+    assert bad.gateway_shared is None
     assert [p.variable for p in bad.problems] == ["ASK_ANOTHER_GATEWAY_SHARED"]
 
 
@@ -200,3 +212,124 @@ async def test_gateways_starting_at_once_start_one_worker(sim: Simulator, home: 
             nursery.start_soon(one, n)
     assert len(set(pids)) == 1 and None not in pids
     assert _workers(home) == pids[:1]
+
+
+async def test_a_stdio_server_told_zero_runs_a_private_worker(sim: Simulator, home: Path,
+                                                              tmp_path: Path):
+    env = {"ASK_ANOTHER_HOME": str(home), "ASK_ANOTHER_GATEWAY_SHARED": "0",
+           "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}", "PATH": os.environ["PATH"]}
+    with (tmp_path / "server.log").open("w") as log:
+        async with stdio_client_for(env, log) as client:
+            answer = await client.call_tool("completion", {"model": "sim", "prompt": "mine"})
+            private = _any_workers(home)
+            shared = _workers(home)
+    assert text_of(answer).startswith("[simulated m1] answer to: mine")
+    assert len(private) == 1 and shared == []
+    assert not (home / "gateway").exists()
+
+
+@pytest.mark.parametrize(("variable", "per_session", "expected"), [
+    (None, True, SharedTransport),  # the stdio server, the people commands
+    (None, False, ProcessTransport),  # serve --http, a program embedding the runtime
+    ("0", True, ProcessTransport),
+    ("1", False, SharedTransport),
+])
+def test_which_worker_each_face_gets(variable: str | None, per_session: bool,
+                                     expected: type) -> None:
+    env = {"ASK_ANOTHER_HOME": "/tmp/unused"}
+    if variable is not None:
+        env["ASK_ANOTHER_GATEWAY_SHARED"] = variable
+    made = _transport(Config.from_env(env), None, per_session)
+    assert made.func is expected  # type: ignore[attr-defined]
+
+
+def test_only_variables_that_tell_sessions_apart_are_left_out_of_the_key():
+    env = {"PATH": "/usr/bin", "HOME": "/home/u", "OPENAI_API_BASE": "https://a.example"}
+    key = worker_key(env, "INFO", 900.0)
+    sessions = env | {"PWD": "/work/project", "OLDPWD": "/", "SHLVL": "3", "TERM_SESSION_ID": "7",
+                      "CLAUDE_CODE_SSE_PORT": "41000", "VSCODE_PID": "88"}
+    assert worker_key(sessions, "INFO", 900.0) == key
+    # What litellm could read, and the worker's own settings, make another worker.
+    for changed in (env | {"HTTPS_PROXY": "http://proxy:3128"},
+                    env | {"OPENAI_API_BASE": "https://b.example"},
+                    env | {"SSL_CERT_FILE": "/etc/corp.pem"}):
+        assert worker_key(changed, "INFO", 900.0) != key
+    assert worker_key(env, "DEBUG", 900.0) != key
+    assert worker_key(env, "INFO", 60.0) != key
+
+
+async def test_servers_with_other_environments_get_other_workers(sim: Simulator, home: Path):
+    plain = dict(os.environ)
+    proxied = plain | {"HTTPS_PROXY": "http://127.0.0.1:9"}  # only the key sees it here
+    async with open_gateway(SharedTransport(home, [KEY], idle_exit=30, environ=plain),
+                            [KEY]) as first, \
+            open_gateway(SharedTransport(home, [KEY], idle_exit=30, environ=proxied),
+                         [KEY]) as second:
+        await first.completion(entry(sim), "one")
+        await second.completion(entry(sim), "two")
+        pids = {first.statistics().worker_pid, second.statistics().worker_pid}
+    assert len(pids) == 2 and None not in pids
+    assert sorted(_workers(home)) == sorted(pids)  # type: ignore[type-var]
+
+
+def _leaving_worker(path: Path, connected: list[int]) -> None:
+    """A worker leaving as a server connects: the kernel has taken the connection, then the
+    listener closes (the socket file goes with it) and the connection closes unserved."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def leave() -> None:
+        connection, _ = listener.accept()
+        connected.append(1)
+        listener.close()
+        path.unlink()
+        connection.close()
+
+    threading.Thread(target=leave, daemon=True).start()
+
+
+async def test_a_connection_closed_before_the_workers_ready_is_made_again(sim: Simulator,
+                                                                           home: Path):
+    transport = SharedTransport(home, [KEY], idle_exit=30)
+    connected: list[int] = []
+    _leaving_worker(transport.socket_path, connected)
+    async with open_gateway(transport, [KEY]) as gateway:
+        result = await gateway.completion(entry(sim), "after the race")
+        pid = gateway.statistics().worker_pid
+    assert connected == [1]  # the first connection went to the leaving worker
+    assert result.text == "[simulated m1] answer to: after the race"
+    assert _workers(home) == [pid]  # a new worker, started by the second attempt
+
+
+async def test_a_worker_whose_socket_is_gone_leaves_once_nobody_is_connected(sim: Simulator,
+                                                                              home: Path):
+    transport = SharedTransport(home, [KEY], idle_exit=20)
+    async with open_gateway(transport, [KEY]) as gateway:
+        await gateway.completion(entry(sim), "one")
+        [pid] = _workers(home)
+        transport.socket_path.unlink()  # as when the home is removed
+        result = await gateway.completion(entry(sim), "still connected")
+        assert result.text == "[simulated m1] answer to: still connected"
+    # Its idle exit would be 20 s from now; it checks its socket every 5 s.
+    await _until(lambda: not _alive(pid), seconds=15)
+
+
+def _parent_of(pid: int | None) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+async def test_a_home_too_long_for_a_socket_falls_back_to_a_private_worker(sim: Simulator,
+                                                                           home: Path):
+    deep = home / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    transport = SharedTransport(deep, [KEY], idle_exit=30)
+    async with open_gateway(transport, [KEY]) as gateway:
+        result = await gateway.completion(entry(sim), "private")
+        pid = gateway.statistics().worker_pid
+        parent = _parent_of(pid)
+    assert result.text == "[simulated m1] answer to: private"
+    assert transport.fallback is not None and "too long" in transport.fallback
+    assert parent == os.getpid()  # this process's own worker
+    assert not (deep / "gateway").exists()
