@@ -20,7 +20,7 @@ from pathlib import Path
 import trio
 
 from bench.report import Row
-from bench.server import REPO, _env
+from bench.server import REPO, _env, stop_shared_workers
 
 SUITE = "consensus"
 PANEL = ["m1", "m2", "m3", "m4", "m5"]
@@ -62,7 +62,10 @@ def measure(rounds: int, latency: float) -> list[Row]:
     from ask_another.simulator import Simulator
 
     with Simulator.process(latency=latency) as urls, tempfile.TemporaryDirectory() as tmp:
-        single, panel = trio.run(_rounds, urls.openai_base, rounds, Path(tmp))
+        try:
+            single, panel = trio.run(_rounds, urls.openai_base, rounds, Path(tmp))
+        finally:
+            stop_shared_workers(Path(tmp))
     one, five = statistics.median(single), statistics.median(panel)
     extra: dict[str, object] = {
         "rounds": rounds, "latency_s": latency,

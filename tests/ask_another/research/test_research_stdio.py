@@ -202,7 +202,9 @@ async def test_kill_9_then_restart_resumes_gemini_fails_the_rest_keeps_results(
     sim: Simulator, tmp_path: Path
 ):
     home = tmp_path / "home"
-    env = research_env(sim.url, home)
+    # A private worker: the killed server's own, which exits when its stdin closes (a shared
+    # worker stays for the other sessions, and cancels the killed server's calls instead).
+    env = research_env(sim.url, home) | {"ASK_ANOTHER_GATEWAY_SHARED": "0"}
     sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"] * 14 + ["completed"],
                            report="resumed report")
     with (tmp_path / "stderr1.log").open("w") as stderr:

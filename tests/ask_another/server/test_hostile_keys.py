@@ -54,7 +54,8 @@ def assert_nothing_stored_leaks(home: Path, stderr_path: Path) -> None:
     log = stderr_path.read_text()
     assert "completion.finished" in log or "gateway.call_failed" in log
     assert not leaks(log), leaks(log)
-    for path in home.iterdir():  # the database, its WAL and shared-memory files
+    # The database, its WAL and shared-memory files; the shared gateway worker's log.
+    for path in (path for path in home.rglob("*") if path.is_file()):
         assert not leaks(path.read_bytes()), (path.name, leaks(path.read_bytes()))
 
 

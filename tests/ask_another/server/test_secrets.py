@@ -68,10 +68,12 @@ async def test_every_tool_over_stdio_keeps_the_key_secret(sim: Simulator, tmp_pa
     log = stderr_path.read_text()
     assert "completion.finished" in log and "MODEL_BAD" in log  # the logs were really written
     assert_no_key("stderr", log)
-    files = list(home.iterdir())
+    # The database, its WAL and shared-memory files; the shared gateway worker's log and pid file.
+    files = [path for path in home.rglob("*") if path.is_file()]
     assert any(f.name.startswith("ask-another.sqlite3") for f in files)
-    for path in files:  # the database, its WAL and shared-memory files
-        assert_no_key(path.name, path.read_bytes())
+    assert home / "gateway" / "gateway.log" in files
+    for path in files:
+        assert_no_key(str(path.relative_to(home)), path.read_bytes())
 
 
 def test_cli_commands_keep_the_key_secret(sim: Simulator, tmp_path: Path):
