@@ -69,6 +69,9 @@ SESSION_VARIABLES = frozenset({
     "SECURITYSESSIONID", "PYTHONPYCACHEPREFIX",
 })
 SESSION_PREFIXES = ("CLAUDE_CODE_", "VSCODE_", "GHOSTTY_", "WEZTERM_", "KONSOLE_", "ALACRITTY_")
+# Our own settings: the server reads them and sends what a call needs with the call (its key, its
+# API base); the worker reads none of them, so sessions with other models share it.
+OUR_PREFIXES = ("MODEL_", "SEARCH_", "ASK_ANOTHER_")
 
 # The files the worker runs (besides litellm): a server of other code gets a worker of its own.
 _WORKER_SOURCES = ("gateway/_worker.py", "gateway/_litellm.py", "gateway/_wire.py",
@@ -97,12 +100,13 @@ def _litellm_version() -> str:
 
 def worker_key(environ: Mapping[str, str], log_level: str, idle: float) -> str:
     """Which shared worker a server with `environ` may use: servers with the same key see the
-    same worker code, litellm, Python, settings and environment (less `SESSION_VARIABLES`)."""
+    same worker code, litellm, Python, settings and environment (less the variables that tell
+    sessions apart and our own, which the worker does not read)."""
     digest = hashlib.sha256(_sources_digest())
     for part in (_litellm_version(), sys.executable, log_level, repr(idle)):
         digest.update(part.encode() + b"\0")
     for name in sorted(environ):
-        if name in SESSION_VARIABLES or name.startswith(SESSION_PREFIXES):
+        if name in SESSION_VARIABLES or name.startswith(SESSION_PREFIXES + OUR_PREFIXES):
             continue
         digest.update(os.fsencode(name) + b"=" + os.fsencode(environ[name]) + b"\0")
     return digest.hexdigest()[:16]

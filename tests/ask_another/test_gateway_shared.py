@@ -7,10 +7,12 @@ default."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import stat
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from stdio_server import stdio_client_for
+from mcp.client.stdio import get_default_environment
+from stdio_server import server_parameters, stdio_client_for
 from tool_results import text_of
 
 from ask_another.config import Config, ModelEntry
@@ -249,6 +252,10 @@ def test_only_variables_that_tell_sessions_apart_are_left_out_of_the_key():
     sessions = env | {"PWD": "/work/project", "OLDPWD": "/", "SHLVL": "3", "TERM_SESSION_ID": "7",
                       "CLAUDE_CODE_SSE_PORT": "41000", "VSCODE_PID": "88"}
     assert worker_key(sessions, "INFO", 900.0) == key
+    # Our own settings travel with each call: sessions with other models share the worker.
+    ours = env | {"MODEL_GPT": "openai/gpt-4o;sk-other", "SEARCH_WEB": "tavily;tv-key",
+                  "ASK_ANOTHER_CONFIRM_USD": "5"}
+    assert worker_key(ours, "INFO", 900.0) == key
     # What litellm could read, and the worker's own settings, make another worker.
     for changed in (env | {"HTTPS_PROXY": "http://proxy:3128"},
                     env | {"OPENAI_API_BASE": "https://b.example"},
@@ -333,3 +340,58 @@ async def test_a_home_too_long_for_a_socket_falls_back_to_a_private_worker(sim: 
     assert transport.fallback is not None and "too long" in transport.fallback
     assert parent == os.getpid()  # this process's own worker
     assert not (deep / "gateway").exists()
+
+
+async def test_a_file_where_the_workers_directory_goes_falls_back_to_a_private_worker(
+        sim: Simulator, home: Path):
+    (home / "gateway").write_text("not a directory")
+    transport = SharedTransport(home, [KEY], idle_exit=30)
+    async with open_gateway(transport, [KEY]) as gateway:
+        result = await gateway.completion(entry(sim), "private")
+        parent = _parent_of(gateway.statistics().worker_pid)
+    assert result.text == "[simulated m1] answer to: private"
+    assert transport.fallback is not None and "not usable" in transport.fallback
+    assert parent == os.getpid()
+
+
+def _line(message: dict[str, object]) -> bytes:
+    return (json.dumps(message) + "\n").encode()
+
+
+async def test_a_killed_server_loses_only_its_own_calls_in_the_shared_worker(
+        sim: Simulator, home: Path, tmp_path: Path):
+    sim.script("m1", [Slow(30)])  # the first request (the doomed server's) never answers
+    env = {"ASK_ANOTHER_HOME": str(home), "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}",
+           "PATH": os.environ["PATH"]}
+    # Started as the MCP client starts the other one, so both have one worker key.
+    parameters = server_parameters(env)
+    doomed = await trio.lowlevel.open_process(
+        [parameters.command, *parameters.args], env=get_default_environment() | parameters.env,
+        cwd=parameters.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL)
+    assert doomed.stdin is not None
+    try:
+        await doomed.stdin.send_all(b"".join(_line(message) for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "doomed", "version": "0"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "completion", "arguments": {"model": "sim", "prompt": "doomed"}}})))
+        await _until(lambda: sim.requests_for("m1"), seconds=60)
+        [worker] = _workers(home)
+        with (tmp_path / "other.log").open("w") as log:
+            async with stdio_client_for(env, log) as other:
+                doomed.kill()
+                await doomed.wait()
+                answer = await other.call_tool("completion", {"model": "sim",
+                                                              "prompt": "unharmed"})
+                assert _workers(home) == [worker]  # the same worker serves on
+    finally:
+        with trio.CancelScope(shield=True):
+            doomed.kill()
+            await doomed.wait()
+            await doomed.stdin.aclose()
+            if doomed.stdout is not None:
+                await doomed.stdout.aclose()
+    assert text_of(answer).startswith("[simulated m1] answer to: unharmed")
