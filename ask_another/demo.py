@@ -93,14 +93,16 @@ async def _session(sim: Any, home: Path) -> None:
             sim.script_interaction(AGENT, statuses=["queued", "in_progress", "in_progress",
                                                     "completed"])
 
-            async def progress(done: float, total: float | None, message: str | None) -> None:
-                _say(f"   · progress {done:4.1f}/{total or 0:g} s  {message}")
+            # Parameters named as in mcp's ProgressFnT protocol, which `call_tool` is typed with.
+            async def show_progress(progress: float, total: float | None,
+                                    message: str | None) -> None:
+                _say(f"   · progress {progress:4.1f}/{total or 0:g} s  {message}")
 
             result = await client.call_tool(
                 "start_research",
                 {"model": "gdr", "query": "How do deep-research agents cite their sources?",
                  "timeout": 60},
-                progress_callback=progress)
+                progress_callback=show_progress)
             _result(json.loads(_text(result)))
 
             _section("start_research (model 'sim': the local pipeline, plan → search → cited "
@@ -109,7 +111,7 @@ async def _session(sim: Any, home: Path) -> None:
                 "start_research",
                 {"model": "sim", "query": "Compare SQLite and PostgreSQL for an embedded "
                  "analytics product", "depth": "shallow", "timeout": 60},
-                progress_callback=progress)
+                progress_callback=show_progress)
             _result(json.loads(_text(result)), 1400)
 
             _section("start_research with timeout=1: the job continues in the background")

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 import structlog
+from structlog.typing import EventDict, WrappedLogger
 
 _MASK = "********"
 # Keys of this length or more are masked wherever they appear, even inside a longer word; shorter
@@ -175,7 +176,7 @@ def _anticipated(exc: BaseException | None) -> bool:
     return False
 
 
-def _traceback_only_for_bugs(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
+def _traceback_only_for_bugs(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
     """Drop the traceback of an event about an anticipated error (a crash report of the actor
     whose start it failed, say): its `error` field already says why, and an administrator's log
     should not show three tracebacks for a wrong password. At DEBUG they stay."""

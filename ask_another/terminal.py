@@ -119,7 +119,8 @@ class TerminalPerson:
                  read_line: Callable[[], str] | None = None) -> None:
         self.progress = progress
         self.out = out if out is not None else sys.stderr
-        self.read_line = read_line if read_line is not None else sys.stdin.readline
+        self.read_line: Callable[[], str] = (read_line if read_line is not None
+                                             else sys.stdin.readline)
 
     async def _ask(self, question: str) -> str | None:
         async with self.progress.paused():

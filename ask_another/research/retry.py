@@ -21,4 +21,5 @@ TRANSIENT: Final = (RateLimited, ProviderUnavailable)
 def backoff(attempt: int, unit: float, cap: float = MAX_BACKOFF) -> float:
     """Seconds to wait before `attempt` (2, 3, ...): `unit` × 2^(attempt-2), at most `cap`
     (`unit`: ASK_ANOTHER_POLL_SECONDS)."""
-    return min(cap, unit * 2 ** max(0, attempt - 2))
+    # 2.0, not 2: int ** int may be a float (a negative power), so mypy types it Any.
+    return min(cap, unit * 2.0 ** max(0, attempt - 2))

@@ -99,12 +99,13 @@ def _plan(user_text: str) -> dict[str, Any]:
              ["q1"]),
             ("future_outlook", f"What is expected next for {subject}?", "low", ["q3"]),
         ]
-    queries = [{"query_id": f"q{i}", "query_text": text, "query_type": kind,
+    ids = [f"q{i}" for i in range(1, len(specs) + 1)]
+    queries = [{"query_id": query_id, "query_text": text, "query_type": kind,
                 "extraction_goals": ["Main findings", "Sources that support them"],
                 "priority": priority, "depends_on": depends}
-               for i, (kind, text, priority, depends) in enumerate(specs, 1)]
+               for query_id, (kind, text, priority, depends) in zip(ids, specs, strict=True)]
     return {"summary": f"Simulated plan for: {subject}", "queries": queries,
-            "result_schemas": [_schema(q["query_id"]) for q in queries]}
+            "result_schemas": [_schema(query_id) for query_id in ids]}
 
 
 def _query_step(request: SimRequest, system: str, model: str, base_url: str) -> Step:
