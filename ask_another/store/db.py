@@ -538,7 +538,9 @@ def _connect(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         _migrate(conn, migrations)
-        conn.isolation_level = ""  # back to implicit transactions, committed by `with conn:`
+        # Back to implicit transactions, committed by `with conn:`. "DEFERRED" is what the
+        # default "" means (sqlite3 opens them with a plain BEGIN, which is deferred).
+        conn.isolation_level = "DEFERRED"
     except BaseException:
         conn.close()
         raise

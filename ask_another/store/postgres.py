@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Final, TypeVar
 
 import psycopg
@@ -110,7 +111,8 @@ class _Connection:
 
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self._raw = raw
-        self._transactions: list[psycopg.Transaction] = []
+        # What `transaction()` returns: a context manager around the psycopg.Transaction.
+        self._transactions: list[AbstractContextManager[psycopg.Transaction]] = []
 
     def execute(self, sql: str, parameters: Params = (), /) -> psycopg.Cursor[Any]:
         if isinstance(parameters, dict):
@@ -123,7 +125,7 @@ class _Connection:
         self._transactions.append(transaction)
         return self
 
-    def __exit__(self, *exc: Any) -> Any:
+    def __exit__(self, *exc: Any) -> bool | None:
         return self._transactions.pop().__exit__(*exc)
 
 
