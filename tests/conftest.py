@@ -36,25 +36,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
-def _shared_workers() -> set[int]:
-    """The shared gateway workers running (gateway/_shared.py), from /proc."""
+def _shared_workers(under: Path) -> set[int]:
+    """The shared gateway workers (gateway/_shared.py) whose socket lies under `under`, from
+    /proc: the ones this test run started (another run on the machine has its own)."""
     found = set()
+    needle = b"\0--shared\0" + os.fsencode(under) + b"/"
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 command = (entry / "cmdline").read_bytes()
-                if b"ask_another.gateway._worker" in command and b"\0--shared\0" in command:
+                if b"ask_another.gateway._worker" in command and needle in command:
                     found.add(int(entry.name))
     return found
 
 
 @pytest.fixture(autouse=True)
-def _no_shared_worker_outlives_its_test() -> Iterator[None]:
+def _no_shared_worker_outlives_its_test(tmp_path_factory: pytest.TempPathFactory
+                                        ) -> Iterator[None]:
     """The stdio server and the people commands share one detached gateway worker per home by
-    default, which would otherwise wait out its idle time (15 minutes) after each test."""
-    before = _shared_workers()
+    default, which would otherwise wait out its idle time (15 minutes) after each test. Homes
+    under the run's temporary directory are this run's; the tests that make homes elsewhere
+    stop their workers themselves."""
+    base = tmp_path_factory.getbasetemp()
+    before = _shared_workers(base)
     yield
-    for pid in _shared_workers() - before:
+    for pid in _shared_workers(base) - before:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 

@@ -141,11 +141,13 @@ def _start_worker(path: Path, log_level: str, idle: float) -> None:
     assert process.stdout is not None
     line = process.stdout.readline()
     process.stdout.close()
-    # Reaped here if it exits while this server runs (no zombie in a process listing).
-    threading.Thread(target=process.wait, daemon=True).start()
-    if line != LISTENING:
+    if line != LISTENING:  # it ended (or closed its stdout) before listening
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)
         raise Unshareable(f"the shared gateway worker did not start (exit code "
                           f"{process.poll()}; see {path.with_name('gateway.log')})")
+    # Reaped here if it exits while this server runs (no zombie in a process listing).
+    threading.Thread(target=process.wait, daemon=True).start()
     log.info("gateway.shared_worker_started", pid=process.pid, socket=str(path))
 
 
