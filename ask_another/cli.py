@@ -465,7 +465,7 @@ async def _usage(config: Config, period: str) -> int:
 async def _doctor(config: Config) -> int:
     """Each problem once, on a PROBLEM line (the runtime's log lines are off for this command)."""
     from ask_another.catalog import Catalog
-    from ask_another.runtime import open_runtime
+    from ask_another.runtime import describe_gateway, open_runtime
 
     print(f"home: {config.home}")
     print(f"timeout: {config.timeout:g} s, poll: {config.poll_seconds:g} s, "
@@ -491,6 +491,7 @@ async def _doctor(config: Config) -> int:
         else:
             for info in catalog.all():
                 print(f"model: {info.describe()}")
+            print(f"provider calls: {describe_gateway(config)}")
     for entry in config.models:
         if not entry.api_key:
             print(f"note: {entry.variable} has an empty API key (fine for local providers)")

@@ -220,8 +220,8 @@ class Runtime(Services):
         return record
 
 
-def _transport(config: Config, process: bool | None, per_session: bool
-               ) -> Callable[[], Transport]:
+def _transport_kind(config: Config, process: bool | None, per_session: bool
+                    ) -> type[ProcessTransport] | type[ThreadTransport]:
     """The gateway's transport, chosen here and nowhere else: a worker process (the default)
     unless `process` (or, when that is None, `ASK_ANOTHER_GATEWAY_PROCESS`) is false. The worker
     is the one every server on the home shares when `ASK_ANOTHER_GATEWAY_SHARED` says so, or,
@@ -232,12 +232,38 @@ def _transport(config: Config, process: bool | None, per_session: bool
         process = config.gateway_process is not False
     shared = config.gateway_shared if config.gateway_shared is not None else per_session
     if process and shared:
+        return SharedTransport
+    return ProcessTransport if process else ThreadTransport
+
+
+def _transport(config: Config, process: bool | None, per_session: bool
+               ) -> Callable[[], Transport]:
+    """How to make the transport `_transport_kind` chooses."""
+    kind = _transport_kind(config, process, per_session)
+    if kind is SharedTransport:
         return functools.partial(SharedTransport, config.home, config.secrets(),
                                  log_level=config.log_level, idle_exit=config.gateway_idle)
-    if process:
+    if kind is ProcessTransport:
         return functools.partial(ProcessTransport, config.secrets(), log_level=config.log_level,
                                  idle_exit=config.gateway_idle)
     return functools.partial(ThreadTransport, config.secrets())
+
+
+def describe_gateway(config: Config) -> str:
+    """Where a session's provider calls run, for `ask-another doctor` (one line)."""
+    kind = _transport_kind(config, None, per_session=True)
+    if kind is ThreadTransport:
+        return "in a thread of each server (ASK_ANOTHER_GATEWAY_PROCESS=0; litellm imported there)"
+    if kind is ProcessTransport:
+        return "a worker process of each server's own (ASK_ANOTHER_GATEWAY_SHARED=0)"
+    transport = _transport(config, None, per_session=True)()
+    assert isinstance(transport, SharedTransport)
+    where = f"{transport.socket_path.relative_to(config.home)} in the home"
+    pid = transport.running_pid()
+    if pid is not None:
+        return f"one worker shared by the sessions on this home, running (pid {pid}, {where})"
+    return (f"one worker shared by the sessions on this home, not running now: the first call "
+            f"starts it (it imports litellm, 1-3 s) at {where}")
 
 
 @contextlib.asynccontextmanager

@@ -263,6 +263,16 @@ class SharedTransport(ProcessTransport):
         self.worker_idle = idle_exit
         self.fallback: str | None = None  # why this server runs a private worker instead
 
+    def running_pid(self) -> int | None:
+        """The pid of the worker of this transport's key, if one runs (from its pid file; for
+        `ask-another doctor`: connecting would keep it from its idle exit)."""
+        try:
+            pid = int(self.socket_path.with_suffix(".pid").read_text())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return None
+        return pid if self.socket_path.exists() else None
+
     def fall_back(self, reason: str) -> None:
         if self.fallback is None:
             log.warning("gateway.shared_unavailable", reason=reason,

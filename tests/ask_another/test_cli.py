@@ -13,7 +13,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import trio
 
+from ask_another.config import Config
+from ask_another.gateway import SharedTransport, open_gateway
 from ask_another.simulator import Fail, Reply, Simulator, Slow, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
 
@@ -56,6 +59,27 @@ def test_doctor_passes_a_good_configuration(sim: Simulator, tmp_path: Path):
     assert "configuration OK" in done.stdout
     assert "search: sim: tavily (SEARCH_SIM) — used by research turns" in done.stdout
     assert f"database: {tmp_path / 'ask-another.sqlite3'} (schema version" in done.stdout
+    assert ("provider calls: one worker shared by the sessions on this home, not running now"
+            in done.stdout)
+
+
+async def test_doctor_names_the_shared_worker_that_runs_and_a_private_one(sim: Simulator,
+                                                                          tmp_path: Path):
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}"}
+    # A gateway of this process's own environment: the doctor's differs only in our settings,
+    # which the worker's key leaves out, so it is the worker doctor's sessions would use.
+    transport = SharedTransport(tmp_path, ["k"], log_level="INFO", idle_exit=900.0)
+    entry = Config.from_env(env).models[0]
+    async with open_gateway(transport, ["k"]) as gateway:
+        await gateway.completion(entry, "start the worker")
+        pid = gateway.statistics().worker_pid
+        done = await trio.to_thread.run_sync(run, ["doctor"], env)
+    assert done.returncode == 0, done
+    assert (f"provider calls: one worker shared by the sessions on this home, running (pid "
+            f"{pid}, gateway/{transport.socket_path.name} in the home)") in done.stdout
+    private = await trio.to_thread.run_sync(
+        run, ["doctor"], env | {"ASK_ANOTHER_GATEWAY_SHARED": "0"})
+    assert "provider calls: a worker process of each server's own" in private.stdout
 
 
 def test_ask_prints_the_answer_on_stdout_and_errors_on_stderr(sim: Simulator, tmp_path: Path):

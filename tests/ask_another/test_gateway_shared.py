@@ -28,7 +28,7 @@ from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderUnavailable, RateLimited
 from ask_another.gateway import ProcessTransport, SharedTransport, open_gateway
 from ask_another.gateway._shared import worker_key
-from ask_another.runtime import _transport, open_runtime
+from ask_another.runtime import _transport_kind, open_runtime
 from ask_another.simulator import Fail, Reply, Simulator, Slow
 
 pytestmark = pytest.mark.slow  # starts real worker and server processes
@@ -242,8 +242,7 @@ def test_which_worker_each_face_gets(variable: str | None, per_session: bool,
     env = {"ASK_ANOTHER_HOME": "/tmp/unused"}
     if variable is not None:
         env["ASK_ANOTHER_GATEWAY_SHARED"] = variable
-    made = _transport(Config.from_env(env), None, per_session)
-    assert made.func is expected  # type: ignore[attr-defined]
+    assert _transport_kind(Config.from_env(env), None, per_session) is expected
 
 
 def test_only_variables_that_tell_sessions_apart_are_left_out_of_the_key():
