@@ -58,6 +58,9 @@ def _server_env(sim_url: str, home: Path) -> dict[str, str]:
         "ASK_ANOTHER_HOME": str(home),
         "ASK_ANOTHER_POLL_SECONDS": "0.4",
         "ASK_ANOTHER_LOG_LEVEL": "WARNING",
+        # Its own worker, gone with it: the throw-away home is removed at the end, and a shared
+        # worker would outlive the demo until it noticed.
+        "ASK_ANOTHER_GATEWAY_SHARED": "0",
         # The simulator bills nothing: no confirmation of the deep-research estimate.
         "ASK_ANOTHER_CONFIRM_USD": "1000000",
         "MODEL_SIM": f"openai/sim-chat;demo-key;{sim_url}/v1",
