@@ -745,7 +745,36 @@ def people_commands(runs: int) -> list[Row]:
             rows.append(Row(SUITE, f"ask-another {' '.join(args)}", median, "s",
                             target=f"< {target:g} s", passed=median < target,
                             extra={"runs": runs, "samples_s": [round(t, 3) for t in times]}))
-    return rows
+    return [*rows, _ask(runs)]
+
+
+def _ask(runs: int) -> Row:
+    """`ask-another ask` against the simulator, start to exit: while the home's shared worker
+    runs (another session's, or the last `ask`'s), against a private worker each time."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    from ask_another.simulator import Simulator
+
+    times: dict[str, list[float]] = {"shared": [], "private": []}
+    with Simulator.process(latency=0.0) as urls, \
+            tempfile.TemporaryDirectory(prefix="aa-") as tmp:
+        home = Path(tmp)
+        try:
+            for kind, extra in (("shared", {}), ("private", {"ASK_ANOTHER_GATEWAY_SHARED": "0"})):
+                env = _env(home, MODEL_SIM=f"openai/m1;key;{urls.openai_base}", **extra)
+                for n in range(runs + 1):  # the first starts the shared worker
+                    start = time.perf_counter()
+                    subprocess.run([*SERVER, "ask", "sim", "Is 1 prime?"], cwd=REPO, env=env,
+                                   check=True, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+                    if n:
+                        times[kind].append(time.perf_counter() - start)
+        finally:
+            stop_shared_workers(home)
+    return Row(SUITE, "ask-another ask, the home's worker running", statistics.median(
+        times["shared"]), "s", "a worker of its own (SHARED=0)",
+        statistics.median(times["private"]),
+        extra={"runs": runs, "shared_s": [round(t, 3) for t in times["shared"]],
+               "private_s": [round(t, 3) for t in times["private"]]})
 
 
 def run(quick: bool) -> list[Row]:
