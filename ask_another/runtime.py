@@ -256,14 +256,23 @@ def describe_gateway(config: Config) -> str:
         return "in a thread of each server (ASK_ANOTHER_GATEWAY_PROCESS=0; litellm imported there)"
     if kind is ProcessTransport:
         return "a worker process of each server's own (ASK_ANOTHER_GATEWAY_SHARED=0)"
+    from ask_another.gateway._shared import running_workers
+
     transport = _transport(config, None, per_session=True)()
     assert isinstance(transport, SharedTransport)
     where = f"{transport.socket_path.relative_to(config.home)} in the home"
-    pid = transport.running_pid()
+    running = running_workers(config.home)
+    pid = running.pop(transport.socket_path, None)
+    # Sessions started by a client may have another environment than this terminal's, so
+    # another worker: say so rather than "not running".
+    others = (f"; {len(running)} more for other environments (pid "
+              f"{', '.join(str(p) for p in running.values())})" if running else "")
     if pid is not None:
-        return f"one worker shared by the sessions on this home, running (pid {pid}, {where})"
-    return (f"one worker shared by the sessions on this home, not running now: the first call "
-            f"starts it (it imports litellm, 1-3 s) at {where}")
+        return (f"one worker shared by the sessions on this home with this environment, running "
+                f"(pid {pid}, {where}){others}")
+    return (f"one worker shared by the sessions on this home with this environment, not "
+            f"running now: the first call starts it (it imports litellm, 1-3 s) at {where}"
+            f"{others}")
 
 
 @contextlib.asynccontextmanager

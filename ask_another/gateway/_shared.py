@@ -264,14 +264,8 @@ class SharedTransport(ProcessTransport):
         self.fallback: str | None = None  # why this server runs a private worker instead
 
     def running_pid(self) -> int | None:
-        """The pid of the worker of this transport's key, if one runs (from its pid file; for
-        `ask-another doctor`: connecting would keep it from its idle exit)."""
-        try:
-            pid = int(self.socket_path.with_suffix(".pid").read_text())
-            os.kill(pid, 0)
-        except (OSError, ValueError):
-            return None
-        return pid if self.socket_path.exists() else None
+        """The pid of the worker of this transport's key, if one runs (see `running_workers`)."""
+        return running_workers(self.socket_path.parent.parent).get(self.socket_path)
 
     def fall_back(self, reason: str) -> None:
         if self.fallback is None:
@@ -283,3 +277,19 @@ class SharedTransport(ProcessTransport):
         if self.fallback is not None:
             return _Worker(self._secrets, self._log_level)
         return _Connection(self)
+
+
+def running_workers(home: Path) -> dict[Path, int]:
+    """The shared workers running for `home`, by socket path, from their pid files (for
+    `ask-another doctor`: connecting would keep a worker from its idle exit)."""
+    running = {}
+    for pid_file in sorted((home / SHARED_DIRECTORY).glob("*.pid")):
+        try:
+            pid = int(pid_file.read_text())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            continue
+        socket_path = pid_file.with_suffix(".sock")
+        if socket_path.exists():
+            running[socket_path] = pid
+    return running

@@ -59,8 +59,8 @@ def test_doctor_passes_a_good_configuration(sim: Simulator, tmp_path: Path):
     assert "configuration OK" in done.stdout
     assert "search: sim: tavily (SEARCH_SIM) — used by research turns" in done.stdout
     assert f"database: {tmp_path / 'ask-another.sqlite3'} (schema version" in done.stdout
-    assert ("provider calls: one worker shared by the sessions on this home, not running now"
-            in done.stdout)
+    assert ("provider calls: one worker shared by the sessions on this home with this "
+            "environment, not running now" in done.stdout)
 
 
 async def test_doctor_names_the_shared_worker_that_runs_and_a_private_one(sim: Simulator,
@@ -74,9 +74,14 @@ async def test_doctor_names_the_shared_worker_that_runs_and_a_private_one(sim: S
         await gateway.completion(entry, "start the worker")
         pid = gateway.statistics().worker_pid
         done = await trio.to_thread.run_sync(run, ["doctor"], env)
+        # A session of another environment (a client's, not this terminal's) has its own.
+        other = await trio.to_thread.run_sync(run, ["doctor"], env | {"HTTPS_PROXY": "x:1"})
     assert done.returncode == 0, done
-    assert (f"provider calls: one worker shared by the sessions on this home, running (pid "
-            f"{pid}, gateway/{transport.socket_path.name} in the home)") in done.stdout
+    assert (f"provider calls: one worker shared by the sessions on this home with this "
+            f"environment, running (pid {pid}, gateway/{transport.socket_path.name} in the "
+            f"home)") in done.stdout
+    assert "with this environment, not running now" in other.stdout
+    assert f"; 1 more for other environments (pid {pid})" in other.stdout
     private = await trio.to_thread.run_sync(
         run, ["doctor"], env | {"ASK_ANOTHER_GATEWAY_SHARED": "0"})
     assert "provider calls: a worker process of each server's own" in private.stdout
