@@ -260,8 +260,8 @@ def describe_gateway(config: Config) -> str:
 
     transport = _transport(config, None, per_session=True)()
     assert isinstance(transport, SharedTransport)
-    where = f"{transport.socket_path.relative_to(config.home)} in the home"
-    running = running_workers(config.home)
+    where = f"{transport.socket_path.relative_to(config.home.absolute())} in the home"
+    running = running_workers(config.home.absolute())
     pid = running.pop(transport.socket_path, None)
     # Sessions started by a client may have another environment than this terminal's, so
     # another worker: say so rather than "not running".

@@ -212,13 +212,15 @@ class _Connection(_Worker):
                 sock = await trio.to_thread.run_sync(
                     connect_or_start, transport.socket_path, self._log_level,
                     transport.worker_idle, abandon_on_cancel=True)
-            except Unshareable as exc:
-                transport.fall_back(str(exc))
+            except (Unshareable, OSError) as exc:
+                # Any other refusal too (a read-only gateway/ directory holding a dead worker's
+                # socket, a directory where the socket goes): raising here would crash the
+                # gateway at every restart, and the supervisor would end the server.
+                reason = str(exc) if isinstance(exc, Unshareable) else (
+                    f"the shared gateway worker could not be reached: {exc.strerror or exc}")
+                transport.fall_back(reason)
                 await super()._open()  # this server's own worker
                 return
-            except OSError as exc:
-                raise WorkerStopped(f"the shared gateway worker could not be reached: "
-                                    f"{exc.strerror or exc}") from None
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
             with contextlib.suppress(trio.BrokenResourceError):
                 await stream.send_all(frame(self._encoder, Hello(self._secrets)))
@@ -259,7 +261,8 @@ class SharedTransport(ProcessTransport):
                  idle_exit: float, environ: Mapping[str, str] | None = None) -> None:
         super().__init__(secrets, log_level=log_level, idle_exit=idle_exit)
         key = worker_key(os.environ if environ is None else environ, log_level, idle_exit)
-        self.socket_path = home / SHARED_DIRECTORY / f"{key}.sock"
+        # Absolute: the worker runs in the home, where a relative path would mean another place.
+        self.socket_path = home.absolute() / SHARED_DIRECTORY / f"{key}.sock"
         self.worker_idle = idle_exit
         self.fallback: str | None = None  # why this server runs a private worker instead
 

@@ -221,7 +221,9 @@ async def _shared_main(path: Path, idle: float, started: int) -> None:
             await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
             if connections:
                 continue
-            with contextlib.suppress(FileNotFoundError):
+            # OSError: a read-only directory keeps the files; the next server finds nobody
+            # listening, cannot remove the socket either and runs a private worker.
+            with contextlib.suppress(OSError):
                 if ours():  # not a newer worker's socket
                     os.unlink(path)
                     pid_file.unlink()

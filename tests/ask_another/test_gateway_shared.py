@@ -394,3 +394,50 @@ async def test_a_killed_server_loses_only_its_own_calls_in_the_shared_worker(
             if doomed.stdout is not None:
                 await doomed.stdout.aclose()
     assert text_of(answer).startswith("[simulated m1] answer to: unharmed")
+
+
+async def test_a_dead_workers_socket_that_cannot_be_removed_falls_back_to_a_private_worker(
+        sim: Simulator, home: Path, tmp_path: Path):
+    # As in a read-only gateway/ directory holding a dead worker's socket (root ignores modes,
+    # so a directory stands where the socket goes): nobody listens and the file cannot be
+    # removed. The server used to crash its gateway at every restart, and its supervisor then
+    # ended the server.
+    env = {"ASK_ANOTHER_HOME": str(home), "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}",
+           "PATH": os.environ["PATH"]}
+    with (tmp_path / "first.log").open("w") as log:
+        async with stdio_client_for(env, log) as first:
+            await first.call_tool("completion", {"model": "sim", "prompt": "first"})
+    [pid] = _workers(home)
+    [socket_path] = (home / "gateway").glob("*.sock")
+    os.kill(pid, signal.SIGKILL)
+    await _until(lambda: not _alive(pid))
+    socket_path.unlink()
+    socket_path.mkdir()
+    (socket_path / "in the way").write_text("")
+    with (tmp_path / "second.log").open("w") as log:
+        async with stdio_client_for(env, log) as second:
+            answers = [await second.call_tool("completion", {"model": "sim", "prompt": f"n{n}"})
+                       for n in range(2)]
+            private = _any_workers(home)
+    assert [text_of(a).startswith(f"[simulated m1] answer to: n{n}")
+            for n, a in enumerate(answers)] == [True, True]
+    assert len(private) == 1 and _workers(home) == []
+    text = (tmp_path / "second.log").read_text()
+    assert "gateway.shared_unavailable" in text and "Is a directory" in text
+    assert "supervisor.gave_up" not in text
+
+
+async def test_a_relative_home_shares_its_worker(sim: Simulator, home: Path,
+                                                 monkeypatch: pytest.MonkeyPatch):
+    # The worker runs in the home: a relative socket path would name a place under the home.
+    monkeypatch.chdir(home)
+    transport = SharedTransport(Path("relative"), [KEY], idle_exit=30)
+    try:
+        async with open_gateway(transport, [KEY]) as gateway:
+            result = await gateway.completion(entry(sim), "relative")
+            pid = gateway.statistics().worker_pid
+        assert result.text == "[simulated m1] answer to: relative"
+        assert transport.fallback is None
+        assert _workers(home / "relative") == [pid]
+    finally:
+        _kill_workers(home / "relative")
