@@ -103,7 +103,7 @@ class _Worker:
 
     async def run(self, idle_exit: float | None, *, closing: Callable[[], bool]) -> None:
         """Start the process and read its frames until it exits. Returns after an idle exit or
-        a close; raises `WorkerStopped` if the process ended on its own."""
+        a close; raises `WorkerStopped` if the process ended on its own (see `_stopped`)."""
         try:
             await self._open()
             async with trio.open_nursery() as nursery:
@@ -125,7 +125,13 @@ class _Worker:
             self.stopped = (f"the gateway worker process exited (code {code})" if code is not None
                             else "the shared gateway worker closed the connection")
             log.error("gateway.worker_stopped", code=code)
-            raise WorkerStopped(self.stopped)
+            self._stopped()
+
+    def _stopped(self) -> None:
+        """The worker ended on its own (its calls in flight have failed): this server's own
+        worker crashing crashes the gateway, and its supervisor starts a new one."""
+        assert self.stopped is not None
+        raise WorkerStopped(self.stopped)
 
     async def _open(self) -> None:
         self.process = process = await trio.lowlevel.open_process(

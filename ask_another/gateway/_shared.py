@@ -25,12 +25,13 @@ kernel took just before that gets it closed before the worker's `Ready`, and con
 (the home was removed).
 
 Where a socket cannot be used (the home's path is too long for one, the file system refuses it,
-the worker does not start), the server falls back to a private worker and says so once in its log.
+the worker does not start or never gets ready), the server falls back to a private worker and
+says so once in its log.
 
-Everything else is `ProcessTransport`'s: the connection is warm at `warm()`, closed after the idle
-time without a call, and a connection that drops (the worker was killed) fails the calls in flight
-with `WorkerStopped`, and the supervisor starts a new gateway, which connects again (starting a
-new worker if none listens).
+Everything else is `ProcessTransport`'s: the connection is warm at `warm()` and closed after the
+idle time without a call. A connection that drops (the worker was killed) fails the calls in
+flight with `WorkerStopped`, but the gateway does not crash: the worker is not this server's, and
+the next call connects again (starting a new worker if none listens).
 """
 
 from __future__ import annotations
@@ -235,8 +236,12 @@ class _Connection(_Worker):
                 raise WorkerStopped("the shared gateway worker spoke out of turn")
             self._dispatch(ready)
             return
-        raise WorkerStopped(f"the shared gateway worker closed {CONNECT_ATTEMPTS} connections in "
-                            "a row before it was ready")
+        # Started and gone again before its Ready each time (killed, out of memory as it
+        # imports litellm): raising would crash the gateway at every restart, and the supervisor
+        # would end the server.
+        self._transport.fall_back(f"the shared gateway worker closed {CONNECT_ATTEMPTS} "
+                                  "connections in a row before it was ready")
+        await super()._open()
 
     async def _end_output(self, output: trio.abc.SendStream) -> None:
         if self._stream is None:  # a private worker: close its stdin
@@ -249,6 +254,15 @@ class _Connection(_Worker):
             return await super()._closed()
         await self._stream.aclose()
         return None
+
+    def _stopped(self) -> None:
+        if self._stream is None:  # this server's private worker: as always
+            super()._stopped()
+        # The shared worker is not this server's: its end (killed, out of memory) has failed our
+        # calls in flight, and the next call connects again, starting a new worker. Crashing
+        # the gateway instead would count each end against this server's restart limit (3 in
+        # 5 s), and every server on the home would be ended at once when the worker died a
+        # fourth time.
 
 
 class SharedTransport(ProcessTransport):
