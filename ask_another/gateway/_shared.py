@@ -235,6 +235,11 @@ class _Connection(_Worker):
             if not isinstance(ready, Ready):
                 raise WorkerStopped("the shared gateway worker spoke out of turn")
             self._dispatch(ready)
+            if self.stopped:
+                # Closed while we waited for the Ready (a session ended as the worker imported
+                # litellm): nothing could be sent then, so say it now, or the worker would keep
+                # this connection, and the close wait, until the idle time.
+                await self.close_stdin()
             return
         # Started and gone again before its Ready each time (killed, out of memory as it
         # imports litellm): raising would crash the gateway at every restart, and the supervisor

@@ -472,3 +472,21 @@ async def test_a_shared_worker_that_never_gets_ready_falls_back_to_a_private_wor
         nursery.cancel_scope.cancel()
     assert result.text == "[simulated m1] answer to: private"
     assert len(killed) >= 3 and parent == os.getpid()
+
+
+async def test_a_gateway_closed_while_its_worker_gets_ready_closes_at_the_ready(
+        sim: Simulator, home: Path):
+    # A session that ends while the worker it started imports litellm: its close could not be
+    # sent before the worker's Ready, and the close then waited 10 s for nothing, the
+    # connection open until the idle time (30 s here).
+    transport = SharedTransport(home, [KEY], idle_exit=30)
+    async with open_gateway(transport, [KEY]) as gateway:
+        await _until(lambda: _workers(home))
+        assert not gateway.statistics().ready  # it imports litellm for a second or more
+        closing = trio.current_time()
+    assert trio.current_time() - closing < 9  # the import, not 10 s and the idle time
+    [pid] = _workers(home)
+    async with open_gateway(SharedTransport(home, [KEY], idle_exit=30), [KEY]) as gateway:
+        result = await gateway.completion(entry(sim), "the worker serves on")
+        assert gateway.statistics().worker_pid == pid
+    assert result.text == "[simulated m1] answer to: the worker serves on"
