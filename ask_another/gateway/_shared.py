@@ -61,15 +61,20 @@ LISTENING = b"listening\n"  # what a started worker prints on its stdout once it
 CONNECT_ATTEMPTS = 3  # a worker leaving as we connect closes the connection before its Ready
 
 # Variables that tell client sessions apart without changing what a provider call does: the
-# shell's, a terminal's, an editor's or a client's own per-session ones. Every other variable is
-# part of the worker's key (`worker_key`).
+# shell's, a terminal's (each GNOME Terminal tab has its own screen), a login's (each SSH login
+# its own connection and agent socket), a prompt's (starship's key per shell), an editor's or a
+# client's own per-session ones. Every other variable is part of the worker's key
+# (`worker_key`): one missing here silently gives each such session a worker of its own.
 SESSION_VARIABLES = frozenset({
     "PWD", "OLDPWD", "SHLVL", "_", "PS1", "COLUMNS", "LINES", "TERM", "COLORTERM",
     "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "TERM_SESSION_ID", "ITERM_SESSION_ID", "WINDOWID",
-    "TMUX", "TMUX_PANE", "STY", "SSH_TTY", "GPG_TTY", "KITTY_WINDOW_ID", "WT_SESSION",
-    "SECURITYSESSIONID", "PYTHONPYCACHEPREFIX",
+    "TMUX", "TMUX_PANE", "STY", "WINDOW", "SSH_TTY", "GPG_TTY", "WT_SESSION",
+    "SECURITYSESSIONID", "PYTHONPYCACHEPREFIX", "SSH_CLIENT", "SSH_CONNECTION", "SSH_AUTH_SOCK",
+    "XDG_SESSION_ID", "XDG_VTNR", "GNOME_TERMINAL_SCREEN", "TERMINATOR_UUID",
+    "STARSHIP_SESSION_KEY", "P9K_TTY", "_P9K_TTY", "_P9K_SSH_TTY",
 })
-SESSION_PREFIXES = ("CLAUDE_CODE_", "VSCODE_", "GHOSTTY_", "WEZTERM_", "KONSOLE_", "ALACRITTY_")
+SESSION_PREFIXES = ("CLAUDE_CODE_", "VSCODE_", "GHOSTTY_", "WEZTERM_", "KONSOLE_", "ALACRITTY_",
+                    "KITTY_", "ZELLIJ_")
 # Our own settings: the server reads them and sends what a call needs with the call (its key, its
 # API base); the worker reads none of them, so sessions with other models share it.
 OUR_PREFIXES = ("MODEL_", "SEARCH_", "ASK_ANOTHER_")

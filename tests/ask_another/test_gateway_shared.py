@@ -151,7 +151,13 @@ async def test_two_stdio_servers_on_one_home_share_one_worker_by_default(
     env = {"ASK_ANOTHER_HOME": str(home), "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}",
            "PATH": os.environ["PATH"]}
     other = env | {"PWD": "/somewhere/else", "TERM_SESSION_ID": "w0t1p0:5E1A",
-                   "CLAUDE_CODE_SSE_PORT": "51234"}
+                   "CLAUDE_CODE_SSE_PORT": "51234",
+                   # Another GNOME Terminal tab, SSH login and shell prompt: each got a worker of
+                   # its own.
+                   "GNOME_TERMINAL_SCREEN": "/org/gnome/Terminal/screen/6f0e1c2a",
+                   "SSH_CONNECTION": "10.0.0.5 51822 10.0.0.9 22",
+                   "SSH_AUTH_SOCK": "/tmp/ssh-XXXXk3L1/agent.4242",
+                   "STARSHIP_SESSION_KEY": "4827365019283746"}
     with (tmp_path / "one.log").open("w") as log_one, (tmp_path / "two.log").open("w") as log_two:
         async with stdio_client_for(env, log_one) as one, stdio_client_for(other, log_two) as two:
             answers = [await client.call_tool("completion", {"model": "sim", "prompt": prompt})
@@ -248,7 +254,12 @@ def test_only_variables_that_tell_sessions_apart_are_left_out_of_the_key():
     env = {"PATH": "/usr/bin", "HOME": "/home/u", "OPENAI_API_BASE": "https://a.example"}
     key = worker_key(env, "INFO", 900.0)
     sessions = env | {"PWD": "/work/project", "OLDPWD": "/", "SHLVL": "3", "TERM_SESSION_ID": "7",
-                      "CLAUDE_CODE_SSE_PORT": "41000", "VSCODE_PID": "88"}
+                      "CLAUDE_CODE_SSE_PORT": "41000", "VSCODE_PID": "88",
+                      "GNOME_TERMINAL_SCREEN": "/org/gnome/Terminal/screen/1",
+                      "XDG_SESSION_ID": "4",
+                      "SSH_CLIENT": "10.0.0.5 51822 22", "SSH_CONNECTION": "10.0.0.5 51822 1 22",
+                      "SSH_AUTH_SOCK": "/tmp/ssh-a/agent.1", "STARSHIP_SESSION_KEY": "123",
+                      "ZELLIJ_PANE_ID": "2", "KITTY_PID": "99", "WINDOW": "1"}
     assert worker_key(sessions, "INFO", 900.0) == key
     # Our own settings travel with each call: sessions with other models share the worker.
     ours = env | {"MODEL_GPT": "openai/gpt-4o;sk-other", "SEARCH_WEB": "tavily;tv-key",
