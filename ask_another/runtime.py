@@ -256,10 +256,13 @@ def describe_gateway(config: Config) -> str:
         return "in a thread of each server (ASK_ANOTHER_GATEWAY_PROCESS=0; litellm imported there)"
     if kind is ProcessTransport:
         return "a worker process of each server's own (ASK_ANOTHER_GATEWAY_SHARED=0)"
-    from ask_another.gateway._shared import running_workers
+    from ask_another.gateway._shared import running_workers, socket_problem
 
     transport = _transport(config, None, per_session=True)()
     assert isinstance(transport, SharedTransport)
+    problem = socket_problem(transport.socket_path)
+    if problem is not None:  # each server falls back (gateway.shared_unavailable in its log)
+        return f"a worker process of each server's own: no shared one, {problem}"
     where = f"{transport.socket_path.relative_to(config.home.absolute())} in the home"
     running = running_workers(config.home.absolute())
     pid = running.pop(transport.socket_path, None)

@@ -157,11 +157,22 @@ def _start_worker(path: Path, log_level: str, idle: float) -> None:
     log.info("gateway.shared_worker_started", pid=process.pid, socket=str(path))
 
 
+def socket_problem(path: Path) -> str | None:
+    """Why no worker can listen on `path`, where that is known without trying (for `ask-another
+    doctor` too, which must not say the sessions share a worker when each falls back)."""
+    if len(os.fsencode(path)) >= 104:  # sun_path is 104-108 bytes
+        return f"the home's path is too long for a unix socket ({path})"
+    if path.parent.exists() and not path.parent.is_dir():
+        return f"{path.parent} is not a directory"
+    return None
+
+
 def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket:
     """A connection to the worker listening on `path`, started first if none does. Blocking:
     run it in a thread. Raises `Unshareable` where no worker can listen on `path`."""
-    if len(os.fsencode(path)) >= 104:  # sun_path is 104-108 bytes
-        raise Unshareable(f"the home's path is too long for a unix socket ({path})")
+    problem = socket_problem(path)
+    if problem is not None:
+        raise Unshareable(problem)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)

@@ -28,7 +28,7 @@ from ask_another.config import Config, ModelEntry
 from ask_another.errors import ProviderUnavailable, RateLimited
 from ask_another.gateway import ProcessTransport, SharedTransport, open_gateway
 from ask_another.gateway._shared import worker_key
-from ask_another.runtime import _transport_kind, open_runtime
+from ask_another.runtime import _transport_kind, describe_gateway, open_runtime
 from ask_another.simulator import Fail, Reply, Simulator, Slow
 
 pytestmark = pytest.mark.slow  # starts real worker and server processes
@@ -359,7 +359,7 @@ async def test_a_file_where_the_workers_directory_goes_falls_back_to_a_private_w
         result = await gateway.completion(entry(sim), "private")
         parent = _parent_of(gateway.statistics().worker_pid)
     assert result.text == "[simulated m1] answer to: private"
-    assert transport.fallback is not None and "not usable" in transport.fallback
+    assert transport.fallback is not None and "is not a directory" in transport.fallback
     assert parent == os.getpid()
 
 
@@ -501,3 +501,15 @@ async def test_a_gateway_closed_while_its_worker_gets_ready_closes_at_the_ready(
         result = await gateway.completion(entry(sim), "the worker serves on")
         assert gateway.statistics().worker_pid == pid
     assert result.text == "[simulated m1] answer to: the worker serves on"
+
+
+def test_doctor_says_each_server_has_its_own_worker_where_none_can_be_shared(home: Path):
+    # It said "one worker shared by the sessions on this home" while every server fell back.
+    deep = home / ("d" * 60) / ("e" * 60)
+    line = describe_gateway(Config.from_env({"ASK_ANOTHER_HOME": str(home)}))
+    assert line.startswith("one worker shared by the sessions on this home")
+    (home / "gateway").write_text("not a directory")
+    for where, reason in ((deep, "too long for a unix socket"), (home, "is not a directory")):
+        line = describe_gateway(Config.from_env({"ASK_ANOTHER_HOME": str(where)}))
+        assert line.startswith("a worker process of each server's own: no shared one, ")
+        assert reason in line
