@@ -96,6 +96,9 @@ class _Worker:
         self._output: trio.abc.SendStream | None = None  # to the worker
         self.retiring = False  # no new calls: it is leaving because it was idle
         self.stopped: str | None = None  # why calls can no longer be made
+        # Once stopped, calls not yet sent go to the next worker (a shared worker's connection:
+        # the transport makes the next one); a private worker's end crashes the gateway instead.
+        self.replaceable = False
 
     @property
     def in_flight(self) -> int:
@@ -225,8 +228,9 @@ class _Worker:
                    on_delta: Callable[[str], Awaitable[None]] | None) -> Any:
         """Send one call and wait for its answer (a `CompletionResult`, `InteractionState` or
         `SearchResult`).
-        Raises `_Retired` if this worker is leaving, before anything is sent."""
-        if self.retiring:
+        Raises `_Retired` if this worker is leaving, or is `replaceable` and stopped, before
+        anything is sent."""
+        if self.retiring or (self.stopped and self.replaceable):
             raise _Retired
         if self.stopped:
             raise WorkerStopped(self.stopped)
@@ -237,7 +241,12 @@ class _Worker:
         self._calls[call_id] = send
         answered = False
         try:
-            await self._send(make(call_id))
+            try:
+                await self._send(make(call_id))
+            except WorkerStopped:
+                if self.replaceable:  # it died before the call reached it: safe to send again
+                    raise _Retired from None
+                raise
             async with receive:
                 async for message in receive:
                     if isinstance(message, Delta):
@@ -354,7 +363,7 @@ class ProcessTransport:
             if self._closing:
                 raise ProviderUnavailable("the gateway is shut down")
             worker = self._current
-            if worker is None or worker.retiring:
+            if worker is None or worker.retiring or (worker.stopped and worker.replaceable):
                 self._wanted.set()
                 await self._replaced.wait()
                 continue

@@ -247,6 +247,7 @@ class _Connection(_Worker):
                 continue
             self._stream = stream
             self._input = self._output = stream
+            self.replaceable = True
             ready = self._decoder.decode(body)
             if not isinstance(ready, Ready):
                 raise WorkerStopped("the shared gateway worker spoke out of turn")

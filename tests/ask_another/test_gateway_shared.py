@@ -15,6 +15,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -513,3 +514,20 @@ def test_doctor_says_each_server_has_its_own_worker_where_none_can_be_shared(hom
         line = describe_gateway(Config.from_env({"ASK_ANOTHER_HOME": str(where)}))
         assert line.startswith("a worker process of each server's own: no shared one, ")
         assert reason in line
+
+
+async def test_a_call_made_as_the_shared_worker_dies_goes_to_the_next_one(sim: Simulator,
+                                                                          home: Path):
+    # The call comes before this server has read the connection's end: nothing reached the dead
+    # worker, so it is sent to the next one. It used to fail with "The gateway worker stopped".
+    async with open_gateway(SharedTransport(home, [KEY], idle_exit=30), [KEY]) as gateway:
+        await gateway.completion(entry(sim), "first")
+        [pid] = _workers(home)
+        os.kill(pid, signal.SIGKILL)
+        # Blocking on purpose, so trio does not see the connection's end first. Until the
+        # process is reaped (this process started it), a thread of it may hold the socket open.
+        while Path(f"/proc/{pid}").exists():  # noqa: ASYNC240 - see above
+            time.sleep(0.01)  # noqa: ASYNC251 - see above
+        result = await gateway.completion(entry(sim), "right after")
+        assert gateway.statistics().worker_pid not in (None, pid)
+    assert result.text == "[simulated m1] answer to: right after"
