@@ -118,6 +118,18 @@ def worker_key(environ: Mapping[str, str], log_level: str, idle: float) -> str:
     return digest.hexdigest()[:16]
 
 
+# Our variables that hold keys or passwords: the worker never reads them (each call brings its key),
+# and it outlives the session that started it and serves others.
+_SECRET_SETTINGS = ("MODEL_", "SEARCH_", "ASK_ANOTHER_DATABASE_URL")
+
+
+def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment a shared worker starts with: this server's, less our settings that hold
+    keys or passwords."""
+    return {name: value for name, value in environ.items()
+            if not name.startswith(_SECRET_SETTINGS)}
+
+
 def lock_path(socket_path: Path) -> Path:
     return socket_path.with_suffix(".lock")
 
@@ -141,6 +153,7 @@ def _start_worker(path: Path, log_level: str, idle: float) -> None:
         process = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE, log_level, "--shared", str(path), repr(idle)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file, cwd=home,
+            env=worker_environment(os.environ),
             start_new_session=True)  # not in the client's process group: it outlives us
     finally:
         os.close(log_file)

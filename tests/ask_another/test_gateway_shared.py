@@ -165,10 +165,17 @@ async def test_two_stdio_servers_on_one_home_share_one_worker_by_default(
                        for client, prompt in ((one, "first"), (two, "second"))]
             shared = _workers(home)
             every = _any_workers(home)
+            environment = _environ_of(shared[0])
     assert text_of(answers[0]).startswith("[simulated m1] answer to: first")
     assert text_of(answers[1]).startswith("[simulated m1] answer to: second")
     assert len(shared) == 1
     assert every == shared  # no server started a private worker
+    # It outlives the session that started it and serves others: no keys in its environment.
+    assert KEY.encode() not in environment and b"MODEL_SIM=" not in environment
+
+
+def _environ_of(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/environ").read_bytes()
 
 
 def _any_workers(home: Path) -> list[int]:
