@@ -253,15 +253,34 @@ def cold_start(runs: int) -> list[Row]:
     ]
 
 
+def _parents() -> dict[int, int]:
+    """Every process's parent, from /proc."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):  # exited meanwhile
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    return parents
+
+
+def _over_trees(roots: set[int], measure: Callable[[int], float],
+                parents: dict[int, int] | None = None) -> float:
+    """`measure` summed over `roots` and all their descendants, each process once."""
+    parents = _parents() if parents is None else parents
+    total = 0.0
+    for pid in parents:
+        ancestor = pid
+        while ancestor in parents and ancestor not in roots:
+            ancestor = parents[ancestor]
+        if ancestor in roots:
+            with contextlib.suppress(OSError, IndexError, StopIteration, ValueError):
+                total += measure(pid)
+    return total
+
+
 def _tree_cpu_seconds(marker: str) -> float:
     """User + system CPU of this process's children whose command line contains `marker`, and of
     all their descendants (the server's gateway worker process)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue  # exited meanwhile
+    parents = _parents()
     roots = set()
     for pid, ppid in parents.items():
         try:
@@ -269,15 +288,7 @@ def _tree_cpu_seconds(marker: str) -> float:
                 roots.add(pid)
         except OSError:
             continue
-    total = 0.0
-    for pid in parents:
-        ancestor = pid
-        while ancestor in parents and ancestor not in roots:
-            ancestor = parents[ancestor]
-        if ancestor in roots:
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                total += _cpu_seconds(pid)
-    return total
+    return _over_trees(roots, _cpu_seconds, parents)
 
 
 async def _ours(openai_base: str, calls: int, home: Path, worker: bool = True
@@ -379,27 +390,12 @@ def _pss_mb(pid: int) -> float:
 
 def _tree_pss_mb(root: int) -> float:
     """PSS of `root` and all its descendants (MiB), from /proc."""
-    return _sessions_mb_of({root}, _pss_mb)
+    return _over_trees({root}, _pss_mb)
 
 
 def _tree_rss_mb(root: int) -> float:
     """RSS of `root` and all its descendants (MiB), from /proc."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    total = 0
-    for pid in parents:
-        ancestor = pid
-        while ancestor in parents and ancestor != root:
-            ancestor = parents[ancestor]
-        if ancestor == root:
-            with contextlib.suppress(OSError, StopIteration, ValueError):
-                status = Path(f"/proc/{pid}/status").read_text().splitlines()
-                total += int(next(x for x in status if x.startswith("VmRSS:")).split()[1])
-    return total / 1024
+    return _over_trees({root}, _rss_mb)
 
 
 def _tree_cpu_of(root: int) -> float:
@@ -652,23 +648,7 @@ def _sessions_rss_mb(sessions: list[_Session], home: Path, *, pss: bool = False)
     """RSS (or PSS) in MiB of the process trees of `sessions` and of the shared worker of `home`
     (the child of the server that started it, while that one runs), each process counted once."""
     roots = {s.process.pid for s in sessions} | set(shared_worker_pids(home))
-    return _sessions_mb_of(roots, _pss_mb if pss else _rss_mb)
-
-
-def _sessions_mb_of(roots: set[int], measure: Callable[[int], float]) -> float:
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-    total = 0.0
-    for pid in parents:
-        ancestor = pid
-        while ancestor in parents and ancestor not in roots:
-            ancestor = parents[ancestor]
-        if ancestor in roots:
-            with contextlib.suppress(OSError, StopIteration, ValueError):
-                total += measure(pid)
-    return total
+    return _over_trees(roots, _pss_mb if pss else _rss_mb)
 
 
 def shared_worker(sessions: int, completions: int, starts: int) -> list[Row]:
