@@ -289,7 +289,7 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     worker process (None: `config.gateway_process`, and yes when that is unset too) or, when
     false, in a thread of this process. `per_session`: this runtime serves one client session
     (the stdio server, a people command), so its worker is shared with the other sessions on the
-    home unless `ASK_ANOTHER_GATEWAY_SHARED=0` (see `_transport`). Raises `StoreError` if the
+    home unless `ASK_ANOTHER_GATEWAY_SHARED=0` (see `_transport_kind`). Raises `StoreError` if the
     database cannot be opened.
     """
     config = config if config is not None else Config.from_env()

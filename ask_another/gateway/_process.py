@@ -101,12 +101,17 @@ class _Worker:
         self.replaceable = False
 
     @property
+    def leaving(self) -> bool:
+        """No new calls: it is retiring, or it stopped and the next worker takes them."""
+        return self.retiring or (self.stopped is not None and self.replaceable)
+
+    @property
     def in_flight(self) -> int:
         return len(self._calls)
 
     async def run(self, idle_exit: float | None, *, closing: Callable[[], bool]) -> None:
         """Start the process and read its frames until it exits. Returns after an idle exit or
-        a close; raises `WorkerStopped` if the process ended on its own (see `_stopped`)."""
+        a close; raises `WorkerStopped` if the process ended on its own, unless `replaceable`."""
         try:
             await self._open()
             async with trio.open_nursery() as nursery:
@@ -128,13 +133,13 @@ class _Worker:
             self.stopped = (f"the gateway worker process exited (code {code})" if code is not None
                             else "the shared gateway worker closed the connection")
             log.error("gateway.worker_stopped", code=code)
-            self._stopped()
-
-    def _stopped(self) -> None:
-        """The worker ended on its own (its calls in flight have failed): this server's own
-        worker crashing crashes the gateway, and its supervisor starts a new one."""
-        assert self.stopped is not None
-        raise WorkerStopped(self.stopped)
+            # Its calls in flight have failed. This server's own worker crashing crashes the
+            # gateway, and its supervisor starts a new one. A shared worker is not this
+            # server's: the next call connects again, starting a new one; crashing instead would
+            # count each of its ends against this server's restart limit (3 in 5 s), and every
+            # server on the home would be ended at once when it died a fourth time.
+            if not self.replaceable:
+                raise WorkerStopped(self.stopped)
 
     async def _open(self) -> None:
         self.process = process = await trio.lowlevel.open_process(
@@ -230,7 +235,7 @@ class _Worker:
         `SearchResult`).
         Raises `_Retired` if this worker is leaving, or is `replaceable` and stopped, before
         anything is sent."""
-        if self.retiring or (self.stopped and self.replaceable):
+        if self.leaving:
             raise _Retired
         if self.stopped:
             raise WorkerStopped(self.stopped)
@@ -363,7 +368,7 @@ class ProcessTransport:
             if self._closing:
                 raise ProviderUnavailable("the gateway is shut down")
             worker = self._current
-            if worker is None or worker.retiring or (worker.stopped and worker.replaceable):
+            if worker is None or worker.leaving:
                 self._wanted.set()
                 await self._replaced.wait()
                 continue

@@ -260,7 +260,7 @@ class _Connection(_Worker):
                 continue
             self._stream = stream
             self._input = self._output = stream
-            self.replaceable = True
+            self.replaceable = True  # not this server's worker: its end is not our crash
             ready = self._decoder.decode(body)
             if not isinstance(ready, Ready):
                 raise WorkerStopped("the shared gateway worker spoke out of turn")
@@ -290,15 +290,6 @@ class _Connection(_Worker):
         await self._stream.aclose()
         return None
 
-    def _stopped(self) -> None:
-        if self._stream is None:  # this server's private worker: as always
-            super()._stopped()
-        # The shared worker is not this server's: its end (killed, out of memory) has failed our
-        # calls in flight, and the next call connects again, starting a new worker. Crashing
-        # the gateway instead would count each end against this server's restart limit (3 in
-        # 5 s), and every server on the home would be ended at once when the worker died a
-        # fourth time.
-
 
 class SharedTransport(ProcessTransport):
     """litellm in the one worker shared by every server on `home` whose environment (`environ`,
@@ -314,10 +305,6 @@ class SharedTransport(ProcessTransport):
         self.socket_path = home.absolute() / SHARED_DIRECTORY / f"{key}.sock"
         self.worker_idle = idle_exit
         self.fallback: str | None = None  # why this server runs a private worker instead
-
-    def running_pid(self) -> int | None:
-        """The pid of the worker of this transport's key, if one runs (see `running_workers`)."""
-        return running_workers(self.socket_path.parent.parent).get(self.socket_path)
 
     def fall_back(self, reason: str) -> None:
         if self.fallback is None:
