@@ -51,6 +51,7 @@ from ask_another.interaction.router import DEFAULT_MAX_ROUNDS, Message, TurnResu
 from ask_another.limits import RequestRate
 from ask_another.logs import ensure_logging, get_logger, register_secrets
 from ask_another.research.jobs import ResearchJobs
+from ask_another.research.lease import Lease, new_owner
 from ask_another.research.supervisor import research_spec
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
@@ -73,6 +74,9 @@ class Runtime(Services):
     """
 
     supervisor: SupervisorRef = field(kw_only=True)
+    lease: Lease | None = field(default=None, kw_only=True)
+    """This runtime's lease on its research jobs (research/lease.py), fixed for its life: read
+    here rather than asked of the job owner on every start."""
     _catalog: Catalog | None = field(default=None, kw_only=True)
     attached: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True)
     """start_research calls waiting on a job across elicitation rounds (server/tools/attached.py).
@@ -300,12 +304,13 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     for problem in config.problems:
         log.error("config.problem", variable=problem.variable, problem=problem.message)
     registry = Registry()
+    lease = Lease(new_owner(), config.lease_seconds)
     children = [
         child_spec(StoreActor, config.database, name="store", registry=registry),
         child_spec(GatewayActor, _transport(config, gateway_process, per_session),
                    config.secrets(), prewarm_after,
                    name="gateway", registry=registry, shutdown=15.0),
-        research_spec(config, registry),
+        research_spec(config, registry, lease=lease),
         conversations_spec(config, registry),
         consensus_spec(config, registry),
     ]
@@ -316,7 +321,7 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
             store = config.database
             log.info("runtime.started", models=len(config.models), home=str(config.home),
                      store=store.shown if isinstance(store, DatabaseUrl) else str(store))
-            yield Runtime(config=config, supervisor=supervisor, registry=registry,
+            yield Runtime(config=config, supervisor=supervisor, registry=registry, lease=lease,
                           rates=RequestRate(config.rate_per_minute))
     except BaseException as exc:
         # A child's init failed: show its own error (e.g. the database path), not the wrappers.

@@ -35,17 +35,24 @@ class Services:
     _gateway: Gateway | None = field(default=None, repr=False)
     _database: Database | None = field(default=None, repr=False)
     _prices: Mapping[str, Mapping[str, Any]] | None = field(default=None, repr=False)
+    # One lookup at a time: a burst of thousands of callers finding no handle (the first calls
+    # after a start or a restart) asks the actor once, not once each into its bounded mailbox.
+    _looking: trio.Lock = field(default_factory=trio.Lock, repr=False, compare=False)
 
     async def gateway(self) -> Gateway:
         """The gateway handle (from the `gateway` actor; refreshed after a restart)."""
         if self._gateway is None or self._gateway.closed:
-            self._gateway = await self._ask("gateway", GetGateway())
+            async with self._looking:
+                if self._gateway is None or self._gateway.closed:
+                    self._gateway = await self._ask("gateway", GetGateway())
         return self._gateway
 
     async def database(self) -> Database:
         """The database handle (from the `store` actor; refreshed after a restart)."""
         if self._database is None or self._database.closed:
-            self._database = await self._ask("store", GetDatabase())
+            async with self._looking:
+                if self._database is None or self._database.closed:
+                    self._database = await self._ask("store", GetDatabase())
         return self._database
 
     async def prices(self) -> Mapping[str, Mapping[str, Any]]:

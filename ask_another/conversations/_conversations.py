@@ -79,15 +79,19 @@ def allowed_conversation(user: User, record: ConversationRecord) -> Conversation
 class Conversations:
     """Take turns in conversations (see the module docstring)."""
 
-    def __init__(self, config: Config, registry: Registry, user: User = LOCAL_USER) -> None:
-        self.services = Services(config, registry)
+    def __init__(self, config: Config, registry: Registry, user: User = LOCAL_USER,
+                 services: Services | None = None) -> None:
+        self.services = services if services is not None else Services(config, registry)
         self.user = user
 
     @classmethod
     def of(cls, runtime: Any, user: User = LOCAL_USER) -> Conversations:
         """The conversations of a running `Runtime` (anything with `config` and `registry`),
         as `user` takes part in them."""
-        return cls(runtime.config, runtime.registry, user)
+        # The runtime is itself a `Services`: its handles are found once, not asked of the store
+        # and gateway actors on every turn.
+        return cls(runtime.config, runtime.registry, user,
+                   runtime if isinstance(runtime, Services) else None)
 
     @property
     def config(self) -> Config:

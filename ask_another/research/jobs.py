@@ -102,16 +102,21 @@ class ResearchJobs:
     """Start, inspect, wait for and cancel research jobs (see the module docstring)."""
 
     def __init__(self, services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                 user: User = LOCAL_USER) -> None:
+                 user: User = LOCAL_USER, lease: Lease | None = None) -> None:
         self.services = services
         self.max_attempts = max_attempts
         self.user = user
+        self._lease = lease
 
     @classmethod
     def of(cls, runtime: Any, user: User = LOCAL_USER) -> ResearchJobs:
         """The jobs of a running `Runtime` (anything with `config` and `registry`), as seen and
         acted on by `user`."""
-        return cls(Services(runtime.config, runtime.registry), user=user)
+        # The runtime is itself a `Services` (its handles found once, not asked of the store and
+        # gateway actors on every tool call), and knows its lease.
+        services = (runtime if isinstance(runtime, Services)
+                    else Services(runtime.config, runtime.registry))
+        return cls(services, user=user, lease=getattr(runtime, "lease", None))
 
     def _allowed(self, record: JobRecord) -> JobRecord:
         """`record`, if this face's user may see it; raises `Forbidden` otherwise."""
@@ -132,7 +137,11 @@ class ResearchJobs:
         return self.services.registry
 
     async def lease(self) -> Lease:
-        """This runtime's lease (owner id and duration), from its `JobOwner`."""
+        """This runtime's lease (owner id and duration): fixed for the runtime's life, so it is
+        asked of its `JobOwner` only when the runtime did not hand it over (a burst of thousands
+        of starts would otherwise overflow the owner's mailbox)."""
+        if self._lease is not None:
+            return self._lease
         owner = self.registry.whereis(JOB_OWNER)
         if owner is None:
             raise AskAnotherError("the research job owner is restarting; try again shortly")

@@ -104,3 +104,35 @@ async def test_budget_ceilings_count_each_users_own_spend(
             await check_budget(runtime, TWENTY_CENTS, "this completion", "alice")
         await check_budget(runtime, TWENTY_CENTS, "this completion", "bob")  # bob spent nothing
         await check_budget(runtime, TWENTY_CENTS, "this completion", LOCAL_USER.name)
+
+
+@pytest.mark.slow
+async def test_a_burst_of_starts_all_start_or_meet_the_limit_never_a_full_mailbox(
+    research_config: Callable[..., Config], sim: Simulator
+):
+    # More simultaneous starts than any actor's mailbox holds (the job owner's is 1,024): each
+    # starts, or is refused by the per-user limit with its own message; none meets a full
+    # mailbox (they did: the lease was asked of the owner's mailbox on every start).
+    limit, burst = 1100, 1300
+    config = research_config(ASK_ANOTHER_MAX_JOBS_PER_USER=str(limit),
+                             ASK_ANOTHER_POLL_SECONDS="60")
+    started: list[str] = []
+    refused: list[str] = []
+    failed: list[str] = []
+    async with open_runtime(config, prewarm_after=0) as runtime:
+        alice = ResearchJobs.of(runtime, ALICE)
+
+        async def start(n: int) -> None:
+            try:
+                started.append((await alice.start("gdr", f"question {n}")).id)
+            except LimitReached as exc:
+                refused.append(str(exc))
+            except Exception as exc:  # what the test counts
+                failed.append(f"{type(exc).__name__}: {exc}")
+
+        async with trio.open_nursery() as nursery:
+            for n in range(burst):
+                nursery.start_soon(start, n)
+        assert failed == [], failed[:1]
+        assert (len(started), len(refused)) == (limit, burst - limit)
+        assert all(r.startswith(f"Limit reached: at most {limit} research jobs") for r in refused)
