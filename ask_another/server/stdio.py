@@ -43,7 +43,11 @@ _HINTS: Final = (
     ("hex escape", "a lone surrogate such as \\ud800 is not valid Unicode"),
     ("surrogate", "a lone surrogate such as \\ud800 is not valid Unicode"),
     ("number out of range", "numbers are limited to 4,300 digits"),
+    ("recursion limit", "arrays and objects may nest about 200 deep"),
 )
+
+DEEP: Final = "recursion limit"
+"""What the SDK's parser says of a line nested too deep: such a line is not parsed again here."""
 
 
 def _bounded_int(text: str) -> int:
@@ -57,7 +61,7 @@ def _addressee(line: str) -> tuple[bool, int | str | None]:
     with a null id. No reply is due to a notification or to a response from the client."""
     try:
         message = json.loads(line, parse_int=_bounded_int, parse_float=lambda _: 0.0)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack
         return True, None
     if not isinstance(message, dict):
         return True, None
@@ -129,10 +133,13 @@ class AnsweringStdin:
         try:
             types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except Exception as exc:
-            reply_due, request_id = _addressee(line)
+            reason = _reason(exc)
+            # A line nested too deep for the SDK is not parsed again to find its id: Python's
+            # parser recurses once per level (a 2 kB line of 1,000 arrays raised RecursionError
+            # and ended the server), and JSON-RPC allows a null id when it cannot be read.
+            reply_due, request_id = (True, None) if DEEP in reason else _addressee(line)
             if not reply_due:
                 return None
-            reason = _reason(exc)
             log.warning("stdio.unreadable_request", id=request_id, reason=reason)
             if _is_parse_failure(exc):
                 return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(

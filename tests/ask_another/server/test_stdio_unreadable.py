@@ -82,6 +82,11 @@ async def test_unparseable_requests_are_answered_with_a_parse_error(sim: Simulat
             # JSON, but not a request: params must be an object.
             await session.send('{"jsonrpc":"2.0","id":6,"method":"tools/call","params":"x"}')
             malformed = await session.reply_to(6)
+            # 1,000 nested arrays (2 kB): the SDK refuses it and Python's parser would recurse
+            # past its limit (RecursionError ended the server); a parse error with a null id.
+            await session.send(call_line(8, '{"model":"sim","prompt":"x","a":'
+                                         + "[" * 1000 + "]" * 1000 + "}"))
+            deep = await session.reply_to(None)
             # The session goes on.
             await session.send(call_line(7, '{"model":"sim","prompt":"hello"}'))
             fine = await session.reply_to(7)
@@ -94,6 +99,7 @@ async def test_unparseable_requests_are_answered_with_a_parse_error(sim: Simulat
     assert by_string["error"]["code"] == -32700, by_string
     assert not_json["error"]["code"] == -32700 and not_json["id"] is None, not_json
     assert malformed["error"]["code"] == -32600, malformed
+    assert deep["error"]["code"] == -32700 and "nest" in deep["error"]["message"], deep
     assert "still here" in json.dumps(fine["result"]), fine
     assert "stdio.unreadable_request" in (tmp_path / "stderr.log").read_text()
 
@@ -115,3 +121,7 @@ def test_a_request_whose_id_cannot_be_read_is_answered_with_a_null_id() -> None:
         assert answer is not None and answer.id is None, line
     assert AnsweringStdin.answer_for("not json").error.code == -32700  # type: ignore[union-attr]
     assert AnsweringStdin.answer_for("[1]").error.code == -32600  # type: ignore[union-attr]
+    # Deeper than Python's own parser can go: answered, not raised.
+    deep = AnsweringStdin.answer_for('{"jsonrpc":"2.0","id":9,"method":"x","params":{"a":'
+                                     + "[" * 100_000 + "]" * 100_000 + "}}")
+    assert deep is not None and deep.id is None and deep.error.code == -32700
