@@ -244,8 +244,9 @@ class TokensFileVerifier(TokenVerifier):
 class JwtVerifier(TokenVerifier):
     """JWTs signed by the issuer's keys: signature (JWKS), `iss`, `aud` and `exp` checked."""
 
-    ALGORITHMS: Final = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256",
-                         "ES384", "ES512", "EdDSA")
+    FAMILIES: Final = {"RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"),
+                       "EC": ("ES256", "ES384", "ES512"), "OKP": ("EdDSA",)}
+    """The algorithms a token may name, by the kind (`kty`) of the issuer's key it names."""
 
     def __init__(self, settings: OAuthSettings, audience: str,
                  reserved: Callable[[], Collection[str] | None] = frozenset) -> None:
@@ -314,11 +315,18 @@ class JwtVerifier(TokenVerifier):
             if not isinstance(kid, str):  # the issuer's keys are found by kid only
                 raise jwt.InvalidTokenError("the token names no signing key (kid)")
             key = await self._signing_key(kid)
-            claims = jwt.decode(token, key.key, algorithms=list(self.ALGORITHMS),
+            # Only the algorithms of the key's own kind: pyjwt given an RSA key for a token
+            # whose alg is ES256 raised TypeError (a 500 and a traceback per request, with no
+            # valid token needed).
+            algorithms = self.FAMILIES.get(key.key_type, ())
+            claims = jwt.decode(token, key.key, algorithms=list(algorithms),
                                 audience=self.audience, issuer=self.settings.issuer,
                                 options={"require": ["exp", "iss", "aud"]}, leeway=30)
         except (jwt.PyJWTError, ConfigError, OSError) as exc:
             log.info("auth.jwt_refused", reason=str(exc))
+            return None
+        except Exception as exc:  # anything else the library raises on a crafted token: refused
+            log.warning("auth.jwt_refused", reason=f"{type(exc).__name__}: {exc}")
             return None
         user = claims.get(self.settings.user_claim)
         if not isinstance(user, str) or not user:

@@ -21,7 +21,7 @@ import httpx
 import jwt
 import pytest
 import trio
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from http_server import http_client_for
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
@@ -205,6 +205,36 @@ async def test_oauth_tokens_of_the_issuer_are_checked_on_its_jwks(tmp_path: Path
     assert [r.target for r in pages.requests] == ["/jwks.json"]
     assert isinstance(seen["verifier"], AnyOfVerifiers)
     assert [type(v) for v in seen["verifier"].verifiers] == [TokensFileVerifier, JwtVerifier]
+
+
+async def test_a_token_whose_alg_does_not_fit_the_issuers_key_is_a_401(tmp_path: Path,
+                                                                     nursery: Any,
+                                                                     caplog: Any):
+    # A JWT with alg ES256/ES384/ES512 naming the issuer's RSA kid: pyjwt raised TypeError,
+    # uncaught, so each such request (no valid token needed) was a 500 and a traceback.
+    from ask_another.config import Config
+
+    pages = await PageServer().start(nursery)
+    issuer = Issuer()
+    jwks_url = pages.add("/jwks.json", Page(issuer.jwks, content_type="application/json"))
+    config = Config(home=tmp_path, oauth=OAuthSettings(ISSUER, jwks_url=jwks_url))
+
+    def make(url: str) -> MCPServer[Any]:
+        return whoami_server(plan_auth(config, "127.0.0.1", url, no_auth=False))
+
+    async with serving(make) as url:
+        body = {"iss": ISSUER, "aud": url, "sub": "x", "exp": int(time.time()) + 300}
+        for alg, curve in (("ES256", ec.SECP256R1()), ("ES384", ec.SECP384R1()),
+                           ("ES512", ec.SECP521R1())):
+            forged = jwt.encode(body, ec.generate_private_key(curve), algorithm=alg,
+                                headers={"kid": "k1"})
+            assert (await status_of(url, forged)).status_code == 401, alg
+        # An HMAC-signed one and alg none name the kid too.
+        for alg, key in (("HS256", "a shared secret that no issuer gave out"), ("none", None)):
+            forged = jwt.encode(body, key, algorithm=alg, headers={"kid": "k1"})
+            assert (await status_of(url, forged)).status_code == 401, alg
+        assert (await whoami(url, issuer.token(url), "auto"))["subject"] == "carol"
+    assert "Traceback" not in caplog.text
 
 
 async def test_an_issuers_user_named_like_a_tokens_file_user_is_refused(tmp_path: Path,
