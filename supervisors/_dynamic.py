@@ -123,7 +123,7 @@ class DynamicSupervisor(_SupervisorBase):
                 child.ref = None
                 child.monitor = None
                 child.status = "stopped"
-                if _should_restart(child.spec, msg.reason):
+                if _should_restart(child.spec, msg.reason) and not self._children_cancelled():
                     await self._restart_child(child, msg.reason)
         else:
             await super().handle_info(msg)

@@ -227,10 +227,12 @@ class Process:
         if self.closing is not None or self.reason is not None:
             raise exited_error(self.closing or self.reason or _KILLED, repr(self.ref))
         handle = TaskHandle(getattr(fn, "__qualname__", repr(fn)))
+        # Started before it is recorded: a nursery that is closed refuses the task at once
+        # (RuntimeError), and an unrecorded task is never awaited by `reap_tasks`.
+        self.nursery.start_soon(run_task, self, handle, fn, args, name=handle.name)
         if self.tasks is None:
             self.tasks = set()
         self.tasks.add(handle)
-        self.nursery.start_soon(run_task, self, handle, fn, args, name=handle.name)
         return handle
 
     def task_ended(self, handle: TaskHandle) -> None:

@@ -115,8 +115,19 @@ class _SupervisorBase(Actor):
             times.popleft()
         return len(times) <= self._max_restarts
 
+    def _children_cancelled(self) -> bool:
+        """True once the nursery the children run in is cancelled, which only an exception
+        escaping a child's own task does (KeyboardInterrupt, SystemExit): it is on its way to
+        `trio.run`. Nothing is started there any more: a restart would be cancelled at once,
+        restarted again, and hold the program up."""
+        return self._nursery.cancel_scope.cancel_called
+
     async def _start(self, child: _Child, *, monitor: bool = True) -> ActorRef:
         spec = child.spec
+        if self._children_cancelled():
+            raise StartError(
+                spec.id, Killed(), f"in {self.ref!r}: its children's nursery is cancelled"
+            )
         try:
             ref = await spec.start.spawn(self._nursery)
         except (NameTaken, StartError) as exc:
@@ -290,7 +301,7 @@ class Supervisor(_SupervisorBase):
             child=repr(child.spec.id),
             reason=str(reason),
         )
-        if not _should_restart(child.spec, reason):
+        if not _should_restart(child.spec, reason) or self._children_cancelled():
             if child.spec.restart == "temporary":
                 self._children.remove(child)
             return
