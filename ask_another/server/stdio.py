@@ -116,6 +116,7 @@ class AnsweringStdin:
             if answer is None:
                 yield line
                 continue
+            log.warning("stdio.unreadable_request", id=answer.id, reason=answer.error.message)
             await self._ready.wait()
             assert self._replies is not None
             try:
@@ -140,7 +141,6 @@ class AnsweringStdin:
             reply_due, request_id = (True, None) if DEEP in reason else _addressee(line)
             if not reply_due:
                 return None
-            log.warning("stdio.unreadable_request", id=request_id, reason=reason)
             if _is_parse_failure(exc):
                 return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
                     code=types.PARSE_ERROR, message=f"the request could not be read: {reason}"))
