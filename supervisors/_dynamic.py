@@ -12,7 +12,7 @@ doubled since it last did; an exited temporary child is never reported, counted 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Hashable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Literal, final
 
@@ -52,9 +52,9 @@ class DynamicSupervisor(_SupervisorBase):
         self, max_children: int | None = None, max_restarts: int = 3, max_seconds: float = 5
     ) -> None:
         _check_max(max_children)
+        self._children = {}
         await self._setup(max_restarts, max_seconds)
         self._max_children = max_children
-        self._children = {}
         self._prune_at = _PRUNE_MIN
 
     def _prune(self) -> dict[ActorRef, _Child]:
@@ -71,12 +71,15 @@ class DynamicSupervisor(_SupervisorBase):
         self._prune_at = max(_PRUNE_MIN, 2 * len(children))
         return children
 
+    def _live_children(self) -> Iterable[ActorRef]:
+        return list(self._children)
+
     async def terminate(self, reason: ExitReason) -> None:
         children = list(self._prune().values())
-        self._children = {}
         async with trio.open_nursery() as nursery:
             for child in reversed(children):
                 nursery.start_soon(self._shutdown, child)
+        self._children = {}
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
         # A bad request is answered with the error as a value: it must not crash the supervisor.
@@ -85,10 +88,11 @@ class DynamicSupervisor(_SupervisorBase):
                 case ("start_child", ChildSpec() as spec):
                     return await self._start_child(spec)
                 case ("terminate_child", ActorRef() as ref):
-                    found = self._prune().pop(ref, None)
+                    found = self._prune().get(ref)
                     if found is None:
                         raise UnknownChild(repr(self.ref), ref)
                     await self._shutdown(found)
+                    self._children.pop(ref, None)
                     return None
                 case ("which_children",):
                     return [child.info() for child in self._prune().values()]

@@ -12,7 +12,10 @@ How an actor ends, and with which reason:
   `terminate`; it exits with `Killed()` (or the link's reason);
 - a crash in a task it owns: it is interrupted like a kill, then `terminate(Crash(exc))` runs;
 - its nursery cancelled from outside: it shuts down gracefully, `terminate(Shutdown())` within
-  `Actor.cancel_shutdown` seconds, then lets the cancellation propagate.
+  `Actor.cancel_shutdown` seconds, then lets the cancellation propagate; unless it was killed
+  too (its supervisor was killed): then `Killed()`, no `terminate`.
+A supervisor's process hosts its children (`host_children`): at its exit it kills those still
+alive and reports its exit only once they all have.
 Once an actor has crashed its exit reason is that crash: `terminate` crashing too (logged) or
 being cut short does not replace it, so callers, monitors, links and supervisors all see the
 first crash. A crash in `terminate` after a normal or shutdown request is the exit reason.
@@ -21,7 +24,7 @@ first crash. A crash in `terminate` after a normal or shutdown request is the ex
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -58,6 +61,8 @@ class Process:
     __slots__ = (
         "actor",
         "brutal",
+        "children",
+        "children_done",
         "children_scope",
         "class_name",
         "closing",
@@ -112,6 +117,8 @@ class Process:
         self.tasks: set[TaskHandle] | None = None
         self.tasks_idle: trio.Event | None = None
         self.children_scope: trio.CancelScope | None = None
+        self.children: Callable[[], Iterable[ActorRef]] | None = None
+        self.children_done: trio.Event | None = None
 
     # -- requests from outside ---------------------------------------------------------------
 
@@ -253,21 +260,46 @@ class Process:
         with trio.CancelScope(shield=True):
             await self.tasks_idle.wait()
 
-    async def host_children(self) -> trio.Nursery:
+    async def host_children(self, children: Callable[[], Iterable[ActorRef]]) -> trio.Nursery:
         """A nursery for this actor's children (a supervisor's), run by a task of its own in
         the actor's nursery and shielded from outside cancellation: when the tree is cancelled,
-        the supervisor stops its children itself, in order. Cancelled when the actor exits."""
+        the supervisor stops its children itself, in order. `children` lists the ones alive.
+
+        When the actor exits, the children still alive are killed (`Killed()`, no
+        `terminate`: a killed supervisor's subtree dies killed) and the actor reports its exit
+        only once they all have: a parent that restarts it never meets their names."""
+        self.children = children
+        self.children_done = trio.Event()
         nursery: trio.Nursery = await self.nursery.start(self._host_children)
         return nursery
 
     async def _host_children(self, task_status: trio.TaskStatus[trio.Nursery]) -> None:
-        with trio.CancelScope(shield=True) as scope:
-            self.children_scope = scope
-            if self.reason is not None:
-                scope.cancel()
-            async with trio.open_nursery() as nursery:
-                task_status.started(nursery)
-                await trio.sleep_forever()
+        try:
+            with trio.CancelScope(shield=True) as scope:
+                self.children_scope = scope
+                if self.reason is not None:
+                    scope.cancel()
+                async with trio.open_nursery() as nursery:
+                    task_status.started(nursery)
+                    await trio.sleep_forever()
+        finally:
+            assert self.children_done is not None
+            self.children_done.set()
+
+    def kill_children(self) -> None:
+        children, self.children = self.children, None
+        if children is not None:
+            for ref in children():
+                ref._process.kill()
+        if self.children_scope is not None:
+            self.children_scope.cancel()
+
+    async def reap_children(self) -> None:
+        """Kill the children still alive and wait, shielded, until every one has exited."""
+        self.kill_children()
+        if self.children_done is not None:
+            with trio.CancelScope(shield=True):
+                await self.children_done.wait()
 
     # -- the actor's own task ------------------------------------------------------------------
 
@@ -292,7 +324,9 @@ class Process:
             self.finish(self.kill_reason or _KILLED)
             raise
         try:
-            if outside is not None:  # shut down gracefully, within cancel_shutdown
+            if outside is not None and self.brutal:  # killed too (its supervisor was killed)
+                reason = self.kill_reason or _KILLED
+            elif outside is not None:  # shut down gracefully, within cancel_shutdown
                 reason = await self._terminate_scoped(actor, Shutdown(), actor.cancel_shutdown)
             elif reason is None:  # killed during the loop
                 reason = self.kill_reason or _KILLED
@@ -302,6 +336,8 @@ class Process:
                 reason = self.kill_reason or _KILLED
             if self.tasks:
                 await self.reap_tasks()
+            if self.children_done is not None:
+                await self.reap_children()
         except BaseException:
             self.finish(self.kill_reason or _KILLED)
             raise
@@ -409,7 +445,7 @@ class Process:
         self.actor = None
         self.task = None
         if self.children_scope is not None:
-            self.children_scope.cancel()
+            self.kill_children()
         if self.tasks:
             for handle in self.tasks:
                 handle.cancel()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import AsyncIterator, Hashable, Sequence
+from collections.abc import AsyncIterator, Hashable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, final
@@ -101,7 +101,10 @@ class _SupervisorBase(Actor):
         self._max_restarts = max_restarts
         self._max_seconds = float(max_seconds)
         self._restart_times = deque()
-        self._nursery = await process_of(self.ref).host_children()
+        self._nursery = await process_of(self.ref).host_children(self._live_children)
+
+    def _live_children(self) -> Iterable[ActorRef]:
+        raise NotImplementedError
 
     def _allow_restart(self) -> bool:
         """Record one restart; False when that exceeds max_restarts within max_seconds.
@@ -148,9 +151,8 @@ class _SupervisorBase(Actor):
     async def _shutdown(self, child: _Child, reason: ExitReason = _SHUTDOWN) -> ExitReason:
         """The shutdown ladder: graceful request, wait up to the spec's timeout, then cancel."""
         ref = child.ref
-        child.ref = None
-        child.status = "stopped"
         if ref is None:
+            child.status = "stopped"
             return Killed()
         if child.monitor is not None:
             self.demonitor(child.monitor, flush=True)
@@ -171,6 +173,9 @@ class _SupervisorBase(Actor):
                     child=repr(child.spec.id),
                     shutdown=policy,
                 )
+        # Only now: until it has exited, a kill of the supervisor must still reach it.
+        child.ref = None
+        child.status = "stopped"
         return result
 
     def _give_up(self, failed: Hashable) -> None:
@@ -214,7 +219,6 @@ class Supervisor(_SupervisorBase):
             raise InvalidSpec(
                 f"strategy must be 'one_for_one', 'one_for_all' or 'rest_for_one', got {strategy!r}"
             )
-        await self._setup(max_restarts, max_seconds)
         self._strategy = strategy
         seen: set[Hashable] = set()
         self._children = []
@@ -225,6 +229,7 @@ class Supervisor(_SupervisorBase):
                 raise InvalidSpec(f"duplicate child id {spec.id!r}")
             seen.add(spec.id)
             self._children.append(_Child(spec))
+        await self._setup(max_restarts, max_seconds)
         for child in self._children:
             try:
                 await self._start(child)
@@ -236,6 +241,9 @@ class Supervisor(_SupervisorBase):
 
     async def terminate(self, reason: ExitReason) -> None:
         await self._stop_all()
+
+    def _live_children(self) -> Iterable[ActorRef]:
+        return [child.ref for child in self._children if child.ref is not None]
 
     async def _stop_all(self, children: Sequence[_Child] | None = None) -> None:
         for child in reversed(self._children if children is None else children):
