@@ -3,6 +3,7 @@
     ask-another                  serve MCP over stdio (what an MCP client runs)
     ask-another serve --http     serve MCP over Streamable HTTP for a team (bearer tokens)
     ask-another token add NAME   make a token for serve --http (printed once; hashes stored)
+    ask-another console          the jobs, approvals and spending of this home in a browser
     ask-another models           the allowed models and what litellm knows of each
     ask-another ask MODEL PROMPT one completion, streamed to stdout (a progress line until then)
     ask-another ask M1,M2 PROMPT a consensus: every model at once, replies side by side
@@ -113,8 +114,17 @@ def _parser() -> argparse.ArgumentParser:
                        "(default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="--http: port (default 8765; 0 "
                        "picks a free one, named in the log)")
+    serve.add_argument("--console-allow-stop", action="store_true", default=None,
+                       help="--http: the console's admins may stop a process of the runtime")
     serve.add_argument("--no-auth", action="store_true", help="--http: no tokens (allowed "
                        "only on a loopback host)")
+    console = commands.add_parser("console", help="the console in a browser, for this home: "
+                                  "jobs, approvals, spending, runtime (a one-time login link)")
+    console.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any "
+                         "free one)")
+    console.add_argument("--no-browser", action="store_true", help="print the login link only")
+    console.add_argument("--allow-stop", action="store_true",
+                         help="let the runtime page stop a process")
     token = commands.add_parser("token", help="the bearer tokens of serve --http (the tokens "
                                 "file holds only their hashes)")
     token_commands = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
@@ -174,7 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     http = command == "serve" and getattr(args, "http", False)
     if command == "serve" and not http:
         given = [option for option, name in (("--host", "host"), ("--port", "port"),
-                                             ("--no-auth", "no_auth"))
+                                             ("--no-auth", "no_auth"),
+                                             ("--console-allow-stop", "console_allow_stop"))
                  if getattr(args, name, None) not in (None, False)]  # absent: no `serve` word
         if given:  # it would serve stdio and ignore them: not what anyone typing them wants
             parser.error(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for "
@@ -186,7 +197,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ask_another.server.http import serve_http
 
             trio.run(partial(serve_http, config, args.host or "127.0.0.1",
-                             8765 if args.port is None else args.port, no_auth=args.no_auth))
+                             8765 if args.port is None else args.port, no_auth=args.no_auth,
+                             console_allow_stop=bool(args.console_allow_stop)))
+            return 0
+        if command == "console":
+            from ask_another.console._serve import serve_console
+
+            trio.run(partial(serve_console, config, port=args.port,
+                             open_browser=not args.no_browser, allow_stop=args.allow_stop,
+                             say=lambda text: print(text, flush=True)))
             return 0
         if command == "token":
             return _token(config, args)

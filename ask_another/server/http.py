@@ -44,6 +44,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Mount
 
 from ask_another.config import Config
 from ask_another.errors import AskAnotherError, ConfigError, LimitReached
@@ -310,8 +311,11 @@ def _url_host(host: str) -> str:
 
 
 async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
-                     no_auth: bool = False) -> None:
+                     no_auth: bool = False, console_allow_stop: bool = False) -> None:
     """Serve MCP over Streamable HTTP on `host:port` until SIGTERM or SIGINT (run under trio).
+
+    The console (ask_another/console/) is served at `/console` on the same listener, logging
+    in with the same tokens; `console_allow_stop` lets its admins stop a process.
 
     Raises `ConfigError` before serving anything when it cannot start (no tokens, `--no-auth`
     off loopback, the port taken), and the runtime's own error when it cannot open (an unusable
@@ -361,8 +365,25 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
             mcp_app.user_middleware.append(Middleware(SessionRate, rate=RequestRate(
                 SESSIONS_PER_MINUTE, what="new sessions",
                 setting="on while ASK_ANOTHER_RATE_PER_MINUTE is not 0")))
+        mcp_app.router.routes.append(console_mount(config, opened, auth, no_auth=no_auth,
+                                                   allow_stop=console_allow_stop))
         app = Drain(mcp_app)
         await _serve(app, sock, config, local_url, resource_url, auth.describe)
+
+
+def console_mount(config: Config, runtime: Runtime, auth: HttpAuth, *, no_auth: bool,
+                  allow_stop: bool) -> Mount:
+    """The console at `/console`: logging in with a token `auth` accepts (no login with
+    `--no-auth`), its sessions signed with the key kept in the home (they outlive a restart)."""
+    from ask_another.console import ROOT, Console, Login, load_key
+
+    login = (Login("open") if no_auth else
+             Login("token", verifier=auth.verifier,
+                   tokens=TokensFileVerifier(config.tokens_path)))
+    public = config.public_url or ""
+    console = Console(runtime, load_key(config.home / "console.key"), login,
+                      secure=public.startswith("https://"), allow_stop=allow_stop)
+    return Mount(ROOT, app=console.app)
 
 
 class Health:
@@ -407,7 +428,8 @@ async def health_problem(opened: Runtime | Unavailable) -> str | None:
 
 
 async def _serve(drain: Drain, sock: socket.socket, config: Config, local_url: str,
-                 resource_url: str, auth_described: str) -> None:
+                 resource_url: str, auth_described: str,
+                 ready: Callable[[], None] | None = None) -> None:
     """hypercorn on `sock` until SIGTERM or SIGINT, then the drain (see the module docstring)."""
     hypercorn = HypercornConfig()
     hypercorn.bind = [f"fd://{sock.detach()}"]
@@ -443,4 +465,6 @@ async def _serve(drain: Drain, sock: socket.socket, config: Config, local_url: s
             nursery.start_soon(on_signals)
             await nursery.start(run)
             log.info("http.listening", url=local_url, resource=resource_url, auth=auth_described)
+            if ready is not None:
+                ready()
     log.info("http.stopped")

@@ -1,0 +1,355 @@
+"""The console's web app: Starlette routes over server-rendered Jinja2 templates.
+
+Every page is read through the library faces the MCP tools use (`ResearchJobs` and the store's
+usage totals), as the logged-in user, so a user sees and answers their own jobs only and an admin
+everyone's (users.py); the console adds no rule of its own about who sees what. Pages work
+without JavaScript; ``console.js`` only refreshes the live parts (a short poll of the same page
+with ``?part=``, which returns that fragment).
+
+Logging in (`Login`): with a token of the tokens file (or an OAuth access token when that mode
+is on) on `serve --http`; with the one-time link `ask-another console` prints; or not at all on a
+loopback `serve --http --no-auth`, where every visitor is the local user. Every POST carries the
+session's CSRF token and is refused (403) without it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+from urllib.parse import quote, urlsplit
+
+import jinja2
+from mcp.server.auth.provider import TokenVerifier
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ask_another.console._questions import Pending, pending_of, pending_questions
+from ask_another.console._session import (
+    COOKIE,
+    LoginCodes,
+    Session,
+    Sessions,
+    token_digest,
+    token_proof,
+)
+from ask_another.errors import AskAnotherError, Forbidden, error_text
+from ask_another.logs import get_logger
+from ask_another.research import ResearchJobs, UnknownJob
+from ask_another.research.usage import usage_text
+from ask_another.runtime import Runtime
+from ask_another.server.auth import TokensFileVerifier
+from ask_another.server.context import token_user
+from ask_another.store.jobs import JobRecord, job_events
+from ask_another.users import LOCAL_USER, User
+
+__all__ = ["ROOT", "Console", "Login"]
+
+log = get_logger("ask_another.console")
+
+ROOT: Final = "/console"
+POLL_SECONDS: Final = 2.0
+"""How often an open page refreshes its live part (paused while the tab is hidden)."""
+
+@dataclass(frozen=True)
+class Login:
+    """How people log in: `mode` "token" (a token of `verifier`; `tokens`, the tokens file's
+    verifier, re-checks such logins), "code" (a one-time link of `codes`) or "open" (nobody logs
+    in: the local user, on a loopback --no-auth server)."""
+
+    mode: Literal["token", "code", "open"]
+    verifier: TokenVerifier | None = None
+    tokens: TokensFileVerifier | None = None
+    codes: LoginCodes | None = None
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _seconds(value: float) -> str:
+    value = int(value)
+    if value < 60:
+        return f"{value} s"
+    if value < 3600:
+        return f"{value // 60} min {value % 60} s"
+    return f"{value // 3600} h {value % 3600 // 60} min"
+
+
+def _cost(record: JobRecord) -> str:
+    usage = record.detail.get("usage")
+    if not isinstance(usage, dict):
+        return ""
+    cost = usage.get("cost_usd")
+    return f"${cost:.4f}" if isinstance(cost, int | float) else "unknown"
+
+
+Handler = Callable[[Request, Session], Awaitable[Response]]
+
+
+class Console:
+    """The console of one running node: `app` is its ASGI app, mounted at `ROOT`."""
+
+    def __init__(self, runtime: Runtime, key: bytes, login: Login, *,
+                 secure: bool = False, allow_stop: bool = False) -> None:
+        """`key` signs the sessions (`load_key`, or a fresh one for sessions of one run)."""
+        self.runtime = runtime
+        self.sessions = Sessions(key, self.still_valid)
+        self.login = login
+        self.secure = secure  # the cookie is Secure: the public URL is https
+        self.allow_stop = allow_stop
+        self.templates = jinja2.Environment(
+            loader=jinja2.PackageLoader("ask_another.console", "templates"),
+            autoescape=True, trim_blocks=True, lstrip_blocks=True)
+        self.templates.globals.update(root=ROOT, poll_ms=int(POLL_SECONDS * 1000))
+        self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost,
+                                      usage=usage_text)
+        page = self._page
+        self.app = Starlette(routes=[
+            Route("/", self._home),
+            Route("/login", self._login, methods=["GET", "POST"]),
+            Route("/login/once", self._login_once),
+            Route("/logout", page(self._logout), methods=["POST"]),
+            Route("/jobs", page(self._jobs)),
+            Route("/jobs/{job_id}", page(self._job)),
+            Route("/jobs/{job_id}/cancel", page(self._cancel), methods=["POST"]),
+            Route("/approvals", page(self._approvals)),
+            Route("/approvals/{job_id}/{tool_call_id}", page(self._approval),
+                  methods=["GET", "POST"]),
+            Mount("/static", StaticFiles(packages=[("ask_another.console", "static")])),
+        ])
+
+    # ----- sessions ---------------------------------------------------------------------------
+
+    def still_valid(self, session: Session) -> User | None:
+        """`Sessions`' re-check of a login (see _session.py)."""
+        if session.kind == "local":
+            return LOCAL_USER if self.login.mode in ("code", "open") else None
+        if session.kind == "oauth":
+            return session.user if self.login.mode == "token" else None
+        tokens = self.login.tokens
+        if tokens is None:
+            return None
+        try:
+            tokens.reload()
+        except AskAnotherError:
+            return None
+        for user in tokens.users:
+            if user.name == session.user.name and token_proof(user.sha256) == session.proof:
+                return User(user.name, admin=user.admin)
+        return None
+
+    def _set_cookie(self, response: Response, value: str) -> Response:
+        response.set_cookie(COOKIE, value, httponly=True, samesite="strict", secure=self.secure,
+                            path=ROOT)
+        return response
+
+    def _to_login(self, request: Request) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"{ROOT}/login?next={quote(target)}", status_code=303)
+
+    def _page(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        """`handler` for a logged-in session; POSTs also need the session's CSRF token."""
+
+        async def endpoint(request: Request) -> Response:
+            session = self.sessions.read(request.cookies.get(COOKIE))
+            fresh = None
+            if session is None and self.login.mode == "open":
+                fresh, session = self.sessions.issue(LOCAL_USER, "local")
+            if session is None:
+                if request.method == "POST":
+                    return self._error(request, None, 403, "Your session has ended: log in "
+                                       "again, then repeat what you did.")
+                return self._to_login(request)
+            if request.method == "POST":
+                form = await request.form()
+                token = form.get("csrf")
+                if not self.sessions.csrf_ok(session, token if isinstance(token, str) else None):
+                    log.warning("console.csrf_refused", path=request.url.path)
+                    return self._error(request, session, 403, "This form was refused: it did not "
+                                       "carry this session's CSRF token. Reload the page and "
+                                       "try again.")
+            try:
+                response = await handler(request, session)
+            except (Forbidden, UnknownJob) as exc:
+                # Another user's job reads exactly as one that does not exist.
+                log.info("console.refused", path=request.url.path, reason=type(exc).__name__)
+                response = self._error(request, session, 404, "There is no such job, or it "
+                                       "is not yours.")
+            except AskAnotherError as exc:
+                response = self._error(request, session, 409, error_text(exc))
+            return self._set_cookie(response, fresh) if fresh else response
+
+        return endpoint
+
+    def render(self, request: Request, session: Session | None, template: str,
+               status: int = 200, **context: Any) -> HTMLResponse:
+        part = request.query_params.get("part")
+        name = f"{template}_{part}.html" if part in ("live",) else f"{template}.html"
+        user = session.user if session is not None else None
+        html = self.templates.get_template(name).render(
+            user=user, csrf=self.sessions.csrf(session) if session else "",
+            show_runtime=bool(user and user.admin), open_login=self.login.mode == "open",
+            **context)
+        return HTMLResponse(html, status_code=status,
+                            headers={"Cache-Control": "no-store",
+                                     "Content-Security-Policy": _CSP,
+                                     "X-Frame-Options": "DENY",
+                                     "Referrer-Policy": "same-origin"})
+
+    def _error(self, request: Request, session: Session | None, status: int, message: str
+               ) -> HTMLResponse:
+        return self.render(request, session, "error", status, message=message)
+
+    def jobs(self, session: Session) -> ResearchJobs:
+        return ResearchJobs.of(self.runtime, session.user)
+
+    # ----- login ------------------------------------------------------------------------------
+
+    async def _home(self, request: Request) -> Response:
+        return RedirectResponse(f"{ROOT}/jobs", status_code=303)
+
+    async def _login(self, request: Request) -> Response:
+        target = _safe_next(request.query_params.get("next"))
+        if self.login.mode != "token":
+            return self.render(request, None, "login", next=target, problem=(
+                "This console takes its one-time link: run `ask-another console` again for a "
+                "new one." if self.login.mode == "code" else None), form=False)
+        if request.method == "GET":
+            return self.render(request, None, "login", next=target, problem=None, form=True)
+        form = await request.form()
+        token = str(form.get("token") or "").strip()
+        target = _safe_next(str(form.get("next") or "")) or target
+        if not _same_origin(request):
+            return self.render(request, None, "login", 403, next=target, form=True,
+                               problem="This login came from another site and was refused.")
+        verifier = self.login.verifier
+        access = await verifier.verify_token(token) if token and verifier else None
+        if access is None:
+            log.info("console.login_refused")
+            return self.render(request, None, "login", 401, next=target, form=True,
+                               problem="That token is not valid here. Paste a token from "
+                               "`ask-another token add NAME` (or your OAuth access token).")
+        user = token_user(access)
+        tokens = self.login.tokens
+        proof = ""
+        if tokens is not None:
+            digest = token_digest(token)
+            if any(u.sha256 == digest for u in tokens.users):
+                proof = token_proof(digest)
+        if proof:
+            value, _ = self.sessions.issue(user, "file", proof)
+        else:
+            value, _ = self.sessions.issue(user, "oauth", expires=access.expires_at)
+        log.info("console.login", user=user.name)
+        return self._set_cookie(RedirectResponse(target or f"{ROOT}/jobs", status_code=303),
+                                value)
+
+    async def _login_once(self, request: Request) -> Response:
+        codes = self.login.codes
+        code = request.query_params.get("code", "")
+        if codes is None or not codes.take(code):
+            return self.render(request, None, "login", 403, next=None, form=False,
+                               problem="This login link has been used or has expired: run "
+                               "`ask-another console` again for a new one.")
+        value, _ = self.sessions.issue(LOCAL_USER, "local")
+        target = _safe_next(request.query_params.get("next")) or f"{ROOT}/jobs"
+        return self._set_cookie(RedirectResponse(target, status_code=303), value)
+
+    async def _logout(self, request: Request, session: Session) -> Response:
+        self.sessions.end(session)
+        response = RedirectResponse(f"{ROOT}/login", status_code=303)
+        response.delete_cookie(COOKIE, path=ROOT)
+        return response
+
+    # ----- jobs -------------------------------------------------------------------------------
+
+    async def _jobs(self, request: Request, session: Session) -> Response:
+        records = await self.jobs(session).list()
+        return self.render(request, session, "jobs", records=records, now=time.time(),
+                           users=session.user.admin, waiting=_waiting(records))
+
+    async def _job(self, request: Request, session: Session) -> Response:
+        jobs = self.jobs(session)
+        record = await jobs.get(request.path_params["job_id"])
+        events = await job_events(await self.runtime.database(), record.id)
+        return self.render(request, session, "job", job=record, now=time.time(),
+                           events=events[-50:], pending=pending_of(record),
+                           citations=[c for c in record.citations
+                                      if str(c.get("url", "")).startswith(("http://",
+                                                                          "https://"))],
+                           message=request.query_params.get("said"))
+
+    async def _cancel(self, request: Request, session: Session) -> Response:
+        job_id = request.path_params["job_id"]
+        outcome = await self.jobs(session).cancel(job_id)
+        said = "cancelled" if outcome.cancelled else f"already {outcome.record.status}"
+        log.info("console.cancel", job_id=job_id, user=session.user.name, cancelled=said)
+        return RedirectResponse(f"{ROOT}/jobs/{job_id}?said={quote(said)}", status_code=303)
+
+    # ----- approvals --------------------------------------------------------------------------
+
+    async def _approvals(self, request: Request, session: Session) -> Response:
+        pending = await pending_questions(self.jobs(session))
+        return self.render(request, session, "approvals", pending=pending,
+                           users=session.user.admin)
+
+    async def _approval(self, request: Request, session: Session) -> Response:
+        job_id = request.path_params["job_id"]
+        call_id = request.path_params["tool_call_id"]
+        jobs = self.jobs(session)
+        record = await jobs.get(job_id)  # Forbidden for another user's: the 404 page
+        found = [p for p in pending_of(record) if p.tool_call_id == call_id]
+        if request.method == "POST":
+            form = await request.form()
+            answer = str(form.get("answer") or "")
+            try:
+                said = await self._answer(jobs, found[0] if found else None, job_id, call_id,
+                                          answer)
+            except AskAnotherError as exc:
+                said = error_text(exc)
+            log.info("console.answer", job_id=job_id, tool_call_id=call_id, answer=answer,
+                     user=session.user.name)
+            return RedirectResponse(f"{ROOT}/jobs/{job_id}?said={quote(said)}",
+                                    status_code=303)
+        if not found:
+            return self.render(request, session, "approval", 410, job=record, question=None)
+        return self.render(request, session, "approval", job=record, question=found[0])
+
+    async def _answer(self, jobs: ResearchJobs, question: Pending | None, job_id: str,
+                      call_id: str, answer: str) -> str:
+        if answer.startswith("option:"):
+            return await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
+        if answer not in ("allow", "deny"):
+            return f"{answer!r} is not an answer here; nothing changed"
+        return await jobs.answer_permission(job_id, call_id, answer)
+
+
+def _waiting(records: list[JobRecord]) -> dict[str, int]:
+    return {r.id: len(pending_of(r)) for r in records if not r.finished}
+
+
+def _safe_next(target: str | None) -> str | None:
+    """A redirect target after login: a path of this console only (never another site)."""
+    if not target or not target.startswith(ROOT + "/") or target.startswith("//"):
+        return None
+    return target
+
+
+def _same_origin(request: Request) -> bool:
+    """A login form posted from this console (a browser sends Origin on a POST)."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == "null":
+        return origin is None
+    return urlsplit(origin).netloc == request.headers.get("host")
+
+
+_CSP: Final = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; "
+               "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")

@@ -1,0 +1,217 @@
+"""The console's web app in process: a real runtime (the simulator as the provider, the thread
+gateway), the app driven by httpx over ASGI. Logging in, sessions, CSRF, who sees what, and
+approval links; the browser tests (test_browser.py) drive the same pages in Chromium."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import httpx
+import trio
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from ask_another.config import Config
+from ask_another.console import ROOT, Console, Login, LoginCodes
+from ask_another.research import ResearchJobs
+from ask_another.runtime import Runtime, open_runtime
+from ask_another.server.auth import TokensFile, TokensFileVerifier
+from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
+from ask_another.users import User
+
+ARTICLE = "http://127.0.0.1:9/article"
+
+
+@dataclass
+class Served:
+    runtime: Runtime
+    console: Console
+    tokens: dict[str, str]
+
+    @asynccontextmanager
+    async def browser(self) -> AsyncIterator[httpx.AsyncClient]:
+        # Mounted as serve --http and ask-another console mount it.
+        app = Starlette(routes=[Mount(ROOT, app=self.console.app)])
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://testserver{ROOT}",
+                                     follow_redirects=False) as client:
+            yield client
+
+
+@asynccontextmanager
+async def served(make_config: Callable[..., Config], mode: str = "token",
+                 codes: LoginCodes | None = None) -> AsyncIterator[Served]:
+    config = make_config(ASK_ANOTHER_PERMISSIONS="read=ask", ASK_ANOTHER_CONFIRM_USD="1000")
+    file = TokensFile(config.tokens_path)
+    tokens = {"alice": file.add("alice"), "bob": file.add("bob"),
+              "root": file.add("root", admin=True)}
+    verifier = TokensFileVerifier(config.tokens_path)
+    login = (Login("token", verifier=verifier, tokens=verifier) if mode == "token"
+             else Login("code", codes=codes))
+    async with open_runtime(config, prewarm_after=None) as runtime:
+        yield Served(runtime, Console(runtime, secrets.token_bytes(32), login), tokens)
+
+
+async def log_in(client: httpx.AsyncClient, token: str) -> None:
+    response = await client.post("/login", data={"token": token})
+    assert response.status_code == 303, response.text
+    client.cookies = response.cookies
+
+
+def csrf_of(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, html
+    return found.group(1)
+
+
+async def waiting_job(sim: Simulator, runtime: Runtime, user: str) -> str:
+    """An agent job of `user` that waits for permission to read an article."""
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": ARTICLE}, id="call-1")]),
+                      Reply("the report")])
+    jobs = ResearchJobs.of(runtime, User(user, admin=False))
+    record = await jobs.start("sim", "what is new?", method="agent")
+    with trio.fail_after(30):
+        while True:  # the job's actor answers Status(): nothing to wait on but it
+            if (await jobs.get(record.id)).detail.get("waiting_for"):
+                return record.id
+            await trio.sleep(0.02)
+
+
+async def test_a_page_without_a_session_goes_to_the_login_page_and_a_bad_token_is_refused(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        response = await client.get("/jobs")
+        assert response.status_code == 303
+        assert response.headers["location"] == f"{ROOT}/login?next={ROOT}/jobs"
+        refused = await client.post("/login", data={"token": "aa_not-a-token"})
+        assert refused.status_code == 401 and "not valid here" in refused.text
+        assert "set-cookie" not in refused.headers
+
+
+async def test_login_sets_an_httponly_strict_cookie_and_logout_ends_it_even_if_sent_again(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        response = await client.post("/login", data={"token": s.tokens["alice"],
+                                                     "next": f"{ROOT}/approvals"})
+        assert response.status_code == 303 and response.headers["location"] == f"{ROOT}/approvals"
+        cookie = response.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Secure" not in cookie
+        client.cookies = response.cookies
+        page = await client.get("/jobs")
+        assert page.status_code == 200 and "alice" in page.text
+        kept = dict(client.cookies)
+        out = await client.post("/logout", data={"csrf": csrf_of(page.text)})
+        assert out.status_code == 303
+        client.cookies = kept  # a copy of the cookie, replayed after logout
+        assert (await client.get("/jobs")).status_code == 303
+
+
+async def test_a_login_redirect_never_leaves_the_console(make_config: Callable[..., Config]):
+    async with served(make_config) as s, s.browser() as client:
+        for target in ("https://evil.example/", "//evil.example/x", "/mcp"):
+            response = await client.post("/login", data={"token": s.tokens["alice"],
+                                                         "next": target})
+            assert response.headers["location"] == f"{ROOT}/jobs", target
+
+
+async def test_a_removed_token_ends_its_sessions(make_config: Callable[..., Config]):
+    async with served(make_config) as s, s.browser() as client:
+        await log_in(client, s.tokens["bob"])
+        assert (await client.get("/jobs")).status_code == 200
+        TokensFile(s.runtime.config.tokens_path).remove("bob")
+        assert (await client.get("/jobs")).status_code == 303
+
+
+async def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["alice"])
+        for data in ({"answer": "allow"}, {"answer": "allow", "csrf": "forged"}):
+            refused = await client.post(f"/approvals/{job}/call-1", data=data)
+            assert refused.status_code == 403 and "CSRF" in refused.text
+        refused = await client.post(f"/jobs/{job}/cancel", data={})
+        assert refused.status_code == 403
+        record = await ResearchJobs.of(s.runtime).get(job)
+        assert record.status == "in_progress" and record.detail["waiting_for"]
+
+
+async def test_allow_once_from_the_approval_link_lets_the_job_finish(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["alice"])
+        listing = await client.get("/approvals")
+        assert f"{ROOT}/approvals/{job}/call-1" in listing.text and ARTICLE in listing.text
+        page = await client.get(f"/approvals/{job}/call-1")
+        assert page.status_code == 200 and "read_article" in page.text
+        answered = await client.post(f"/approvals/{job}/call-1",
+                                     data={"answer": "allow", "csrf": csrf_of(page.text)})
+        assert answered.status_code == 303 and "was%20allowed" in answered.headers["location"]
+        done = await ResearchJobs.of(s.runtime).wait(job, timeout=30)
+        assert done.status == "completed" and done.report == "the report"
+        # The link has expired with its request.
+        late = await client.get(f"/approvals/{job}/call-1")
+        assert late.status_code == 410 and "has expired" in late.text
+
+
+async def test_bob_can_neither_see_nor_answer_nor_cancel_alices_job_by_url(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["bob"])
+        jobs_page = await client.get("/jobs")
+        assert job not in jobs_page.text
+        assert job not in (await client.get("/approvals")).text
+        csrf = csrf_of(jobs_page.text)
+        for response in (await client.get(f"/jobs/{job}"),
+                         await client.get(f"/approvals/{job}/call-1"),
+                         await client.post(f"/approvals/{job}/call-1",
+                                           data={"answer": "allow", "csrf": csrf}),
+                         await client.post(f"/jobs/{job}/cancel", data={"csrf": csrf})):
+            assert response.status_code == 404, response.text
+            assert "no such job, or it is not yours" in response.text
+        record = await ResearchJobs.of(s.runtime).get(job)
+        assert record.status == "in_progress" and record.detail["waiting_for"]
+        # The admin sees it, with its user.
+        await log_in(client, s.tokens["root"])
+        page = await client.get("/approvals")
+        assert job in page.text and "alice" in page.text
+
+
+async def test_cancel_from_the_job_page(sim: Simulator, make_config: Callable[..., Config]):
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["alice"])
+        page = await client.get(f"/jobs/{job}")
+        assert "Cancel this job" in page.text
+        response = await client.post(f"/jobs/{job}/cancel", data={"csrf": csrf_of(page.text)})
+        assert response.status_code == 303
+        assert (await ResearchJobs.of(s.runtime).get(job)).status == "cancelled"
+        after = await client.get(response.headers["location"].removeprefix(ROOT))
+        assert "cancelled" in after.text and "Cancel this job" not in after.text
+
+
+async def test_a_one_time_login_link_works_once(make_config: Callable[..., Config]):
+    codes = LoginCodes()
+    async with served(make_config, "code", codes) as s, s.browser() as client:
+        code = codes.new()
+        first = await client.get(f"/login/once?code={code}")
+        assert first.status_code == 303 and first.headers["location"] == f"{ROOT}/jobs"
+        client.cookies = first.cookies
+        assert "local user (admin)" in (await client.get("/jobs")).text
+        client.cookies.clear()
+        again = await client.get(f"/login/once?code={code}")
+        assert again.status_code == 403 and "has been used or has expired" in again.text
+        # No token login on this console.
+        refused = await client.post("/login", data={"token": s.tokens["alice"]})
+        assert "set-cookie" not in refused.headers

@@ -1,0 +1,90 @@
+"""The console as people start it: `ask-another console` (a one-time link on stdout, Ctrl-C
+leaves nothing running) and `serve --http` (the console at /console on the same listener,
+logging in with a token of the tokens file)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+from http_server import http_server, process_env
+from stdio_server import REPO
+
+from ask_another.server.auth import TokensFile
+
+pytestmark = pytest.mark.slow  # starts real server processes
+
+LINK = re.compile(r"(http://127\.0\.0\.1:\d+)/console/login/once\?code=\S+")
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+async def test_console_prints_a_one_time_link_serves_the_home_and_ctrl_c_leaves_nothing(
+    tmp_path: Path
+):
+    env = process_env({"ASK_ANOTHER_HOME": str(tmp_path / "home")})
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "ask_another", "console", "--no-browser"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        cwd=REPO)
+    try:
+        assert process.stdout is not None
+        text = ""
+        with trio.fail_after(60):
+            while not LINK.search(text):
+                chunk = await process.stdout.receive_some()
+                assert chunk, f"console exited before printing its link: {text!r}"
+                text += chunk.decode()
+        found = LINK.search(text)
+        assert found is not None
+        async with httpx.AsyncClient(base_url=found.group(1), follow_redirects=True) as client:
+            first = await client.get(found.group(0))  # follows to the jobs page
+            assert first.status_code == 200 and "Research jobs" in first.text
+            assert "local user (admin)" in first.text
+            client.cookies.clear()
+            again = await client.get(found.group(0))
+            assert again.status_code == 403 and "has been used" in again.text
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(30):
+            assert await process.wait() == 0  # stopped as asked, not a failure
+        assert children_of(process.pid) == []
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_serve_http_serves_the_console_behind_its_tokens(tmp_path: Path):
+    home = tmp_path / "home"
+    token = TokensFile(home / "tokens.json").add("alice")
+    async with http_server({"ASK_ANOTHER_HOME": str(home)}, tmp_path / "stderr.log") as server, \
+            httpx.AsyncClient(base_url=server.base) as client:
+        assert (await client.get("/console/jobs")).status_code == 303
+        page = await client.post("/console/login", data={"token": token},
+                                 headers={"Origin": server.base}, follow_redirects=True)
+        assert page.status_code == 200 and "alice" in page.text
+        # Its key is kept in the home, for the owner only: sessions outlive a restart.
+        assert os.stat(home / "console.key").st_mode & 0o777 == 0o600
+        # A login posted from another site is refused.
+        client.cookies.clear()
+        other = await client.post("/console/login", data={"token": token},
+                                  headers={"Origin": "https://evil.example"})
+        assert other.status_code == 403 and "set-cookie" not in other.headers
