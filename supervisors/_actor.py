@@ -74,8 +74,9 @@ class Actor:
 
     def set_idle_timeout(self, seconds: float | None) -> None:
         """From now on, when no message arrives for `seconds`, `handle_info(IdleTimeout(seconds))`
-        is called (OTP's gen_server timeout); the wait starts again after every message.
-        None turns it off. Costs a cancel scope per wait only while it is on."""
+        is called (OTP's gen_server timeout); the wait starts again after every message, and a
+        message already queued is always handled first (so 0 means "when the mailbox is
+        empty"). None turns it off. Costs a cancel scope per wait only while it is on."""
         if seconds is not None and not seconds >= 0:
             raise InvalidSpec(f"idle timeout must be >= 0 seconds or None, got {seconds!r}")
         process_of(self.ref).idle_timeout = seconds
@@ -92,21 +93,32 @@ class Actor:
         """Monitor `ref`: `Down(ref, reason, monitor)` arrives in `handle_info` when it exits (at
         once if it already has). Returns the monitor; each call makes a new one, with its own
         `Down`."""
+        if not isinstance(ref, ActorRef):
+            raise InvalidSpec(f"monitor needs an ActorRef, got {ref!r}")
         monitor = MonitorRef(ref)
         process_of(self.ref).add_monitor(monitor, process_of(ref))
         return monitor
 
     def demonitor(self, monitor: MonitorRef, *, flush: bool = False) -> bool:
         """Remove `monitor`; with `flush`, also a `Down` for it already queued. True if the
-        monitor was still active (its `Down` had not been sent)."""
+        monitor was still active (its `Down` had not been sent). Anything but a `MonitorRef`
+        raises `InvalidSpec` (a monitor is only ever the value `monitor` returned)."""
+        if not isinstance(monitor, MonitorRef):
+            raise InvalidSpec(
+                f"demonitor needs the MonitorRef that monitor() returned, got {monitor!r}"
+            )
         return process_of(self.ref).remove_monitor(monitor, flush=flush)
 
     def link(self, ref: ActorRef) -> None:
         """Link both ways: when either exits abnormally, the other exits with the same reason,
         unless it traps exits (then it gets `Exit(ref, reason)`). Linking to an actor that has
         already exited delivers its exit signal at once."""
+        if not isinstance(ref, ActorRef):
+            raise InvalidSpec(f"link needs an ActorRef, got {ref!r}")
         process_of(self.ref).link(process_of(ref))
 
     def unlink(self, ref: ActorRef) -> None:
         """Remove a link (both directions)."""
+        if not isinstance(ref, ActorRef):
+            raise InvalidSpec(f"unlink needs an ActorRef, got {ref!r}")
         process_of(self.ref).unlink(process_of(ref))

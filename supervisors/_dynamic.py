@@ -37,6 +37,7 @@ from ._supervisor import (
     _scoped,
     _should_restart,
     _SupervisorBase,
+    raw_call,
 )
 
 _PRUNE_MIN = 64
@@ -100,7 +101,7 @@ class DynamicSupervisor(_SupervisorBase):
                     return _count(list(self._prune().values()))
         except (UnknownChild, StartError, MaxChildren) as exc:
             return _CallError(exc)
-        return await super().handle_call(msg, caller)
+        return self._unknown_request(msg)
 
     def _make_room(self) -> None:
         """Raise `MaxChildren` if full (exited temporary children do not count)."""
@@ -190,6 +191,11 @@ class DynamicSupervisorRef(ActorRef):
 
     __slots__ = ()
 
+    async def call(self, msg: Any, timeout: float | None = 5.0) -> Any:  # noqa: ASYNC109
+        """`ActorRef.call`; a request the supervisor does not know raises `InvalidSpec` (the
+        supervisor answers it with that error and keeps running)."""
+        return await raw_call(self, msg, timeout)
+
     async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef:  # noqa: ASYNC109
         """Start a child from `spec` and return its ref once its init finished. Raises
         `MaxChildren` when full, `StartError` (naming the child id) if init fails.
@@ -203,7 +209,15 @@ class DynamicSupervisorRef(ActorRef):
         return result
 
     async def terminate_child(self, ref: ActorRef, timeout: float | None = None) -> None:  # noqa: ASYNC109
-        """Stop a child through its shutdown ladder and forget it (`UnknownChild` if not ours)."""
+        """Stop a child through its shutdown ladder and forget it (`UnknownChild` if not ours).
+        Anything but an `ActorRef` (say the None `registry.whereis()` returns for a name no
+        actor holds) raises `InvalidSpec` here, before any request is sent."""
+        if not isinstance(ref, ActorRef):
+            hint = " (registry.whereis() returns None for a name no actor holds)"
+            raise InvalidSpec(
+                f"terminate_child needs the child's ActorRef, got {ref!r}"
+                + (hint if ref is None else "")
+            )
         await _request(self, ("terminate_child", ref), timeout)
 
     async def which_children(self, timeout: float | None = None) -> list[ChildInfo]:  # noqa: ASYNC109

@@ -347,13 +347,14 @@ class Process:
 
     async def _loop(self, actor: Actor) -> ExitReason:
         """Handle messages until one ends the actor; return the reason for `terminate`."""
-        get = self.mailbox.get
+        mailbox = self.mailbox
+        get = mailbox.get
         handle_call = actor.handle_call
         handle_cast = actor.handle_cast
         handle_info = actor.handle_info
         while True:
             idle = self.idle_timeout
-            if idle is None:
+            if idle is None or len(mailbox):  # a queued message always goes before a timeout
                 kind, payload = await get()
             else:
                 kind, payload = INFO, IdleTimeout(idle)
@@ -416,7 +417,7 @@ class Process:
     # -- the exit ------------------------------------------------------------------------------
 
     def close(self, reason: ExitReason) -> None:
-        """Refuse new messages; queued calls fail now, as they will never be handled."""
+        """Refuse new messages; queued calls will never be handled: they fail at the exit."""
         if self.closing is None:
             self.closing = reason
         if self.mailbox.closed:
@@ -425,7 +426,12 @@ class Process:
         dropped = 0
         for kind, payload in self.mailbox.close():
             if kind == CALL:
-                fail_caller(payload, exited_error(final, repr(self.ref)))
+                # Failed at the exit, with the final reason (as monitors and links learn it):
+                # terminate may yet crash or be killed. Kept as deferred callers till then.
+                if is_waiting(payload):
+                    if self.deferred is None:
+                        self.deferred = set()
+                    self.deferred.add(payload)
             elif kind == CAST or (kind == INFO and not _is_runtime(payload)):
                 dropped += 1
         if dropped:

@@ -91,6 +91,9 @@ class _SupervisorBase(Actor):
     """What static and dynamic supervisors share: intensity, starting and stopping children."""
 
     cancel_shutdown = None
+    trap_exits = True
+    """As OTP's: a crash of a process merely linked to a supervisor arrives as an `Exit`
+    message, which it ignores; it never takes the supervisor and its subtree down."""
     _max_restarts: int
     _max_seconds: float
     _restart_times: deque[float]
@@ -177,6 +180,17 @@ class _SupervisorBase(Actor):
         child.ref = None
         child.status = "stopped"
         return result
+
+    async def handle_cast(self, msg: Any) -> None:
+        # Nothing is cast to a supervisor: one sent anyway is logged, never a crash (as OTP's).
+        logger().error("supervisor.unexpected_message", supervisor=repr(self.ref), msg=repr(msg))
+
+    def _unknown_request(self, msg: Any) -> _CallError:
+        return _CallError(
+            InvalidSpec(
+                f"{self.ref!r} does not know the request {msg!r}; use the methods of its ref"
+            )
+        )
 
     def _give_up(self, failed: Hashable) -> None:
         logger().error(
@@ -287,7 +301,7 @@ class Supervisor(_SupervisorBase):
                 ref = await self._start(child)
                 _log_started(self.ref, child)
                 return ref
-        return await super().handle_call(msg, caller)
+        raise self._unknown_request(msg)
 
     async def handle_info(self, msg: Any) -> None:
         match msg:
@@ -398,11 +412,24 @@ async def _request(ref: ActorRef, msg: tuple[Any, ...], timeout: float | None) -
     return result
 
 
+async def raw_call(ref: ActorRef, msg: Any, timeout: float | None) -> Any:  # noqa: ASYNC109
+    """`ActorRef.call` on a supervisor: the error a bad request is answered with is raised."""
+    result = await call(process_of(ref), msg, timeout, wait_for_room=False)
+    if isinstance(result, _CallError):
+        raise result.error
+    return result
+
+
 @final
 class SupervisorRef(ActorRef):
     """The ref of a static supervisor: an `ActorRef` plus OTP's supervisor requests."""
 
     __slots__ = ()
+
+    async def call(self, msg: Any, timeout: float | None = 5.0) -> Any:  # noqa: ASYNC109
+        """`ActorRef.call`; a request the supervisor does not know raises `InvalidSpec` (the
+        supervisor answers it with that error and keeps running)."""
+        return await raw_call(self, msg, timeout)
 
     async def which_children(self, timeout: float | None = None) -> list[ChildInfo]:  # noqa: ASYNC109
         """Every child in start order: id, ref (None when not running), status, restarts.
