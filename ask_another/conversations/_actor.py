@@ -14,8 +14,10 @@ message for `idle_seconds` with no turn running stops (gen_server's timeout); th
 starts a new one from the store. Children are temporary: a crashed conversation is not
 restarted, its next turn starts it again.
 
-Every start goes through the one `ConversationStarter`, whose mailbox serializes "is it running?
-else start it", so two turns racing to wake the same conversation never both start an actor.
+A first turn has no actor (`take_turn(..., new=True)` runs in the caller: nobody knows the id
+yet). Every start goes through the one `ConversationStarter`, whose mailbox serializes "is it
+running? else start it", so two turns racing to wake the same conversation never both start an
+actor.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from ask_another.errors import AskAnotherError, StoreError
 from ask_another.gateway import CompletionResult
 from ask_another.logs import get_logger
 from ask_another.services import Services
-from ask_another.spend import Purpose, record_call
+from ask_another.spend import Purpose, record_call, usage_row
 from ask_another.spend.budget import ceilings, check_budget
 from ask_another.spend.estimate import Estimate, completion_line
 from ask_another.store.conversations import (
@@ -77,6 +79,7 @@ __all__ = [
     "TurnOutcome",
     "conversation_name",
     "conversations_spec",
+    "take_turn",
 ]
 
 log = get_logger("ask_another.conversations")
@@ -233,55 +236,65 @@ class Conversation(Actor):
             return exc
 
     async def _take(self, turn: Turn) -> TurnOutcome:
-        services = self.services
-        new: list[NewMessage] = []
-        if turn.article_url is not None:
-            article = await read_article(turn.article_url, allow_hosts=services.config.allow_hosts)
-            if not article.get("success"):
-                raise ArticleUnreadable(str(article.get("error") or "unreadable"))
-            new.append(tool_exchange([(READ_ARTICLE_NAME, {"url": article["url"]}, article)]))
-        new.append(NewMessage(role="user", content=turn.prompt))
-        if turn.model is not None:
-            entry = services.config.stored_entry(turn.model, turn.entry)
-        else:
-            entry = services.config.stored_entry(self.record.model, self.record.entry)
-        db = await services.database()
-        stored = await conversation_messages(db, self.record.id)
-        system = self.record.system if turn.system is None else turn.system
-        messages = [{"role": "system", "content": system}] if system else []
-        messages += build_history([*stored, *new])
-        gateway = await services.gateway()
-        if ceilings(services):
-            # A budget ceiling is set: refuse a turn whose estimate would cross it.
-            line = completion_line(await services.prices(), entry.model, messages)
-            await check_budget(services, Estimate((line,)), "this completion", turn.user_id)
-        log.debug("completion.started", model=entry.model, conversation_id=self.record.id)
-        result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
-                                          timeout=turn.timeout, on_delta=turn.on_delta)
-        await record_call(services, "completion", entry.model, result.usage, Purpose(
-            tool="discuss" if turn.article_url is not None else "completion",
-            conversation_id=self.record.id, user_id=turn.user_id))
-        record = msgspec.structs.replace(self.record, system=system or None)
-        try:
-            written = await append_messages(
-                db, record, [*new, NewMessage(role="assistant", content=result.text)],
-                now=time.time())
-        except StoreError as exc:
-            # The provider answered and billed it: losing the answer too would cost twice.
-            log.error("conversation.not_stored", conversation_id=record.id, error=str(exc),
-                      prompt_tokens=result.usage.prompt_tokens,
-                      completion_tokens=result.usage.completion_tokens,
-                      cost_usd=result.usage.cost_usd)
-            return TurnOutcome(conversation_id=record.id, model=result.model, result=result,
-                               stored=[], not_stored=str(exc), continuable=bool(stored))
-        self.record = record
-        # The same event as a one-off completion: usage and cost per call, in one place to grep.
-        log.info("completion.finished", model=entry.model, conversation_id=record.id,
-                 history=len(stored), article=turn.article_url is not None,
-                 prompt_tokens=result.usage.prompt_tokens,
-                 completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
+        outcome, self.record = await take_turn(self.services, self.record, turn)
+        return outcome
+
+
+async def take_turn(services: Services, record: ConversationRecord, turn: Turn, *,
+                    new: bool = False) -> tuple[TurnOutcome, ConversationRecord]:
+    """One turn of the conversation `record`: its history read (none when `new`: a conversation
+    nobody else knows yet, whose first turn needs no actor), the provider called, then the ledger
+    row and the turn's messages written in ONE transaction. Returns the outcome and the record
+    as it is now stored (the same record when the store could not keep the turn)."""
+    added: list[NewMessage] = []
+    if turn.article_url is not None:
+        article = await read_article(turn.article_url, allow_hosts=services.config.allow_hosts)
+        if not article.get("success"):
+            raise ArticleUnreadable(str(article.get("error") or "unreadable"))
+        added.append(tool_exchange([(READ_ARTICLE_NAME, {"url": article["url"]}, article)]))
+    added.append(NewMessage(role="user", content=turn.prompt))
+    if turn.model is not None:
+        entry = services.config.stored_entry(turn.model, turn.entry)
+    else:
+        entry = services.config.stored_entry(record.model, record.entry)
+    db = await services.database()
+    stored = [] if new else await conversation_messages(db, record.id)
+    system = record.system if turn.system is None else turn.system
+    messages = [{"role": "system", "content": system}] if system else []
+    messages += build_history([*stored, *added])
+    gateway = await services.gateway()
+    if ceilings(services):
+        # A budget ceiling is set: refuse a turn whose estimate would cross it.
+        line = completion_line(await services.prices(), entry.model, messages)
+        await check_budget(services, Estimate((line,)), "this completion", turn.user_id)
+    log.debug("completion.started", model=entry.model, conversation_id=record.id)
+    result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
+                                      timeout=turn.timeout, on_delta=turn.on_delta)
+    purpose = Purpose(tool="discuss" if turn.article_url is not None else "completion",
+                      conversation_id=record.id, user_id=turn.user_id)
+    updated = msgspec.structs.replace(record, system=system or None)
+    try:
+        written = await append_messages(
+            db, updated, [*added, NewMessage(role="assistant", content=result.text)],
+            now=time.time(), usage=usage_row("completion", entry.model, result.usage, purpose),
+            first=not stored)
+    except StoreError as exc:
+        # The provider answered and billed it: the ledger row goes on its own (record_call
+        # logs it if that fails too), and losing the answer too would cost twice.
+        await record_call(services, "completion", entry.model, result.usage, purpose)
+        log.error("conversation.not_stored", conversation_id=record.id, error=str(exc),
+                  prompt_tokens=result.usage.prompt_tokens,
+                  completion_tokens=result.usage.completion_tokens,
+                  cost_usd=result.usage.cost_usd)
         return TurnOutcome(conversation_id=record.id, model=result.model, result=result,
-                           stored=written)
+                           stored=[], not_stored=str(exc), continuable=bool(stored)), record
+    # The same event as a one-off completion: usage and cost per call, in one place to grep.
+    log.info("completion.finished", model=entry.model, conversation_id=record.id,
+             history=len(stored), article=turn.article_url is not None,
+             prompt_tokens=result.usage.prompt_tokens,
+             completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
+    return TurnOutcome(conversation_id=record.id, model=result.model, result=result,
+                       stored=written), updated
 
 
 class ConversationStarter(Actor):

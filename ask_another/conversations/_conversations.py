@@ -39,6 +39,7 @@ from ask_another.conversations._actor import (
     Turn,
     TurnOutcome,
     conversation_name,
+    take_turn,
 )
 from ask_another.conversations._errors import ConversationModelMismatch, NoSuchConversation
 from ask_another.errors import AskAnotherError, Forbidden, InvalidArgument
@@ -207,6 +208,10 @@ class Conversations:
                 record = ConversationRecord(id=_new_id(), model=entry.model, system=None,
                                             created_at=now, updated_at=now,
                                             entry=entry.variable, user_id=self.user.name)
+                # Nobody knows this conversation until its answer names it: its first turn
+                # runs here, with no actor to start, and writes once (docs/conversations.md).
+                outcome, _ = await take_turn(self.services, record, turn, new=True)
+                return outcome
             ref = await self._open(record)
             try:
                 reply = await self._send(ref, turn)

@@ -6,5 +6,6 @@ see docs/server.md (spending).
 
 from .ledger import Purpose as Purpose
 from .ledger import record_call as record_call
+from .ledger import usage_row as usage_row
 
-__all__ = ["Purpose", "record_call"]
+__all__ = ["Purpose", "record_call", "usage_row"]

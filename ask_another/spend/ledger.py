@@ -15,7 +15,7 @@ from ask_another.logs import get_logger
 from ask_another.services import Services
 from ask_another.store.usage import Kind, UsageRow, record_usage
 
-__all__ = ["Purpose", "record_call"]
+__all__ = ["Purpose", "record_call", "usage_row"]
 
 log = get_logger("ask_another.spend")
 
@@ -30,14 +30,20 @@ class Purpose:
     user_id: str | None = None
 
 
+def usage_row(kind: Kind, model: str, usage: Usage | None, purpose: Purpose) -> UsageRow:
+    """The ledger row of a call that returned, for a caller that writes it together with what
+    the call produced (a conversation's turn: one transaction, store/conversations.py)."""
+    usage = usage if usage is not None else Usage()
+    return UsageRow(kind=kind, model=model, prompt_tokens=usage.prompt_tokens,
+                    completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
+                    tool=purpose.tool, job_id=purpose.job_id,
+                    conversation_id=purpose.conversation_id, user_id=purpose.user_id)
+
+
 async def record_call(services: Services, kind: Kind, model: str, usage: Usage | None,
                       purpose: Purpose) -> None:
     """One ledger row for a call that returned (`usage` None: nothing known but the call)."""
-    usage = usage if usage is not None else Usage()
-    row = UsageRow(kind=kind, model=model, prompt_tokens=usage.prompt_tokens,
-                   completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd,
-                   tool=purpose.tool, job_id=purpose.job_id,
-                   conversation_id=purpose.conversation_id, user_id=purpose.user_id)
+    row = usage_row(kind, model, usage, purpose)
     try:
         await record_usage(await services.database(), row)
     except AskAnotherError as exc:

@@ -8,8 +8,9 @@ tool calls keeps them in `tool_calls`, a JSON list of ``{"id", "function", "argu
 read_article exchange) together with what the tool returned, so a later turn can replay the whole
 exchange (conversations/history.py). Times are Unix timestamps (seconds, float).
 
-A turn's messages are written in one commit (`append_messages`), creating the conversation row in
-the same commit for a conversation's first turn, so a failed turn leaves nothing behind.
+A turn's messages are written in one commit (`append_messages`), with the ledger row of the call
+that answered it and, for a conversation's first turn, the conversation row, so a failed turn
+leaves nothing behind and a one-shot completion costs the store one transaction.
 
 A consensus thread (consensus/) is bound to its panel rather than one model: its `model` is
 ``consensus:<model id>,<model id>,...`` (`panel_binding`), and `panel_of` reads the models back;
@@ -24,6 +25,7 @@ from typing import Any, Literal
 import msgspec
 
 from ask_another.store.db import Connection, Database, Row
+from ask_another.store.usage import UsageRow, usage_insert
 
 __all__ = [
     "PANEL_PREFIX",
@@ -148,18 +150,26 @@ async def append_messages(
     messages: list[NewMessage],
     *,
     now: float,
+    usage: UsageRow | None = None,
+    first: bool = False,
 ) -> list[StoredMessage]:
     """Append `messages` after the conversation's last one, in one commit; returns them as stored.
 
     Creates the conversation row when it does not exist yet (a first turn, with the record's
     `user_id`), and otherwise sets its `updated_at` to `now` and its `system` to
-    `conversation.system` (its user never changes).
+    `conversation.system` (its user never changes). `usage`: the ledger row of the provider
+    call that answered the turn, written in the same transaction. `first`: the conversation has
+    no messages yet (a new one), so they are numbered from 1 without reading the last number.
+    A first turn is three statements in one transaction: the ledger row, the conversation row
+    and one INSERT of all its messages.
     """
     encoded = [None if m.tool_calls is None else msgspec.json.encode(m.tool_calls).decode()
                for m in messages]
 
     def go(conn: Connection) -> list[StoredMessage]:
         with conn:
+            if usage is not None:
+                conn.execute(*usage_insert(usage))
             conn.execute(
                 "INSERT INTO conversations (id, model, system, created_at, updated_at, entry, "
                 "user_id) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
@@ -167,18 +177,21 @@ async def append_messages(
                 (conversation.id, conversation.model, conversation.system,
                  conversation.created_at, now, conversation.entry, conversation.user_id),
             )
-            last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages "
-                                "WHERE conversation_id = ?", (conversation.id,)).fetchone()[0]
-            stored = []
-            for n, (message, tool_calls) in enumerate(zip(messages, encoded, strict=True), 1):
+            last = 0 if first else conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = ?",
+                (conversation.id,)).fetchone()[0]
+            stored = [StoredMessage(conversation_id=conversation.id, seq=last + n,
+                                    role=message.role, content=message.content,
+                                    tool_calls=message.tool_calls, created_at=now)
+                      for n, message in enumerate(messages, 1)]
+            if stored:
                 conn.execute(
                     "INSERT INTO messages (conversation_id, seq, role, content, tool_calls, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (conversation.id, last + n, message.role, message.content, tool_calls, now),
+                    "created_at) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(stored)),
+                    [value for message, tool_calls in zip(stored, encoded, strict=True)
+                     for value in (message.conversation_id, message.seq, message.role,
+                                   message.content, tool_calls, now)],
                 )
-                stored.append(StoredMessage(
-                    conversation_id=conversation.id, seq=last + n, role=message.role,
-                    content=message.content, tool_calls=message.tool_calls, created_at=now))
             return stored
 
     return await db.run(go)

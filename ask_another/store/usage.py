@@ -23,7 +23,7 @@ from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
 
 __all__ = ["LOCAL_NAME", "Kind", "Spent", "Totals", "UsageRow", "record_usage", "spent_since",
-           "usage_totals"]
+           "usage_insert", "usage_totals"]
 
 Kind = Literal["completion", "consensus", "synthesis", "research", "search"]
 
@@ -70,15 +70,22 @@ class Totals:
     by_user: dict[str, Spent] = field(default_factory=dict)
 
 
-async def record_usage(db: Database, row: UsageRow) -> int:
-    """Append one row; returns its id."""
-    return await db.insert(
+def usage_insert(row: UsageRow) -> tuple[str, tuple[object, ...]]:
+    """The INSERT of one row and its parameters, for a caller that writes it together with
+    other statements in one transaction (a conversation's turn, store/conversations.py)."""
+    return (
         "INSERT INTO usage (at, kind, model, prompt_tokens, completion_tokens, cost_usd, tool, "
-        "job_id, conversation_id, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "job_id, conversation_id, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (row.at if row.at is not None else time.time(), row.kind, row.model, row.prompt_tokens,
          row.completion_tokens, row.cost_usd, row.tool, row.job_id, row.conversation_id,
          row.user_id),
     )
+
+
+async def record_usage(db: Database, row: UsageRow) -> int:
+    """Append one row; returns its id."""
+    sql, params = usage_insert(row)
+    return await db.insert(sql + " RETURNING id", params)
 
 
 def _spent(row: Row) -> Spent:

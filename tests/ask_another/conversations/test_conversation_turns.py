@@ -229,6 +229,9 @@ async def test_an_idle_conversation_stops_and_wakes_from_the_store(
     config = make_config()
     async with conversations_idling_after(config, 0.2) as (conversations, registry):
         first = await conversations.turn("sim", "remember 42")
+        # A first turn needs no actor (nobody knew the conversation): the next one wakes it.
+        assert registry.whereis(conversation_name(first.conversation_id)) is None
+        await conversations.turn("sim", "and 43", first.conversation_id)
         assert registry.whereis(conversation_name(first.conversation_id)) is not None
         with trio.fail_after(5):
             while registry.whereis(conversation_name(first.conversation_id)):  # noqa: ASYNC110
@@ -254,10 +257,8 @@ async def test_many_turns_waking_one_conversation_at_once_take_turns_or_are_busy
     conversations: Conversations, runtime: Runtime, sim: Simulator
 ):
     first = await conversations.turn("sim", "first")
-    # Stop its actor, so the racing turns below all have to wake it.
-    ref = runtime.registry.whereis(conversation_name(first.conversation_id))
-    assert ref is not None
-    await ref.stop()
+    # A first turn runs without an actor, so the racing turns below all have to wake it.
+    assert runtime.registry.whereis(conversation_name(first.conversation_id)) is None
     results: list[str] = []
 
     async def one(n: int) -> None:

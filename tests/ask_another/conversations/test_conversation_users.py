@@ -35,11 +35,12 @@ async def test_another_users_conversation_is_forbidden_and_gets_nothing_sent_or_
     alice, bob = Conversations.of(runtime, ALICE), Conversations.of(runtime, BOB)
     first = await alice.turn("sim", "alice's secret plan")
     cid = first.conversation_id
+    await alice.turn("sim", "and its details", cid)  # her second turn wakes her actor
     db = await runtime.database()
     stored = await get_conversation(db, cid)
     assert stored is not None and stored.user_id == "alice"
     usage = await db.fetchall("SELECT user_id FROM usage")
-    assert [r["user_id"] for r in usage] == ["alice"]
+    assert [r["user_id"] for r in usage] == ["alice", "alice"]
     calls = len(sim.requests)
     attempts = [
         bob.turn("sim", "what did alice say?", cid),  # her actor is live
@@ -54,7 +55,7 @@ async def test_another_users_conversation_is_forbidden_and_gets_nothing_sent_or_
         assert str(refused.value).startswith(
             f"Forbidden: conversation {cid} belongs to another user")
     assert len(sim.requests) == calls  # nothing reached the provider
-    assert len(await alice.messages(cid)) == 2
+    assert len(await alice.messages(cid)) == 4
     # From the store too, once her actor has stopped.
     ref = runtime.registry.whereis(conversation_name(cid))
     assert ref is not None
@@ -66,5 +67,5 @@ async def test_another_users_conversation_is_forbidden_and_gets_nothing_sent_or_
     stored = await get_conversation(db, cid)
     assert stored is not None and stored.user_id == "alice"
     usage = await db.fetchall("SELECT user_id FROM usage ORDER BY id")
-    assert [r["user_id"] for r in usage] == ["alice", "root"]
-    assert len(await alice.messages(cid)) == 4
+    assert [r["user_id"] for r in usage] == ["alice", "alice", "root"]
+    assert len(await alice.messages(cid)) == 6
