@@ -41,6 +41,7 @@ DEFAULT_RESEARCH_DEADLINE: Final = 3600.0  # a Gemini deep-research interaction,
 DEFAULT_RESEARCH_TIMEOUT: Final = 1800.0  # one completion of another deep-research model
 DEFAULT_PERMISSION_TIMEOUT: Final = 600.0  # how long a tool call waits for a person's answer
 DEFAULT_START_WAIT: Final = 90.0  # start_research's default wait (Claude Code backgrounds >120 s)
+DEFAULT_TASK_POLL: Final = 5.0  # the poll interval an MCP Task of a job suggests (server/tasks.py)
 DEFAULT_LEASE_SECONDS: Final = 15.0  # a research job's lease; its owner renews it every third
 DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in characters
 DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
@@ -200,6 +201,10 @@ class Config:
     searches: tuple[SearchEntry, ...] = ()
     """Web-search engines, by variable name; research turns search with the first."""
     start_wait: float = DEFAULT_START_WAIT
+    # MCP Tasks over jobs (server/tasks.py): the ttl they state (None: unlimited, as jobs are
+    # kept) and the poll interval they suggest, in seconds.
+    task_ttl: float | None = None
+    task_poll: float = DEFAULT_TASK_POLL
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     max_feedback_chars: int = DEFAULT_MAX_FEEDBACK_CHARS
@@ -241,6 +246,9 @@ class Config:
                                              DEFAULT_PERMISSION_TIMEOUT, problems)
         searches = _parse_searches(env, problems)
         start_wait = _parse_positive(env, "ASK_ANOTHER_START_WAIT", DEFAULT_START_WAIT, problems)
+        task_ttl = _parse_positive(env, "ASK_ANOTHER_TASK_TTL", 0, problems) or None
+        task_poll = _parse_positive(env, "ASK_ANOTHER_TASK_POLL_SECONDS", DEFAULT_TASK_POLL,
+                                    problems)
         lease_seconds = _parse_positive(env, "ASK_ANOTHER_LEASE_SECONDS", DEFAULT_LEASE_SECONDS,
                                         problems)
         gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
@@ -279,6 +287,8 @@ class Config:
             permission_timeout=permission_timeout,
             searches=tuple(searches),
             start_wait=start_wait,
+            task_ttl=task_ttl,
+            task_poll=task_poll,
             lease_seconds=lease_seconds,
             gateway_process=gateway_process,
             gateway_shared=gateway_shared,

@@ -33,6 +33,7 @@ from ask_another.config import Config
 from ask_another.home import home_problem
 from ask_another.logs import ensure_logging
 from ask_another.runtime import Runtime
+from ask_another.server import tasks
 from ask_another.server.context import arguments_text, check_rate
 from ask_another.server.lifespan import Unavailable, open_lifespan
 from ask_another.server.metadata import describe_tool, output_schemas
@@ -164,6 +165,9 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
         auth=auth,
         token_verifier=token_verifier,
         log_level=config.log_level,  # type: ignore[arg-type]
+        # MCP Tasks over research jobs, in both protocol eras (server/tasks.py).
+        extensions=tasks.extensions(),
+        middleware=tasks.middleware(),
     )
     models.register(server)
     completion.register(server)

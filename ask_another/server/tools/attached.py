@@ -62,6 +62,7 @@ __all__ = [
     "finish",
     "last_step",
     "progress_text",
+    "question_of",
     "waiting_text",
 ]
 
@@ -148,7 +149,9 @@ def waiting_text(job_id: str, waiting: list[dict[str, Any]]) -> str:
     return "; ".join(lines)
 
 
-def _question(job_id: str, w: dict[str, Any]) -> Question:
+def question_of(job_id: str, w: dict[str, Any]) -> Question:
+    """The form that puts `w` (one entry of a job's `waiting_for`) to a person: an attached
+    call's elicitation, and an MCP Task's input request (server/tasks.py)."""
     if w["kind"] == "permission":
         message = (f"Research job {job_id} asks to run the tool {w['tool']} (class "
                    f"{w['class']}, server {w['server']}) with arguments "
@@ -244,7 +247,7 @@ async def _watch(ctx: Context[Any, Any], att: Attachment, elicit: bool) -> Finis
             fresh = [w for w in waiting
                      if (w["tool_call_id"], w["kind"]) not in att.asked_keys()]
             if elicit and fresh:
-                found = _question(att.record.id, fresh[0])
+                found = question_of(att.record.id, fresh[0])
                 scope.cancel()
                 return
             if not asking and any(w["tool_call_id"] == CONFIRM_SPEND for w in waiting):

@@ -1,0 +1,557 @@
+"""MCP Tasks over research jobs, in both protocol eras: a thin adapter, no task state of its own.
+
+A research job already is what the protocol calls a task: durable (its row is committed before
+`start_research` answers), polled, cancellable, and waiting for a person now and then. So a task
+*is* a job: the task id is the job id, every `tasks/*` request acts for the caller's user
+through `ResearchJobs` (another user's id is refused like check_research refuses it), and
+everything is read from and written to the job store, so a task started on one node is read,
+answered and cancelled on another, and survives a restart.
+
+Job to task (the state table in docs/server.md):
+
+- pending / in_progress -> ``working``, or ``input_required`` while the job waits for a person
+  (a permission, an ask_user choice, a spend confirmation); ``statusMessage`` is the live step,
+  or what it waits for.
+- completed -> ``completed``; cancelled -> ``cancelled``.
+- failed -> ``failed`` on 2025-11-25 (that revision counts an ``isError`` tool result as a
+  failure); on 2026-07-28 ``completed`` with the ``isError`` tool result, since that revision
+  keeps ``failed`` for JSON-RPC errors only.
+- The task's result is the tool result `start_research` would have given: the same report JSON
+  check_research shows.
+
+Two wire forms, both served here:
+
+- **2025-11-25** (VS Code's agent mode): `LegacyTasks`, a server middleware. It adds
+  ``capabilities.tasks`` to the initialize result, stamps ``execution.taskSupport: "optional"``
+  on the long tools in tools/list, answers a tools/call carrying ``task`` with
+  ``{"task": ...}`` at once, and serves tasks/get, tasks/result (blocks until the job ends; the
+  job's questions are elicited through it, with the related-task ``_meta``, and status
+  notifications ride it), tasks/list (the user's own) and tasks/cancel.
+- **2026-07-28** (SEP-2663, ``io.modelcontextprotocol/tasks``): `TasksExtension`. Its
+  tools/call interceptor answers with the flat ``resultType: "task"`` only when the request
+  declares the extension (else the ordinary result); tasks/get carries the result inline once
+  done and the job's questions as ``inputRequests``; tasks/update delivers ``inputResponses``
+  to the job as answer_permission / answer_choice do; tasks/cancel.
+
+The SDK (mcp 2.3) has the 2025 task types but no tasks runtime, so this leans on provisional
+parts of it: `MCPServer(middleware=...)` (a middleware runs before params validation and owns
+its short-circuited result, so a 2025 task answer escapes the result sieve that would drop it
+from a tools/call handler's result), `Extension` with `MethodBinding` and
+`intercept_tool_call`, and the fields of `ServerRequestContext`. `seam_problems()` names each
+one an SDK upgrade moved; tests/ask_another/server/test_task_seams.py fails with those names.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import mcp_types as types
+import trio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.methods import SPEC_CLIENT_METHODS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, ConfigDict, Field
+
+from ask_another.config import Config
+from ask_another.errors import AskAnotherError, InvalidArgument, error_text
+from ask_another.logs import get_logger
+from ask_another.research import JobUpdate, ResearchJobs
+from ask_another.runtime import Runtime
+from ask_another.server.context import user_of
+from ask_another.server.lifespan import Unavailable
+from ask_another.server.tools.attached import question_of, waiting_text
+from ask_another.server.tools.research import result_json
+from ask_another.store.jobs import JobRecord
+from ask_another.users import User
+
+__all__ = [
+    "RELATED_TASK",
+    "TASKS_EXTENSION",
+    "TASK_TOOLS",
+    "Asked",
+    "LegacyTasks",
+    "TasksExtension",
+    "open_questions",
+    "seam_problems",
+    "task_fields",
+    "task_status",
+    "tool_result",
+]
+
+log = get_logger("ask_another.server.tasks")
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+IMMEDIATE_RESPONSE: Final = "io.modelcontextprotocol/model-immediate-response"
+TASK_TOOLS: Final = frozenset({"start_research"})
+"""The tools a client may run as a task: each one's task is the job it starts."""
+LOOK_AGAIN: Final = 5.0
+"""Seconds a blocked tasks/result waits on the job before it looks at the store again."""
+MISSING_CAPABILITY: Final = -32021
+_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+
+
+# ----- a job as a task (both eras) -----------------------------------------------------------
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _waiting(record: JobRecord) -> list[dict[str, Any]]:
+    if record.finished:
+        return []
+    return list(record.detail.get("waiting_for") or [])
+
+
+def task_status(record: JobRecord, *, modern: bool) -> str:
+    """The task status of a job (the table in the module docstring)."""
+    if record.status == "completed" or (record.status == "failed" and modern):
+        return "completed"
+    if record.status in ("failed", "cancelled"):
+        return record.status
+    return "input_required" if _waiting(record) else "working"
+
+
+def _status_message(record: JobRecord) -> str:
+    waiting = _waiting(record)
+    if waiting:
+        return f"Waiting for {waiting_text(record.id, waiting)}."
+    if record.status == "completed":
+        return f"Completed in {record.elapsed(time.time()):.0f} s."
+    if record.status == "failed":
+        return f"Failed: {record.error or 'unknown error'}"
+    if record.status == "cancelled":
+        return "Cancelled; nothing more will happen."
+    return record.step or ("Queued." if record.status == "pending" else "Starting.")
+
+
+def task_fields(record: JobRecord, config: Config, *, modern: bool) -> dict[str, Any]:
+    """The `Task` of a job, in the field names of its era (``ttl`` / ``ttlMs``, ...)."""
+    updated = max(t for t in (record.created_at, record.started_at, record.ended_at)
+                  if t is not None)
+    ttl = None if config.task_ttl is None else round(config.task_ttl * 1000)
+    poll = round(config.task_poll * 1000)
+    return {"taskId": record.id, "status": task_status(record, modern=modern),
+            "statusMessage": _status_message(record), "createdAt": _iso(record.created_at),
+            "lastUpdatedAt": _iso(updated),
+            ("ttlMs" if modern else "ttl"): ttl, ("pollIntervalMs" if modern else "pollInterval"):
+            poll}
+
+
+def tool_result(record: JobRecord) -> dict[str, Any]:
+    """The tools/call result of a finished job, as start_research gives it: the report JSON
+    check_research shows, a tool error for a failure, a line for a cancel."""
+    if record.status == "completed":
+        text, is_error = result_json(record), False
+    elif record.status == "failed":
+        text = error_text(AskAnotherError(f"Research job {record.id} failed: {record.error}"))
+        is_error = True
+    else:
+        text, is_error = f"Research job {record.id} was cancelled before it finished.", False
+    return {"content": [{"type": "text", "text": text}], "isError": is_error}
+
+
+def _detailed(record: JobRecord, config: Config) -> dict[str, Any]:
+    """A 2026-07-28 `DetailedTask`: the task with its result or its input requests inline."""
+    task = task_fields(record, config, modern=True)
+    if record.finished and record.status != "cancelled":
+        task["result"] = tool_result(record)
+    elif task["status"] == "input_required":
+        task["inputRequests"] = {asked.key: asked.request() for asked in open_questions(record)}
+    return task
+
+
+# ----- what the job waits for: the one place its questions become input requests -------------
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question a job waits on, as a task puts it to the client: an elicitation form under
+    a key that stays the same for the task's lifetime (one tool call asks at most once of each
+    kind)."""
+
+    key: str
+    kind: str  # "permission" or "choice"
+    tool_call_id: str
+    message: str
+    schema: dict[str, Any]
+
+    def request(self) -> dict[str, Any]:
+        """The 2026-07-28 input request (an `elicitation/create` in form mode)."""
+        return {"method": "elicitation/create",
+                "params": {"mode": "form", "message": self.message,
+                           "requestedSchema": self.schema}}
+
+
+def open_questions(record: JobRecord) -> list[Asked]:
+    """The questions `record` waits on a person for, in the order the job asked them."""
+    asked = []
+    for waiting in _waiting(record):
+        question = question_of(record.id, waiting)
+        schema = question.schema.model_json_schema()
+        schema.pop("title", None)
+        asked.append(Asked(f"{question.kind}:{question.tool_call_id}", question.kind,
+                           question.tool_call_id, question.message, schema))
+    return asked
+
+
+async def answer(jobs: ResearchJobs, job_id: str, asked: Asked, action: str,
+                 content: Mapping[str, Any] | None) -> None:
+    """Deliver a person's answer to `asked` as answer_permission / answer_choice would: an
+    accepted form with its value; a declined or cancelled permission is a deny, a declined
+    choice stays open (answer_choice can still answer it). A late or repeated answer is refused
+    by the job and changes nothing; it is logged, not raised (the spec says to ignore it)."""
+    value = (content or {}) if action == "accept" else {}
+    try:
+        if asked.kind == "permission":
+            decision = value.get("decision") if value.get("decision") in ("allow", "deny") \
+                else "deny"
+            await jobs.answer_permission(job_id, asked.tool_call_id, str(decision))
+        elif isinstance(value.get("option_id"), str):
+            await jobs.answer_choice(job_id, asked.tool_call_id, value["option_id"])
+    except AskAnotherError as exc:
+        log.info("tasks.answer_refused", job_id=job_id, key=asked.key, reason=str(exc))
+
+
+# ----- requests to jobs ----------------------------------------------------------------------
+
+
+def _runtime(ctx: ServerRequestContext[Any, Any]) -> Runtime:
+    runtime = ctx.lifespan_context
+    if isinstance(runtime, Unavailable):
+        raise MCPError(types.INTERNAL_ERROR, error_text(runtime.error))
+    if not isinstance(runtime, Runtime):
+        raise MCPError(types.INTERNAL_ERROR, "the ask-another runtime is not running")
+    return runtime
+
+
+def _refused(exc: Exception) -> MCPError:
+    """A job's refusal (unknown id, another user's job, bad arguments) as invalid params, one
+    line a person can act on; anything else as an internal error, logged."""
+    if isinstance(exc, AskAnotherError):
+        return MCPError(types.INVALID_PARAMS, error_text(exc))
+    log.exception("tasks.crashed")
+    return MCPError(types.INTERNAL_ERROR, error_text(exc))
+
+
+def _task_id(params: Mapping[str, Any] | None) -> str:
+    task_id = (params or {}).get("taskId")
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise MCPError(types.INVALID_PARAMS, "taskId is required: the id of a task (a research "
+                                             "job id, such as r-0123456789)")
+    return task_id.strip()
+
+
+def _argument(arguments: Mapping[str, Any], name: str, default: str | None = None) -> str:
+    value = arguments.get(name, default)
+    if not isinstance(value, str):
+        raise InvalidArgument(f"Invalid arguments for start_research: {name} is required "
+                              "and must be a string" if value is None else
+                              f"Invalid arguments for start_research: {name} must be a string, "
+                              f"got {value!r}")
+    return value
+
+
+async def _start(runtime: Runtime, user: User, arguments: Mapping[str, Any]) -> JobRecord:
+    """Start the job a task-augmented start_research asks for; the row is committed when this
+    returns, so tasks/get finds it from any node at once."""
+    runtime.rates.check(user)  # the per-user tool-call limit, as for every tool call
+    model = _argument(arguments, "model")
+    query = _argument(arguments, "query")
+    method = _argument(arguments, "method", "auto").strip() or "auto"
+    depth = _argument(arguments, "depth", "standard").strip() or "standard"
+    record = await ResearchJobs.of(runtime, user).start(model, query, method, depth=depth)
+    log.info("tasks.created", job_id=record.id, user=user.name)
+    return record
+
+
+def _immediate(record: JobRecord) -> str:
+    return (f"Research job {record.id} ({record.model}) runs as a task. Its report arrives "
+            f"when the task completes; check_research with job_id='{record.id}' shows it too.")
+
+
+# ----- 2025-11-25: the middleware ------------------------------------------------------------
+
+
+def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
+    caps = ctx.session.client_capabilities
+    return caps is not None and caps.elicitation is not None
+
+
+class LegacyTasks:
+    """Tasks for 2025-11-25 sessions (see the module docstring). Every other request, and every
+    request of a 2026-07-28 connection, passes through untouched."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                       ) -> HandlerResult:
+        if ctx.request_id is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await call_next(ctx)
+        if ctx.method == "initialize":
+            return _with_capability(await call_next(ctx))
+        if ctx.method == "tools/list":
+            return _with_task_support(await call_next(ctx))
+        params = ctx.params or {}
+        if ctx.method == "tools/call" and isinstance(params.get("task"), dict):
+            return await self._create(ctx, params)
+        if ctx.method not in _TASK_METHODS:
+            return await call_next(ctx)
+        runtime = _runtime(ctx)
+        jobs = ResearchJobs.of(runtime, user_of())
+        try:
+            if ctx.method == "tasks/list":
+                return {"tasks": [task_fields(r, runtime.config, modern=False)
+                                  for r in await jobs.list()]}
+            task_id = _task_id(params)
+            if ctx.method == "tasks/get":
+                return task_fields(await jobs.get(task_id), runtime.config, modern=False)
+            if ctx.method == "tasks/cancel":
+                return await self._cancel(runtime, jobs, task_id)
+            return await self._result(ctx, runtime, jobs, task_id)
+        except MCPError:
+            raise
+        except Exception as exc:
+            raise _refused(exc) from None
+
+    async def _create(self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any]
+                      ) -> HandlerResult:
+        name = params.get("name")
+        if name not in TASK_TOOLS:
+            # The spec's answer for a tool whose taskSupport is absent (forbidden).
+            raise MCPError(types.METHOD_NOT_FOUND, f"the tool {name!r} does not run as a task; "
+                           f"call it without 'task' (tasks: {', '.join(sorted(TASK_TOOLS))})")
+        runtime = _runtime(ctx)
+        try:
+            record = await _start(runtime, user_of(), params.get("arguments") or {})
+        except Exception as exc:
+            raise _refused(exc) from None
+        return {"task": task_fields(record, runtime.config, modern=False),
+                "_meta": {IMMEDIATE_RESPONSE: _immediate(record)}}
+
+    async def _cancel(self, runtime: Runtime, jobs: ResearchJobs, task_id: str
+                      ) -> dict[str, Any]:
+        outcome = await jobs.cancel(task_id)
+        if not outcome.cancelled:
+            raise MCPError(types.INVALID_PARAMS, f"task {task_id} had already ended "
+                           f"({outcome.record.status}); nothing was cancelled")
+        return task_fields(outcome.record, runtime.config, modern=False)
+
+    async def _result(self, ctx: ServerRequestContext[Any, Any], runtime: Runtime,
+                      jobs: ResearchJobs, task_id: str) -> dict[str, Any]:
+        """Block until the job ends and answer with its tool result. Meanwhile its questions are
+        put to the client as elicitations tied to the task, and its status changes go out as
+        notifications/tasks/status on this request's stream."""
+        asked: set[str] = set()
+        shown: tuple[str, str] | None = None
+        related = {RELATED_TASK: {"taskId": task_id}}
+        while True:
+            record = await jobs.get(task_id)
+            task = task_fields(record, runtime.config, modern=False)
+            if (task["status"], task["statusMessage"]) != shown:
+                shown = (task["status"], task["statusMessage"])
+                await _notify_status(ctx, task)
+            if record.finished:
+                return {**tool_result(record), "_meta": related}
+            fresh = [q for q in open_questions(record) if q.key not in asked] \
+                if _can_elicit(ctx) else []
+            if fresh:
+                question = fresh[0]
+                asked.add(question.key)
+                reply = await ctx.session.send_request(
+                    types.ElicitRequest(params=types.ElicitRequestFormParams(
+                        message=question.message, requested_schema=question.schema,
+                        _meta=related)),  # type: ignore[arg-type]  # _meta's alias
+                    types.ElicitResult,
+                    metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+                await answer(jobs, task_id, question, reply.action, reply.content)
+                continue
+            await _until_change(jobs, record)
+
+
+async def _until_change(jobs: ResearchJobs, record: JobRecord) -> None:
+    """Wait until the job ends, or its status, step or questions differ from `record`'s, or
+    `LOOK_AGAIN` seconds pass (it may run on another node, where nothing here is told)."""
+    known = (record.status, record.step, [w.get("tool_call_id") for w in _waiting(record)])
+    with trio.CancelScope() as scope:
+
+        async def changed(update: JobUpdate) -> None:
+            waiting = update.detail.get("waiting_for") or []
+            if (update.status, update.step, [w.get("tool_call_id") for w in waiting]) != known:
+                scope.cancel()
+
+        await jobs.wait(record.id, LOOK_AGAIN, on_progress=changed, progress_every=LOOK_AGAIN)
+
+
+async def _notify_status(ctx: ServerRequestContext[Any, Any], task: dict[str, Any]) -> None:
+    try:
+        await ctx.session.send_notification(
+            types.TaskStatusNotification(  # type: ignore[arg-type]  # not in the union
+                params=types.TaskStatusNotificationParams.model_validate(task, by_name=False)),
+            related_request_id=ctx.request_id)
+    except Exception as exc:  # a notification is optional: never fail the wait for it
+        log.info("tasks.status_not_sent", task_id=task["taskId"], reason=str(exc))
+
+
+def _with_capability(result: HandlerResult) -> HandlerResult:
+    """The initialize result with `capabilities.tasks` (VS Code ignores tasks without
+    `requests.tools.call`)."""
+    if isinstance(result, dict) and isinstance(result.get("capabilities"), dict):
+        result["capabilities"]["tasks"] = {"list": {}, "cancel": {},
+                                           "requests": {"tools": {"call": {}}}}
+    return result
+
+
+def _with_task_support(result: HandlerResult) -> HandlerResult:
+    if isinstance(result, dict):
+        for tool in result.get("tools") or []:
+            if isinstance(tool, dict) and tool.get("name") in TASK_TOOLS:
+                tool["execution"] = {"taskSupport": "optional"}
+    return result
+
+
+# ----- 2026-07-28: the extension -------------------------------------------------------------
+
+
+class TaskParams(types.RequestParams):
+    """The params of tasks/get and tasks/cancel."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
+    task_id: str = Field(alias="taskId", min_length=1)
+
+
+class UpdateParams(TaskParams):
+    """The params of tasks/update: the client's answers to the task's input requests."""
+
+    input_responses: dict[str, dict[str, Any]] = Field(alias="inputResponses",
+                                                       default_factory=dict)
+
+
+def _declares(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether this request's per-request capabilities name the tasks extension."""
+    meta = (ctx.params or {}).get("_meta")
+    capabilities = meta.get(CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+def _require_declared(ctx: ServerRequestContext[Any, Any]) -> None:
+    if not _declares(ctx):
+        raise MCPError(MISSING_CAPABILITY, "Missing required client capability: the request "
+                       f"must declare the {TASKS_EXTENSION} extension",
+                       {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+
+
+class TasksExtension(Extension):
+    """Tasks for 2026-07-28 requests (SEP-2663; see the module docstring)."""
+
+    identifier = TASKS_EXTENSION
+
+    def methods(self) -> Sequence[MethodBinding]:
+        modern = frozenset(MODERN_PROTOCOL_VERSIONS)
+        return (MethodBinding("tasks/get", TaskParams, self._get, protocol_versions=modern),
+                MethodBinding("tasks/update", UpdateParams, self._update,
+                              protocol_versions=modern),
+                MethodBinding("tasks/cancel", TaskParams, self._cancel,
+                              protocol_versions=modern))
+
+    async def intercept_tool_call(self, params: types.CallToolRequestParams,
+                                  ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                                  ) -> HandlerResult:
+        if (ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or params.name not in TASK_TOOLS
+                or not _declares(ctx)):
+            return await call_next(ctx)
+        runtime = _runtime(ctx)
+        try:
+            record = await _start(runtime, user_of(), params.arguments or {})
+        except AskAnotherError as exc:  # what the tool itself would answer
+            return types.CallToolResult(content=[types.TextContent(type="text",
+                                                                   text=error_text(exc))],
+                                        is_error=True)
+        return {"resultType": "task", **task_fields(record, runtime.config, modern=True)}
+
+    async def _get(self, ctx: ServerRequestContext[Any, Any], params: BaseModel
+                   ) -> HandlerResult:
+        assert isinstance(params, TaskParams)
+        _require_declared(ctx)
+        runtime = _runtime(ctx)
+        try:
+            record = await ResearchJobs.of(runtime, user_of()).get(params.task_id.strip())
+        except Exception as exc:
+            raise _refused(exc) from None
+        return _detailed(record, runtime.config)
+
+    async def _update(self, ctx: ServerRequestContext[Any, Any], params: BaseModel
+                      ) -> HandlerResult:
+        assert isinstance(params, UpdateParams)
+        _require_declared(ctx)
+        jobs = ResearchJobs.of(_runtime(ctx), user_of())
+        task_id = params.task_id.strip()
+        try:
+            questions = {q.key: q for q in open_questions(await jobs.get(task_id))}
+        except Exception as exc:
+            raise _refused(exc) from None
+        # Keys not outstanding (never issued, answered, expired) are ignored, as the spec says.
+        for key, response in params.input_responses.items():
+            if key in questions:
+                content = response.get("content")
+                await answer(jobs, task_id, questions[key], str(response.get("action")),
+                             content if isinstance(content, dict) else None)
+        return {}
+
+    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: BaseModel
+                      ) -> HandlerResult:
+        assert isinstance(params, TaskParams)
+        _require_declared(ctx)
+        try:
+            await ResearchJobs.of(_runtime(ctx), user_of()).cancel(params.task_id.strip())
+        except Exception as exc:
+            raise _refused(exc) from None
+        return {}
+
+
+# ----- wiring and the SDK seams --------------------------------------------------------------
+
+
+def middleware() -> list[Any]:
+    """For `MCPServer(middleware=...)`."""
+    return [LegacyTasks()]
+
+
+def extensions() -> list[Extension]:
+    """For `MCPServer(extensions=...)`."""
+    return [TasksExtension()]
+
+
+def seam_problems() -> list[str]:
+    """The provisional SDK parts this module relies on that are missing or changed, each named
+    (empty while they hold)."""
+    init = inspect.signature(MCPServer.__init__).parameters
+    problems = [f"MCPServer({name}=...) is gone" for name in ("middleware", "extensions")
+                if name not in init]
+    if not isinstance(getattr(MCPServer, "middleware", None), property):
+        problems.append("MCPServer.middleware (the list of Server.middleware) is gone")
+    context = {f.name for f in fields(ServerRequestContext)}
+    problems += [f"ServerRequestContext.{name} is gone"
+                 for name in ("session", "lifespan_context", "protocol_version", "method",
+                              "params", "request_id") if name not in context]
+    binding = {f.name for f in fields(MethodBinding)}
+    if not {"method", "params_type", "handler", "protocol_versions"} <= binding:
+        problems.append(f"MethodBinding's fields changed: {sorted(binding)}")
+    intercept = list(inspect.signature(Extension.intercept_tool_call).parameters)
+    if intercept != ["self", "params", "ctx", "call_next"]:
+        problems.append(f"Extension.intercept_tool_call(params, ctx, call_next) changed: "
+                        f"{intercept}")
+    claimed = sorted({"tasks/get", "tasks/update", "tasks/cancel"} & SPEC_CLIENT_METHODS)
+    if claimed:
+        problems.append(f"the SDK now serves {claimed} itself: MethodBinding refuses them")
+    return problems
