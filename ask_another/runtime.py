@@ -44,6 +44,7 @@ from ask_another.gateway import (
     ThreadTransport,
     Transport,
 )
+from ask_another.home import make_private
 from ask_another.interaction import Interaction, Policy, Tool, ToolRegistry, valid
 from ask_another.interaction.builtin import builtin_tools
 from ask_another.interaction.model import gateway_model
@@ -298,6 +299,8 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     """
     config = config if config is not None else Config.from_env()
     ensure_logging(config.log_level)
+    with contextlib.suppress(OSError):  # a home that cannot be made: the store says why
+        make_private(config.home)  # a few system calls
     register_secrets(config.secrets())
     if config.database_url is not None:
         register_secrets([config.database_url.password])

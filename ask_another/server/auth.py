@@ -123,7 +123,7 @@ class TokensFile:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # not the umask's
             fd = os.open(self.path.with_name(self.path.name + ".lock"),
                          os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
             if os.geteuid() == 0:  # as in _write: the service user's `token add` must open it

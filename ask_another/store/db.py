@@ -43,6 +43,8 @@ writes in it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -528,7 +530,11 @@ def _switch_to_wal(conn: sqlite3.Connection) -> None:
 
 
 def _connect(path: Path, migrations: Sequence[Migration]) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Created 0600 here, not by SQLite (0644 whatever the umask allows); its -wal and -shm
+    # files take the database's mode. A file that cannot be made is SQLite's to report.
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
     # check_same_thread=False: trio's worker threads differ call to call; the lock serializes use.
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
