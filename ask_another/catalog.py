@@ -13,6 +13,7 @@ the allowed models, `search_models` the exact ids within one.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import json
 from collections.abc import Mapping
@@ -22,24 +23,62 @@ from typing import Any
 
 from ask_another.config import Config, ModelEntry
 
-__all__ = ["Catalog", "Family", "ModelInfo", "allowlist_text", "model_map", "problems_text"]
+__all__ = ["Catalog", "Family", "ModelInfo", "allowlist_text", "known_providers", "model_map",
+           "problems_text", "unknown_provider"]
 
 _PER_MILLION = 1_000_000
 MODEL_MAP_FILE = "model_prices_and_context_window_backup.json"
 _NOT_MODELS = ("sample_spec", "fallback_generalizations")  # the file's own schema and rules
 
 
-def model_map() -> dict[str, Any]:
-    """litellm's bundled model map (what `litellm.model_cost` holds), read from its JSON file
-    without importing litellm; empty if litellm is not installed or the file is missing."""
+# The data files litellm ships that name its providers: every provider's endpoints, and the
+# providers it reaches through its OpenAI-compatible adapter.
+PROVIDER_FILES = ("provider_endpoints_support_backup.json", "llms/openai_like/providers.json")
+
+
+def _litellm_file(name: str) -> Any:
+    """One of litellm's bundled JSON files, parsed without importing litellm; None if litellm
+    is not installed or the file is missing."""
     spec = importlib.util.find_spec("litellm")  # finds the package; does not import it
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     for location in locations:
-        path = Path(location) / MODEL_MAP_FILE
+        path = Path(location) / name
         if path.is_file():
-            data = json.loads(path.read_bytes())
-            return _with_aliases(data) if isinstance(data, dict) else {}
-    return {}
+            return json.loads(path.read_bytes())
+    return None
+
+
+def model_map() -> dict[str, Any]:
+    """litellm's bundled model map (what `litellm.model_cost` holds), read from its JSON file
+    without importing litellm; empty if litellm is not installed or the file is missing."""
+    data = _litellm_file(MODEL_MAP_FILE)
+    return _with_aliases(data) if isinstance(data, dict) else {}
+
+
+def known_providers(model_cost: Mapping[str, Any]) -> frozenset[str]:
+    """The provider prefixes litellm knows (`openai`, `gemini`, `ollama_chat`, ...), from its
+    data files and `model_cost`'s rows; empty when the files are missing (nothing to check)."""
+    endpoints = _litellm_file(PROVIDER_FILES[0])
+    if not isinstance(endpoints, dict) or not isinstance(endpoints.get("providers"), dict):
+        return frozenset()
+    names = set(endpoints["providers"])
+    adapted = _litellm_file(PROVIDER_FILES[1])
+    names.update(adapted if isinstance(adapted, dict) else ())
+    names.update(str(row["litellm_provider"]) for row in model_cost.values()
+                 if isinstance(row, dict) and row.get("litellm_provider"))
+    return frozenset(names)
+
+
+def unknown_provider(entry: ModelEntry, providers: frozenset[str]) -> str | None:
+    """Why `entry`'s provider would fail at its first call (litellm's "LLM Provider NOT
+    provided"), with the closest provider litellm knows; None when litellm knows it (or when
+    `providers` is empty: nothing to check against)."""
+    if not providers or entry.provider in providers:
+        return None
+    close = difflib.get_close_matches(entry.provider, sorted(providers), n=1, cutoff=0.6)
+    hint = (f" Did you mean {close[0]!r} ({close[0]}/{entry.model.split('/', 1)[1]})?" if close
+            else " The providers: https://docs.litellm.ai/docs/providers")
+    return f"{entry.variable}: litellm knows no provider {entry.provider!r}.{hint}"
 
 
 def _with_aliases(data: dict[str, Any]) -> dict[str, Any]:

@@ -86,6 +86,7 @@ _FOR_A_PERSON = (
     ("Call list_models to see", "Run `ask-another models` to see"),
     ("call list_models", "run `ask-another models`"),
     ("Call list_models", "Run `ask-another models`"),
+    ("(start_research with method auto or provider)", "(`ask-another research MODEL QUERY`)"),
 )
 
 TTY_HELLO = """\
@@ -192,6 +193,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "--http only (without --http, serve speaks MCP on stdio): add --http")
     by_hand = command == "serve" and not http and sys.stdin.isatty()
     configure_logging(_log_level(config, command, by_hand))
+    if command not in ("serve", "doctor", "demo"):
+        # The people commands log nothing a person would read: a malformed variable (skipped)
+        # is said here, once, as doctor would say it. Serving logs it; doctor prints it; the
+        # demo runs on its own settings.
+        for problem in config.problems:
+            print(f"ask-another: {problem} (skipped; `ask-another doctor` checks the "
+                  "configuration)", file=sys.stderr)
+    if command in ("ask", "research", "usage", "feedback"):
+        # The store would find out too, as an errno from deep inside; say it as doctor does.
+        unusable = home_problem(config.home)
+        if unusable is not None:
+            print(unusable, file=sys.stderr)
+            return 1
     try:
         if http:
             from ask_another.server.http import serve_http
@@ -239,6 +253,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # may arrive wrapped in exception groups; a person pressed it, no traceback for that.
         if _only(exc, KeyboardInterrupt):
             return 130
+        # A refused request (a mistyped model, an empty query) raised inside the runtime's
+        # nursery arrives wrapped the same way: its one line, not a traceback.
+        mistake = _first(exc, AskAnotherError)
+        if mistake is not None and _only(exc, AskAnotherError):
+            print(person_text(mistake), file=sys.stderr)
+            return 1
         raise
 
 
@@ -284,6 +304,13 @@ def _only(exc: BaseException, kind: type[BaseException]) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(_only(e, kind) for e in exc.exceptions)
     return isinstance(exc, kind)
+
+
+def _first(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first `kind` in `exc` or the exception groups around it."""
+    if isinstance(exc, BaseExceptionGroup):
+        return next((found for e in exc.exceptions if (found := _first(e, kind))), None)
+    return exc if isinstance(exc, kind) else None
 
 
 def _log_level(config: Config, command: str, by_hand: bool) -> str:
@@ -360,10 +387,6 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
     from ask_another.runtime import open_runtime
     from ask_another.terminal import TerminalPerson, open_progress
 
-    unusable = await trio.to_thread.run_sync(home_problem, config.home)
-    if unusable is not None:
-        print(unusable, file=sys.stderr)
-        return 1
     async with (open_runtime(config, prewarm_after=0, per_session=True) as runtime,
                 open_progress() as progress):
         jobs = ResearchJobs.of(runtime)
@@ -490,6 +513,13 @@ async def _doctor(config: Config) -> int:
     print(f"timeout: {config.timeout:g} s, poll: {config.poll_seconds:g} s, "
           f"allowed hosts: {', '.join(sorted(config.allow_hosts)) or '(none)'}")
     problems = [f"{p}" for p in config.problems]
+    # litellm's provider list, read from its data files (this process never imports litellm):
+    # a misspelled provider passes every other check and fails only at the first call.
+    from ask_another.catalog import known_providers, model_map, unknown_provider
+
+    providers = await trio.to_thread.run_sync(lambda: known_providers(model_map()))
+    problems.extend(p for entry in config.models
+                    if (p := unknown_provider(entry, providers)) is not None)
     if not config.models:
         problems.append('no models are allowed; set MODEL_<NAME>="provider/model;api-key"')
     unusable = await trio.to_thread.run_sync(home_problem, config.home)
@@ -591,13 +621,11 @@ async def _unreachable(api_base: str) -> str | None:
 async def _feedback(config: Config, issue: str) -> int:
     from ask_another.runtime import open_runtime
 
-    unusable = await trio.to_thread.run_sync(home_problem, config.home)
-    if unusable is not None:
-        print(unusable, file=sys.stderr)
-        return 1
     async with open_runtime(config, prewarm_after=None, per_session=True) as runtime:
         record = await runtime.add_feedback(issue, "cli")
         where = (await runtime.database()).where
-    print(f"Thank you: feedback #{record.id} recorded at {record.created_at} in {where}. To send "
-          "it to the maintainers, attach that text to an issue in the project's tracker.")
+    # The project has no public tracker (README): say where the text is, not where to send it.
+    print(f"Thank you: feedback #{record.id} recorded at {record.created_at} in {where}. "
+          "It stays there (nothing is sent anywhere): whoever looks after your ask-another "
+          "reads it there.")
     return 0

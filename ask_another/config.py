@@ -105,6 +105,19 @@ class ModelEntry:
         return self.model.split("/", 1)[0]
 
 
+def is_research_agent(model: str) -> bool:
+    """Whether `model` is a Gemini deep-research agent: it runs only through the interactions
+    API (a research job of method provider) and takes no chat call."""
+    return model.startswith("gemini/deep-research")
+
+
+def no_chat_call(model: str) -> str:
+    """What a chat call to a research agent is told instead of the provider's bare Not Found."""
+    return (f"{model} is a deep-research agent, and this kind of model takes no chat call: it "
+            "only runs research jobs of its own (start_research with method auto or provider); "
+            "choose another model here")
+
+
 @dataclass(frozen=True, slots=True)
 class SearchEntry:
     """One web-search engine, from one `SEARCH_*` variable (litellm's search API)."""
@@ -436,8 +449,11 @@ def _parse_model(variable: str, value: str, problems: list[ConfigProblem]) -> Mo
         return None
     fields = value.split(";")
     if len(fields) == 1:
-        bad("missing ';api-key' after the model "
-            "(write 'provider/model;' for a provider without a key)")
+        missing = "missing ';api-key' after the model"
+        if "/" not in value:  # "gpt-4o": both parts are missing, name both at once
+            missing = ("missing the provider before the model ('openai/gpt-4o', not 'gpt-4o') "
+                       "and ';api-key' after it")
+        bad(f"{missing} (write 'provider/model;' for a provider without a key)")
         return None
     if len(fields) > 3:
         bad(f"has {len(fields)} ';'-separated fields, at most 3 are allowed")

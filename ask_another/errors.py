@@ -22,7 +22,9 @@ Other modules add their own subclasses next to the failure they own (the article
 jobs); they all end up here through `AskAnotherError`.
 
 `error_text(exc)` is the one place an error becomes text for a person: tool errors, the CLI and the
-logs all use it, and every message ends with `FEEDBACK_POINTER`.
+logs all use it. Only what may be a bug of ours (an unexpected exception, an answer we could not
+read, a provider failure we could not classify, a store that failed) ends with `FEEDBACK_POINTER`:
+asking for a bug report after "the prompt is empty" or "rate limited" sends people nowhere.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ FEEDBACK_POINTER = "If this seems like a bug, call the feedback tool to report i
 
 class AskAnotherError(Exception):
     """Base class: catch this to catch every anticipated ask-another failure."""
+
+    # Whether the message asks for a bug report: a mistake in the request, the configuration
+    # or at the provider is not ours, and the message already says how to fix it.
+    may_be_a_bug = False
 
 
 class ConfigError(AskAnotherError):
@@ -97,6 +103,7 @@ class ProviderError(AskAnotherError):
     """The provider failed. `message` keeps the provider's own text, scrubbed of API keys."""
 
     kind = "Provider error"
+    may_be_a_bug = True  # a failure none of the subclasses below classifies
 
     def __init__(
         self, message: str, *, model: str | None = None, status: int | None = None
@@ -110,22 +117,27 @@ class ProviderError(AskAnotherError):
 
 class ProviderTimeout(ProviderError):
     kind = "Timed out waiting for an answer"
+    may_be_a_bug = False
 
 
 class RateLimited(ProviderError):
     kind = "Rate limited"
+    may_be_a_bug = False
 
 
 class AuthenticationFailed(ProviderError):
     kind = "Authentication failed, check the API key in the MODEL_* variable"
+    may_be_a_bug = False
 
 
 class BadRequest(ProviderError):
     kind = "The provider refused the request"
+    may_be_a_bug = False
 
 
 class ProviderUnavailable(ProviderError):
     kind = "The provider is unavailable"
+    may_be_a_bug = False
 
 
 class ProviderUnreachable(ProviderUnavailable):
@@ -136,22 +148,27 @@ class ProviderUnreachable(ProviderUnavailable):
 
 class MalformedResponse(ProviderError):
     kind = "The provider sent an answer that could not be read"
+    may_be_a_bug = True  # or our reading of it
 
 
 class StoreError(AskAnotherError):
     """The SQLite store failed (disk full, locked, unreadable file)."""
 
+    may_be_a_bug = True
+
 
 def error_text(exc: BaseException) -> str:
-    """The message a person sees for `exc`, ending with the feedback pointer.
+    """The message a person sees for `exc`, ending with the feedback pointer where it may be a bug.
 
     Anticipated errors keep their own message; anything else is named by type only, so an
     unexpected exception never leaks a traceback or internal state into a tool result.
     """
     if isinstance(exc, AskAnotherError):
         text = str(exc).strip() or type(exc).__name__
+        bug = exc.may_be_a_bug
     else:
         text = f"Internal error ({type(exc).__name__})."
+        bug = True
     if not text.endswith((".", "!", "?")):
         text += "."
-    return f"{text} {FEEDBACK_POINTER}"
+    return f"{text} {FEEDBACK_POINTER}" if bug else text

@@ -396,7 +396,9 @@ def _count(children: Sequence[_Child]) -> ChildCounts:
 
 
 def _log_started(sup: ActorRef, child: _Child) -> None:
-    logger().info(
+    # Debug, like the dynamic supervisor's: an application's start would otherwise open its
+    # log with one line per child.
+    logger().debug(
         "supervisor.child_started",
         supervisor=repr(sup),
         child=repr(child.spec.id),

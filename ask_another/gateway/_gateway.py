@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 import trio
 
-from ask_another.config import ModelEntry, SearchEntry
+from ask_another.config import ModelEntry, SearchEntry, is_research_agent, no_chat_call
 from ask_another.errors import InvalidArgument, ProviderError, ProviderTimeout, ProviderUnreachable
 from ask_another.gateway._results import (
     CompletionResult,
@@ -134,6 +134,8 @@ class Gateway:
         """
         if (prompt is None) == (messages is None):
             raise InvalidArgument("give either prompt or messages")
+        if is_research_agent(entry.model):  # completion, consensus, discuss, a pipeline's turn
+            raise InvalidArgument(no_chat_call(entry.model))
         if isinstance(temperature, bool) or (temperature is not None
                                              and not 0.0 <= temperature <= 2.0):
             # `True` is an int to Python and would be sent as 1.

@@ -17,6 +17,8 @@ ends the attempt: its error and the attempt count are written to the store, the 
 backoff (`backoff(attempt, unit)`: ``ASK_ANOTHER_POLL_SECONDS`` × 2^(n-2), at most 60 s) and
 tries again, for Gemini polling the saved interaction rather than creating a second one. After
 `max_attempts` the job fails with "gave up after n attempts; the last one failed with: ...".
+A provider that cannot be reached at all (`ProviderUnreachable`: refused, no route) fails the job
+at once, naming the URL tried.
 Every caller keeps talking to the same actor meanwhile. A supervisor restart is for a bug (an
 unexpected exception): the restarted actor reloads the job from the store (its first write only
 succeeds on a pending job, so it knows) and goes on within the same attempt bound.
@@ -38,7 +40,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
-from ask_another.errors import AskAnotherError
+from ask_another.errors import AskAnotherError, ProviderUnreachable
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.interaction.types import Allow, Deny, PermissionRequest
@@ -334,6 +336,10 @@ class ResearchJob(Actor):
                 return await method.run(ctx)
             except ResearchFailed as exc:
                 return _Failure(str(exc), exc.report)
+            except ProviderUnreachable as exc:
+                # Nothing listens at the URL: another attempt would only wait longer to say
+                # so (`ask` says it at once too).
+                return _Failure(str(exc))
             except TRANSIENT as exc:
                 message = str(exc)
                 log.warning("research.attempt_failed", job_id=record.id, attempt=attempt,

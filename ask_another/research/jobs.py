@@ -29,6 +29,7 @@ from typing import Any, Final
 
 import trio
 
+from ask_another.config import is_research_agent, no_chat_call
 from ask_another.errors import AskAnotherError, Forbidden, InvalidArgument, LimitReached
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
@@ -169,6 +170,11 @@ class ResearchJobs:
         if method not in METHODS:
             raise InvalidArgument(f"unknown research method {method!r}; use auto or one of "
                                   f"{', '.join(sorted(METHODS))}")
+        if method != "provider" and is_research_agent(entry.model):
+            # The sequential pipeline and the agent make chat calls: refused before anything
+            # is stored, instead of a job that fails with the provider's bare "Not Found".
+            raise InvalidArgument(f"method {method!r} makes chat calls: "
+                                  f"{no_chat_call(entry.model)}")
         if depth not in DEPTHS:
             raise InvalidArgument(f"unknown research depth {depth!r}; use one of "
                                   f"{', '.join(DEPTHS)}")
@@ -185,7 +191,7 @@ class ResearchJobs:
                                   f"{', '.join(clash)}")
         query = query.strip()
         if not query:
-            raise InvalidArgument("the research query is empty")
+            raise InvalidArgument("The research query is empty")
         if len(query) > MAX_QUERY:
             raise InvalidArgument(f"the research query is {len(query)} characters long; at "
                                   f"most {MAX_QUERY} are allowed")

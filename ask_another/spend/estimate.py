@@ -70,11 +70,13 @@ class Estimate:
 
     @property
     def unknown(self) -> tuple[str, ...]:
-        return tuple(line.model for line in self.lines if line.usd is None)
+        """The models without a price, each once (a consensus's synthesiser may also be on the
+        panel: two lines, one model)."""
+        return tuple(dict.fromkeys(line.model for line in self.lines if line.usd is None))
 
     def describe(self) -> str:
         """`about $0.0123`, `about $0.0123 + unknown for openai/x`, or `unknown (...)`."""
-        if self.unknown and len(self.unknown) == len(self.lines):
+        if self.lines and all(line.usd is None for line in self.lines):
             return f"unknown (no price for {', '.join(self.unknown)} in litellm's price map)"
         text = f"about ${self.known_usd:.4f}"
         if self.unknown:

@@ -25,10 +25,21 @@ def test_all_is_sorted_and_importable(name: str):
         assert hasattr(module, attribute), f"{name}.{attribute} is in __all__ but missing"
 
 
-def test_errors_end_with_the_feedback_pointer():
-    from ask_another.errors import FEEDBACK_POINTER, RateLimited, error_text
+def test_only_what_may_be_a_bug_ends_with_the_feedback_pointer():
+    from ask_another.errors import (
+        FEEDBACK_POINTER,
+        InvalidArgument,
+        MalformedResponse,
+        ModelNotAllowed,
+        RateLimited,
+        error_text,
+    )
 
-    assert error_text(RateLimited("slow down", model="openai/x")).endswith(FEEDBACK_POINTER)
+    assert error_text(RateLimited("slow down", model="openai/x")) == (
+        "Rate limited (openai/x): slow down.")
+    assert FEEDBACK_POINTER not in error_text(InvalidArgument("the prompt is empty"))
+    assert FEEDBACK_POINTER not in error_text(ModelNotAllowed("gpt5"))
+    assert error_text(MalformedResponse("no choices", model="openai/x")).endswith(FEEDBACK_POINTER)
     assert error_text(KeyError("secret internals")) == (
         f"Internal error (KeyError). {FEEDBACK_POINTER}")
 

@@ -47,6 +47,9 @@ def test_third_field_is_the_api_base_and_an_empty_key_is_allowed():
     ("openai/;" + KEY, "'provider/model-name'"),
     ("/gpt-4o;" + KEY, "'provider/model-name'"),
     ("openai/gpt-4o", "missing ';api-key'"),
+    # Both missing parts named at once, not one fix after the other.
+    ("gpt-4o", "missing the provider before the model ('openai/gpt-4o', not 'gpt-4o') and "
+               "';api-key' after it"),
     (f"openai/gpt-4o;{KEY};http://h/v1;extra", "at most 3"),
     (f"openai/gpt-4o;{KEY};ftp://h", "http:// or https://"),
     (f"openai/gpt 4o;{KEY}", "whitespace"),

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import trio
 
-from ask_another.config import ModelEntry
+from ask_another.config import ModelEntry, is_research_agent
 from ask_another.errors import ProviderError
 from ask_another.gateway import Gateway, InteractionState
 from ask_another.logs import scrub_answer, scrub_provider_text
@@ -58,7 +58,7 @@ _ENDED: Final = {
 
 
 def is_gemini_agent(model: str) -> bool:
-    return model.startswith("gemini/deep-research")
+    return is_research_agent(model)
 
 
 # ----- method "provider" ---------------------------------------------------------------------

@@ -30,7 +30,8 @@ error (`research.retry.TRANSIENT`: rate limit, 5xx, dropped connection) is retri
 worker's own attempt loop after `research.retry.backoff` (at most `QUERY_MAX_BACKOFF`), up to
 `QUERY_ATTEMPTS` attempts per query; then the query is reported failed. An unexpected exception
 (a bug) crashes the worker and the query supervisor restarts it, within the same attempt count.
-The job fails only when every query failed.
+The job fails only when every query failed, or at once when the planner's call finds nothing
+listening at the model's URL (`ProviderUnreachable`: every query would fail the same way).
 
 Cancellation: cancelling the job cancels its work task; leaving the supervisor's block stops every
 worker, which cancels its turn and so aborts the HTTP request in flight (the gateway cancels the
@@ -56,7 +57,7 @@ import trio
 
 from ask_another.articles import READ_ARTICLE_NAME
 from ask_another.config import Config, ModelEntry
-from ask_another.errors import AskAnotherError
+from ask_another.errors import AskAnotherError, ProviderUnreachable
 from ask_another.gateway import CompletionResult, Gateway, SearchResult
 from ask_another.interaction import (
     Choice,
@@ -344,6 +345,8 @@ async def make_plan(ctx: JobContext, topic: str, depth: Depth) -> tuple[Plan, st
     for attempt in (1, 2):
         try:
             answer = await _complete(ctx, messages)
+        except ProviderUnreachable:
+            raise  # every query would fail the same way: the job fails now, naming the URL
         except AskAnotherError as exc:
             problem = f"the model could not be asked for a plan: {exc}"
             break

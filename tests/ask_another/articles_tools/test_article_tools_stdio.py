@@ -112,7 +112,7 @@ async def test_busy_and_unknown_conversations_over_stdio(
             error, text = await call(client, "completion", model="sim", prompt="hi",
                                      conversation_id="c-0000000000")
             assert error and "No conversation has the id 'c-0000000000'" in text
-            assert text.endswith(FEEDBACK_POINTER)
+            assert FEEDBACK_POINTER not in text
             error, text = await call(client, "discuss", url=f"http://{pages.hostport}/ledger",
                                      model="sim", conversation_id="c-0000000000")
             assert error and "No conversation has the id" in text
@@ -138,7 +138,7 @@ async def test_busy_and_unknown_conversations_over_stdio(
                                              conversation_id=conversation, **args)
                     assert error, text
                     assert f"Conversation {conversation} is busy" in text
-                    assert text.endswith(FEEDBACK_POINTER)
+                    assert FEEDBACK_POINTER not in text
                 # Another conversation is not held up by the busy one.
                 with trio.fail_after(10):
                     error, text = await call(client, "completion", model="sim", prompt="other")

@@ -128,7 +128,7 @@ async def test_research_session(sim: Simulator, tmp_path: Path):
             error, text = await call(client, "start_research", model="pplx",
                                      query="[[sim:fail=429 daily quota used up]] q", timeout=30)
             assert error and "daily quota used up" in text and "3 attempts" in text, text
-            assert text.endswith(FEEDBACK_POINTER)
+            assert FEEDBACK_POINTER not in text  # a quota, not a bug
             assert len(sim.requests_for("sonar-deep-research")) - before == 3
 
             # 7. Long reports are paged.
@@ -149,7 +149,7 @@ async def test_research_session(sim: Simulator, tmp_path: Path):
             ids = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
             assert ids[0] == long_job and ids[-1] == first_job and len(ids) == 7
             error, text = await call(client, "check_research", job_id="r-0000000000")
-            assert error and "No research job" in text and text.endswith(FEEDBACK_POINTER)
+            assert error and "No research job" in text and FEEDBACK_POINTER not in text
             error, text = await call(client, "cancel_research", job_id="r-0000000000")
             assert error and "No research job" in text
             error, text = await call(client, "start_research", model="nope", query="q")

@@ -78,8 +78,16 @@ async def test_every_tool_over_stdio_keeps_the_key_secret(sim: Simulator, tmp_pa
 
 def test_cli_commands_keep_the_key_secret(sim: Simulator, tmp_path: Path):
     env = {**os.environ, **env_for(sim, tmp_path / "home"), "PYTHONPYCACHEPREFIX": str(PYCACHE)}
+    # Each command really ran (a crash with no output would leak nothing either): its exit code
+    # and a line it prints. doctor fails for MODEL_BAD; the others skip it and say so.
+    expected = {"doctor": (1, b"PROBLEM: MODEL_BAD:"),
+                "models": (0, b"openai/m1 (shorthand: sim)"),
+                "ask": (0, b"[simulated m1] answer to: hello")}
     for args in (["doctor"], ["models"], ["ask", "sim", "hello"]):
         done = subprocess.run([sys.executable, "-m", "ask_another", *args], env=env, cwd=REPO,
                               capture_output=True, timeout=120)
+        code, line = expected[args[0]]
+        assert done.returncode == code, (args, done)
+        assert line in done.stdout, (args, done.stdout)
         assert_no_key(f"{args[0]} stdout", done.stdout)
         assert_no_key(f"{args[0]} stderr", done.stderr)
