@@ -10,7 +10,17 @@ each calling `completion` K times in a row, all released at once after every cli
 connected.
 
 Measured in the same run, with the same clients and the same simulator:
-- through one node on the SQLite store (the reference: what a single node always was), through
+- the references (bench/reference_servers.py): the floor, a bare MCP SDK server on the same
+  hypercorn/trio worker making the chat call with httpx, and the peer, a bare SDK server on
+  uvicorn calling `litellm.acompletion` in-process; each round runs the same load on the floor,
+  the peer and one node of ours (SQLite) in turn, in a rotating order, three rounds, the three
+  servers started once: ours / reference per round (CPU per call of the whole process tree,
+  p50, throughput, and our server process alone against the floor's), quoted as the median
+  ratio with its range, and the load average at each run. A reference that cannot keep up has
+  its failed calls counted, not fatal; litellm's "connection pool saturated" warnings in our
+  nodes' logs are counted too;
+- through one node on the SQLite store (the reference: what a single node always was; its
+  round with the median p50 from the interleaved rounds above), through
   one node on PostgreSQL, and through two nodes on one PostgreSQL (clients split between them,
   as a load balancer would): p50 and p99 of a call's latency and the throughput (calls per
   second from the release to the last answer);
@@ -36,6 +46,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -133,6 +145,7 @@ async def _client_load(urls: list[str], token: str, clients: int, calls: int,
     row once all have connected (and made one call each, not timed); the latencies and the wall
     time from the release. `at_release` is called just before it."""
     latencies: list[float] = []
+    failures: list[str] = []
     connected = 0
     all_connected = trio.Event()
     go = trio.Event()
@@ -147,7 +160,11 @@ async def _client_load(urls: list[str], token: str, clients: int, calls: int,
             await go.wait()
             for k in range(calls):
                 start = time.perf_counter()
-                await call(client, i * calls + k)
+                try:
+                    await call(client, i * calls + k)
+                except Exception as exc:  # a reference that cannot keep up: counted, not fatal
+                    failures.append(f"{type(exc).__name__}: {exc}"[:200])
+                    continue
                 latencies.append(time.perf_counter() - start)
 
     async with trio.open_nursery() as nursery:
@@ -158,7 +175,14 @@ async def _client_load(urls: list[str], token: str, clients: int, calls: int,
         at_release()
         started = time.perf_counter()
         go.set()
-    return latencies, time.perf_counter() - started
+    wall = time.perf_counter() - started
+    if failures and not latencies:
+        raise RuntimeError(f"every call failed: {failures[0]}")
+    _FAILURES.extend(failures)
+    return latencies, wall
+
+
+_FAILURES: list[str] = []  # calls that failed in the last load (read by `_node_load`)
 
 
 def _mcp_client(url: str, token: str) -> Any:
@@ -294,10 +318,10 @@ async def _node_load(name: str, urls: list[str], token: str, pids: list[int],
                      pg_pid: int | None, clients: int, calls: int) -> dict[str, Any]:
     """The MCP load through these nodes, with the CPU each side used meanwhile: this process
     (the clients), the nodes with their gateway workers, and PostgreSQL's server processes."""
-    from bench.server import _tree_cpu_of
+    from bench.server import _cpu_seconds, _tree_cpu_of
 
-    def others() -> tuple[float, float]:
-        return (sum(_tree_cpu_of(pid) for pid in pids),
+    def others() -> tuple[float, float, float]:
+        return (sum(_tree_cpu_of(pid) for pid in pids), sum(_cpu_seconds(pid) for pid in pids),
                 _tree_cpu_of(pg_pid) if pg_pid is not None else 0.0)
 
     before: list[float] = []
@@ -305,22 +329,83 @@ async def _node_load(name: str, urls: list[str], token: str, pids: list[int],
     def released() -> None:
         before.extend((_cpu_now(), *others()))
 
+    _FAILURES.clear()
     latencies, wall = await _client_load(urls, token, clients, calls, _completion, _mcp_client,
                                          released)
-    nodes_after, pg_after = others()
-    cpu, nodes_cpu, pg_cpu = before
+    nodes_after, servers_after, pg_after = others()
+    cpu, nodes_cpu, servers_cpu, pg_cpu = before
     return _load_row(name, latencies, wall) | {
+        "failed_calls": len(_FAILURES), "first_failure": _FAILURES[0] if _FAILURES else None,
         "client_cpu_s": round(_cpu_now() - cpu, 2),
         "nodes_cpu_s": round(nodes_after - nodes_cpu, 2),
-        "nodes_cpu_ms_per_call": round(1000 * (nodes_after - nodes_cpu) / len(latencies), 2),
+        "nodes_cpu_ms_per_call": round(1000 * (nodes_after - nodes_cpu) / len(latencies), 3),
+        "server_cpu_ms_per_call": round(1000 * (servers_after - servers_cpu) / len(latencies),
+                                        3),
         "postgres_cpu_s": round(pg_after - pg_cpu, 2)}
+
+
+@asynccontextmanager
+async def _reference(kind: str, urls: Any, root: Path) -> AsyncIterator[tuple[str, int]]:
+    """A reference server (bench/reference_servers.py) on the simulator: its URL and pid."""
+    support, _ = _support()
+    log = root / f"{kind}.log"
+    with log.open("w") as err:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "bench.reference_servers", kind, urls.openai_base, KEY],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, cwd=REPO,
+            env=support.process_env({"LITELLM_LOCAL_MODEL_COST_MAP": "True"}))
+    try:
+        found = await support.wait_for_line(log, support.LISTENING, process)
+        yield found.group(1), process.pid
+    finally:
+        if process.returncode is None:
+            process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+
+
+FLOOR = "floor: bare SDK + httpx"
+PEER = "peer: bare SDK + litellm on asyncio"
+OURS = "ours: 1 node, SQLite"
+
+
+async def _interleaved(urls: Any, root: Path, clients: int, calls: int, rounds: int
+                       ) -> dict[str, list[dict[str, Any]]]:
+    """The same load on the floor, the peer and one node of ours, `rounds` times, interleaved
+    (each round in another order), all three servers started once beforehand: each round's
+    ratios compare loads run minutes apart at most, under the same load from others."""
+    runs: dict[str, list[dict[str, Any]]] = {FLOOR: [], PEER: [], OURS: []}
+    async with _reference("floor", urls, root) as floor, \
+            _reference("peer", urls, root) as peer, \
+            _nodes(1, root / "ours", urls, None) as (ours_urls, token, pids):
+        targets = {FLOOR: ([floor[0]], "", [floor[1]]), PEER: ([peer[0]], "", [peer[1]]),
+                   OURS: (ours_urls, token, pids)}
+        names = list(targets)
+        for r in range(rounds):
+            for name in names[r % 3:] + names[:r % 3]:
+                target_urls, target_token, target_pids = targets[name]
+                run = await _node_load(name, target_urls, target_token, target_pids, None,
+                                       clients, calls)
+                runs[name].append(run | {"round": r, "loadavg": _loadavg()})
+    return runs
+
+
+def _loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def _saturation_warnings(root: Path) -> int:
+    """litellm's "connection pool saturated" warnings in every node's log of this run."""
+    return sum(log.read_text(errors="replace").count("connection pool saturated")
+               for log in root.rglob("node*.log"))
 
 
 Measured = tuple[list[dict[str, Any]], dict[str, Any] | None, str | None]
 
 
 async def _measure(clients: int, calls: int, latency: float, jobs: int, checks: int,
-                   one_pg_node: bool) -> Measured:
+                   one_pg_node: bool, rounds: int,
+                   interleaved: dict[str, list[dict[str, Any]]]) -> Measured:
     from ask_another.simulator import Simulator
 
     _, pg = _support()
@@ -335,12 +420,14 @@ async def _measure(clients: int, calls: int, latency: float, jobs: int, checks: 
         loads.append(_load_row("raw httpx to the simulator", latencies, wall)
                      | {"client_cpu_s": round(_cpu_now() - released[0], 2)})
 
-        async with _nodes(1, root / "sqlite", sim, None) as (urls, token, pids):
-            loads.append(await _node_load("1 node, SQLite", urls, token, pids, None, clients,
-                                          calls))
+        interleaved.update(await _interleaved(sim, root, clients, calls, rounds))
+        # The one-node rows below: our round with the median p50.
+        ours = sorted(interleaved[OURS], key=lambda run: run["p50_ms"])[len(interleaved[OURS]) // 2]
+        loads.append(ours | {"name": "1 node, SQLite"})
 
         bindir = pg.find_bindir()
         if bindir is None:
+            interleaved["saturation_warnings"] = [{"count": _saturation_warnings(root)}]
             return loads, None, ("PostgreSQL is not installed (apt-get install postgresql): "
                                  "the PostgreSQL rows are skipped")
         server = pg.PostgresServer.start(bindir)
@@ -360,6 +447,7 @@ async def _measure(clients: int, calls: int, latency: float, jobs: int, checks: 
                                                  cancel_count=5 if clients < 50 else 20)
         finally:
             server.stop()
+        interleaved["saturation_warnings"] = [{"count": _saturation_warnings(root)}]
     return loads, research, None
 
 
@@ -369,9 +457,12 @@ async def run(quick: bool) -> list[Row]:
         clients, calls, latency, jobs, checks = 10, 2, 0.05, 40, 40
     else:
         clients, calls, latency, jobs, checks = 200, 10, 0.2, 1000, 2000
+    rounds = 3
+    interleaved: dict[str, list[dict[str, Any]]] = {}
     # Quick mode (CI) starts three nodes instead of four: it checks that every part runs.
     loads, research, skipped = await _measure(clients, calls, latency, jobs, checks,
-                                              one_pg_node=not quick)
+                                              one_pg_node=not quick, rounds=rounds,
+                                              interleaved=interleaved)
     if skipped:
         print(f"bench http: {skipped}", file=sys.stderr)
     by_name = {load["name"]: load for load in loads}
@@ -401,6 +492,7 @@ async def run(quick: bool) -> list[Row]:
                         "1 node, SQLite" if load is not sqlite else "raw httpx to the simulator",
                         (sqlite if load is not sqlite else floor)["throughput"],
                         better="higher", extra=extra))
+    rows += _reference_rows(interleaved, clients)
     if research is not None:
         extra_r: dict[str, object] = dict(research)
         rows.append(Row(SUITE, f"check_research p99, {research['jobs']} jobs on 2 nodes",
@@ -418,6 +510,58 @@ async def run(quick: bool) -> list[Row]:
         rows.append(Row(SUITE, "cancel across nodes: owner took the request, max",
                         research["cancel_taken_max_ms"], "ms", target="< 1,000 ms",
                         passed=research["cancel_taken_max_ms"] < 1000, extra=extra_r))
+    return rows
+
+
+# (metric, what it is, ours against: (reference, target ratio)...), "higher" metrics inverted
+_TARGETS: list[tuple[str, str, str, list[tuple[str, float]]]] = [
+    ("nodes_cpu_ms_per_call", "CPU per call (server + worker)", "lower",
+     [(FLOOR, 1.5), (PEER, 1.0)]),
+    ("p50_ms", "p50", "lower", [(FLOOR, 1.3), (PEER, 1.0)]),
+    ("throughput", "throughput", "higher", [(FLOOR, 0.75), (PEER, 1.0)]),
+]
+
+
+def _reference_rows(runs: dict[str, list[dict[str, Any]]], clients: int) -> list[Row]:
+    """Ours against the floor and the peer: per-round ratios (same round, so the same load from
+    others), their median and range; the target is met when the median is."""
+    rows: list[Row] = []
+    ours = runs[OURS]
+    extra_all: dict[str, object] = {"rounds": len(ours), "runs": {
+        name: runs[name] for name in (FLOOR, PEER, OURS)}}
+    for metric, what, better, against in _TARGETS:
+        for reference, target in against:
+            ratios = [o[metric] / r[metric] for o, r in zip(ours, runs[reference], strict=True)
+                      if r[metric]]
+            ratio = statistics.median(ratios)
+            met = ratio <= target if better == "lower" else ratio >= target
+            rows.append(Row(
+                SUITE, f"{clients} clients, {what}: ours vs {reference.split(':')[0]}",
+                statistics.median(o[metric] for o in ours),
+                "ms" if metric != "throughput" else "calls/s", reference,
+                statistics.median(r[metric] for r in runs[reference]), better=better,
+                target=f"{'<=' if better == 'lower' else '>='} {target:g}x", passed=met,
+                extra={"ratio_median": round(ratio, 3),
+                       "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+                       "ratios": [round(x, 3) for x in ratios],
+                       "loadavg": [o["loadavg"] for o in ours]} | extra_all))
+    # Our server process alone (the worker left out) against the bare server's one process.
+    ratios = [o["server_cpu_ms_per_call"] / f["nodes_cpu_ms_per_call"]
+              for o, f in zip(ours, runs[FLOOR], strict=True) if f["nodes_cpu_ms_per_call"]]
+    ratio = statistics.median(ratios)
+    rows.append(Row(
+        SUITE, f"{clients} clients, server process CPU per call: ours vs floor",
+        statistics.median(o["server_cpu_ms_per_call"] for o in ours), "ms", FLOOR,
+        statistics.median(f["nodes_cpu_ms_per_call"] for f in runs[FLOOR]), target="<= 1.2x",
+        passed=ratio <= 1.2, extra={"ratio_median": round(ratio, 3),
+                                    "ratio_range": [round(min(ratios), 3),
+                                                    round(max(ratios), 3)]}))
+    failed = {name: sum(run["failed_calls"] for run in runs[name]) for name in (FLOOR, PEER, OURS)}
+    rows.append(Row(SUITE, f"{clients} clients: failed calls, ours", failed[OURS], "calls",
+                    target="= 0", passed=failed[OURS] == 0, extra={"failed": failed}))
+    warnings = runs["saturation_warnings"][0]["count"] if "saturation_warnings" in runs else 0
+    rows.append(Row(SUITE, "litellm 'connection pool saturated' warnings (all our nodes)",
+                    warnings, "lines", target="= 0", passed=warnings == 0))
     return rows
 
 
