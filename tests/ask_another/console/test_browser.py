@@ -1,0 +1,218 @@
+"""The console in a real browser: Chromium (Playwright) against a real `serve --http` and a real
+`ask-another console`, with the simulator as the provider and real MCP clients starting the
+jobs. Each test is a scenario a person goes through (docs/console.md)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from browser import FLAGS, SCREENSHOTS, Served, article_site, chromium_path, serve_http
+from http_server import http_client_for
+from tool_results import call
+
+from ask_another.server.auth import TokensFile
+from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
+
+pytestmark = pytest.mark.slow  # a browser and a server process
+
+CHROMIUM = chromium_path()
+if CHROMIUM is None:
+    pytest.skip("no Chromium here (apt-get install chromium): the console's browser tests "
+                "drive /usr/bin/chromium", allow_module_level=True)
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+GEMINI = "gemini/deep-research-pro-preview-12-2025"
+KEY = "sk-test-CONSOLE-5e2a91"
+WAIT_MS = 30_000
+expect.set_options(timeout=WAIT_MS)  # a job's first model call waits for litellm's import
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1100, "height": 760})
+    context.set_default_timeout(WAIT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def team(sim: Simulator, tmp_path: Path) -> Iterator[tuple[Served, dict[str, str]]]:
+    """`serve --http` with alice, bob and an admin; agent reads ask first."""
+    home = tmp_path / "home"
+    file = TokensFile(home / "tokens.json")
+    tokens = {"alice": file.add("alice"), "bob": file.add("bob"),
+              "root": file.add("root", admin=True)}
+    env = {"ASK_ANOTHER_HOME": str(home),
+           "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}",
+           "MODEL_GDR": f"{GEMINI};{KEY};{sim.url}",
+           "ASK_ANOTHER_PERMISSIONS": "read=ask",
+           "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
+           "ASK_ANOTHER_RATE_PER_MINUTE": "0"}
+    with serve_http(env, tmp_path / "serve.log") as served:
+        yield served, tokens
+
+
+def shot(page: Page, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"), full_page=True)
+
+
+def mcp(url: str, token: str, tool: str, **arguments: Any) -> str:
+    """One tool call by a real MCP client over Streamable HTTP; its text."""
+    async def go() -> str:
+        async with http_client_for(url, token) as client:
+            error, text = await call(client, tool, **arguments)
+            assert not error, text
+            return text
+    return trio.run(go)
+
+
+def start_agent(served: Served, token: str, query: str = "what is new in trio?") -> str:
+    """An agent job, once it waits for permission for its tool call call-1."""
+    async def go() -> str:
+        async with http_client_for(served.mcp, token) as client:
+            error, text = await call(client, "start_research", model="sim", query=query,
+                                     method="agent", timeout=0)
+            found = re.search(r"\br-[0-9a-f]{10}\b", text)
+            assert not error and found, text
+            with trio.fail_after(WAIT_MS / 1000):
+                while "call-1" not in text:  # its first model call waits for litellm's import
+                    await trio.sleep(0.1)
+                    _, text = await call(client, "check_research", job_id=found.group(0))
+            return found.group(0)
+    return trio.run(go)
+
+
+def log_in(page: Page, served: Served, token: str, path: str = "/console/jobs") -> None:
+    page.goto(served.base + path)
+    page.get_by_label("Your token").fill(token)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("button", name="Log out")).to_be_visible()
+
+
+def test_log_in_allow_a_read_once_and_see_the_job_complete_with_its_citation(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    served, tokens = team
+    with article_site() as article:
+        sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": article}, id="call-1")]),
+                          Reply("Trio 0.35 adds cancellation reasons [1].")])
+        page.goto(served.base + "/console/jobs")
+        shot(page, "login")
+        log_in(page, served, tokens["alice"])
+        job = start_agent(served, tokens["alice"])  # the page is open while it starts
+        # The jobs table updates without a reload and shows that the job waits.
+        row = page.locator(f"tr[data-job='{job}']")
+        expect(row.get_by_role("link", name="waits for you")).to_be_visible()
+        shot(page, "jobs")
+        page.get_by_role("link", name="Approvals").click()
+        expect(page.get_by_role("heading", name=f"Job {job} asks to run read_article")
+               ).to_be_visible()
+        expect(page.get_by_role("link", name=article).first).to_be_visible()
+        shot(page, "approvals")
+        page.get_by_role("button", name="Allow once").click()
+        expect(page.get_by_role("status")).to_contain_text("was allowed")
+        # The job page follows it to the end, live.
+        expect(page.locator("#job-status")).to_have_text("completed")
+        expect(page.get_by_role("link", name="Trio 0.35 released")).to_have_attribute(
+            "href", article)
+        expect(page.locator(".report .text")).to_contain_text("cancellation reasons")
+        shot(page, "job")
+
+
+def test_an_approval_link_opens_its_request_after_login_and_then_says_it_expired(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    served, tokens = team
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("done without it")])
+    job = start_agent(served, tokens["alice"])
+    link = f"/console/approvals/{job}/call-1"
+    # Opened before logging in: the login page brings the person back to it.
+    log_in(page, served, tokens["alice"], link)
+    expect(page).to_have_url(served.base + link)
+    page.get_by_role("button", name="Deny once").click()
+    expect(page.get_by_role("status")).to_contain_text("was denied")
+    expect(page.locator("#job-status")).to_have_text("completed")
+    page.goto(served.base + link)
+    expect(page.get_by_role("heading", name="This request has expired")).to_be_visible()
+
+
+def test_a_spend_confirmation_approved_from_the_page(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    served, tokens = team
+    text = mcp(served.mcp, tokens["alice"], "start_research", model="gdr",
+               query="the state of structured concurrency", timeout=0)
+    job = re.search(r"\br-[0-9a-f]{10}\b", text).group(0)  # type: ignore[union-attr]
+    log_in(page, served, tokens["alice"], "/console/approvals")
+    expect(page.get_by_role("heading", name=re.compile(f"Spend .* on job {job}"))
+           ).to_be_visible()
+    shot(page, "spend")
+    page.get_by_role("button", name="Spend it").click()
+    expect(page.get_by_role("status")).to_contain_text("was allowed")
+    expect(page.locator("#job-status")).to_have_text("completed")
+
+
+def test_cancel_from_the_job_page(sim: Simulator, team: tuple[Served, dict[str, str]],
+                                  page: Page):
+    served, tokens = team
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("never")])
+    job = start_agent(served, tokens["alice"])
+    log_in(page, served, tokens["alice"], f"/console/jobs/{job}")
+    page.get_by_role("button", name="Cancel this job").click()
+    expect(page.locator("#job-status")).to_have_text("cancelled")
+    expect(page.get_by_role("button", name="Cancel this job")).to_have_count(0)
+
+
+def test_bob_can_neither_see_nor_answer_alices_job_by_url(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    served, tokens = team
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("never")])
+    job = start_agent(served, tokens["alice"])
+    log_in(page, served, tokens["bob"])
+    expect(page.get_by_role("link", name=job)).to_have_count(0)
+    for path in (f"/console/jobs/{job}", f"/console/approvals/{job}/call-1"):
+        response = page.goto(served.base + path)
+        assert response is not None and response.status == 404
+        expect(page.get_by_role("alert")).to_have_text("There is no such job, or it is not "
+                                                       "yours.")
+    # Still waiting: nothing bob did reached it.
+    waiting = mcp(served.mcp, tokens["alice"], "check_research", job_id=job)
+    assert "call-1" in waiting
+
+
+def test_a_form_posted_without_its_csrf_token_is_refused(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    served, tokens = team
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("never")])
+    job = start_agent(served, tokens["alice"])
+    log_in(page, served, tokens["alice"], f"/console/approvals/{job}/call-1")
+    page.locator("input[name=csrf]").last.evaluate("input => input.remove()")
+    page.get_by_role("button", name="Allow once").click()
+    expect(page.get_by_role("alert")).to_contain_text("did not carry this session's CSRF token")
+    assert "call-1" in mcp(served.mcp, tokens["alice"], "check_research", job_id=job)
