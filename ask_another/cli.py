@@ -134,7 +134,13 @@ def _parser() -> argparse.ArgumentParser:
     token_add.add_argument("--admin", action="store_true",
                            help="an admin sees every user's jobs, conversations and usage")
     token_commands.add_parser("list", help="the users that have a token")
-    token_remove = token_commands.add_parser("remove", help="revoke a user's token")
+    token_rotate = token_commands.add_parser(
+        "rotate", help="replace a user's token with a new one (printed once); the user keeps "
+                       "their jobs and conversations")
+    token_rotate.add_argument("name")
+    token_remove = token_commands.add_parser(
+        "remove", help="revoke a user's token (a user added later under the name is another "
+                       "user)")
     token_remove.add_argument("name")
     commands.add_parser("models", help="list the allowed models and what is known of each")
     ask = commands.add_parser("ask", help="ask one model (or several: m1,m2,m3) one question; "
@@ -275,11 +281,17 @@ def _token(config: Config, args: argparse.Namespace) -> int:
     elif args.token_command == "list":
         users = tokens.users()
         for user in users:
-            print(f"{user.name}{' (admin)' if user.admin else ''}"
+            print(f"{user.name}{' (admin)' if user.admin else ''}  id {user.principal}"
                   f"{f'  added {user.created}' if user.created else ''}")
         if not users:
             print(f"no tokens in {config.tokens_path}; `ask-another token add NAME` makes one",
                   file=sys.stderr)
+    elif args.token_command == "rotate":
+        token = tokens.rotate(args.name)
+        print(token)
+        print(f"token of {args.name} replaced in {config.tokens_path}; the old one is refused "
+              f"from a running server's next request; the new one is shown only this once",
+              file=sys.stderr)
     else:
         tokens.remove(args.name)
         print(f"token of {args.name} removed; a running server refuses it from its next request",

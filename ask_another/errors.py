@@ -6,7 +6,6 @@
     │   ├── ModelNotAllowed          not in the allowlist (similar allowed models suggested)
     │   └── AmbiguousModel           a shorthand that matches several allowed models
     ├── InvalidArgument              a tool argument out of range (temperature, timeout, ...)
-    ├── Forbidden                    the job or conversation belongs to another user
     ├── LimitReached                 a per-user rate limit (tool calls a minute, running jobs)
     ├── ProviderError                the provider (through litellm) failed; keeps its own message
     │   ├── ProviderTimeout          no answer within the timeout
@@ -76,17 +75,6 @@ class AmbiguousModel(ModelError):
 
 class InvalidArgument(AskAnotherError):
     """A tool or API argument is out of range or of the wrong shape."""
-
-
-class Forbidden(AskAnotherError):
-    """The job or conversation named in a request belongs to another user (HTTP would say 403).
-
-    The message starts with "Forbidden:" and never names the owner.
-    """
-
-    def __init__(self, what: str, hint: str) -> None:
-        self.what = what
-        super().__init__(f"Forbidden: {what} belongs to another user; {hint}")
 
 
 class LimitReached(AskAnotherError):

@@ -41,13 +41,13 @@ class RequestRate:
     def check(self, user: User) -> None:
         """Count one call of `user`, or raise `LimitReached` (counting nothing) if they have
         made `per_minute` calls in the last `WINDOW` seconds."""
-        if self.per_minute <= 0 or user.name is None:
+        if self.per_minute <= 0 or user.id is None:
             return
         now = trio.current_time()
-        calls = self._calls.get(user.name)
+        calls = self._calls.get(user.id)
         if calls is None:
             self._drop_idle(now)
-            calls = self._calls[user.name] = deque()
+            calls = self._calls[user.id] = deque()
         while calls and calls[0] <= now - WINDOW:
             calls.popleft()
         if len(calls) >= self.per_minute:

@@ -220,7 +220,7 @@ class Runtime(Services):
             raise InvalidArgument("the feedback is empty: describe the issue or suggestion")
         self.config.check_size("feedback", issue, feedback=True)
         self.config.check_size("tool name", tool_name, feedback=True)
-        record = await add_feedback(await self.database(), issue.strip(), tool_name, user.name)
+        record = await add_feedback(await self.database(), issue.strip(), tool_name, user.id)
         log.info("feedback.recorded", id=record.id, tool_name=tool_name)
         return record
 

@@ -16,7 +16,7 @@ continued by another consensus, and by `completion` or
 `discuss` with any model of its panel (conversations/).
 
 A `Consensus` acts for one user (users.py; the local user by default): the threads it starts
-are theirs, and another user's conversation is refused with `Forbidden`.
+are theirs, and another user's conversation is answered as none (`NoSuchConversation`).
 """
 
 from __future__ import annotations
@@ -181,15 +181,15 @@ class Consensus:
         cross a budget ceiling raises `BudgetExceeded`; one above ASK_ANOTHER_CONFIRM_USD is put
         to `confirm` (no `confirm`: not confirmed), and a `Deny` raises `SpendNotConfirmed`.
         Either way nothing is asked or spent.
-        Raises `InvalidArgument`, `ModelNotAllowed` / `AmbiguousModel`, `NoSuchConversation`,
-        `Forbidden` (another user's conversation);
+        Raises `InvalidArgument`, `ModelNotAllowed` / `AmbiguousModel`, `NoSuchConversation`
+        (another user's conversation too);
         provider failures are reported in their seats, never raised. Cancelling the caller
         hangs up every call in flight; nothing is stored then.
         """
         plan = await self._plan(models, prompt, system, stances, synthesize, conversation_id,
                                 temperature, timeout)
         estimate = await self._estimate(plan)
-        await check_budget(self.services, estimate, "this consensus", self.user.name)
+        await check_budget(self.services, estimate, "this consensus", self.user.id)
         if needs_confirmation(self.services, estimate):
             decision: Decision = await confirm(estimate) if confirm is not None else Deny()
             if isinstance(decision, Deny):
@@ -260,7 +260,7 @@ class Consensus:
         record, history = await self._thread(conversation_id, seats, system)
         if system is not None:
             record = msgspec.structs.replace(record, system=system or None)
-        purpose = Purpose(tool="consensus", conversation_id=record.id, user_id=self.user.name)
+        purpose = Purpose(tool="consensus", conversation_id=record.id, user_id=self.user.id)
         calls = [CallSpec(entry=seat.entry, stance=seat.stance, timeout=seconds,
                           temperature=temperature, purpose=purpose,
                           messages=self._messages(record.system, seat.stance, history, prompt))
@@ -288,7 +288,7 @@ class Consensus:
             binding = panel_binding([seat.entry.model for seat in seats])
             record = ConversationRecord(id=f"c-{secrets.token_hex(5)}", model=binding,
                                         system=system or None, created_at=now, updated_at=now,
-                                        user_id=self.user.name,
+                                        user_id=self.user.id,
                                         entry=panel_entries([s.entry.variable for s in seats]))
             return record, []
         found = await get_conversation(db, wanted)

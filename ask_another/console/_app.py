@@ -38,7 +38,7 @@ from ask_another.console._session import (
     token_digest,
     token_proof,
 )
-from ask_another.errors import AskAnotherError, Forbidden, error_text
+from ask_another.errors import AskAnotherError, error_text
 from ask_another.logs import get_logger
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
@@ -142,8 +142,8 @@ class Console:
         except AskAnotherError:
             return None
         for user in tokens.users:
-            if user.name == session.user.name and token_proof(user.sha256) == session.proof:
-                return User(user.name, admin=user.admin)
+            if user.principal == session.user.id and token_proof(user.sha256) == session.proof:
+                return User(user.principal, admin=user.admin, name=user.name)
         return None
 
     def _set_cookie(self, response: Response, value: str) -> Response:
@@ -178,7 +178,7 @@ class Console:
                                        "try again.")
             try:
                 response = await handler(request, session)
-            except (Forbidden, UnknownJob) as exc:
+            except UnknownJob as exc:
                 # Another user's job reads exactly as one that does not exist.
                 log.info("console.refused", path=request.url.path, reason=type(exc).__name__)
                 response = self._error(request, session, 404, "There is no such job, or it "
@@ -248,7 +248,7 @@ class Console:
             value, _ = self.sessions.issue(user, "file", proof)
         else:
             value, _ = self.sessions.issue(user, "oauth", expires=access.expires_at)
-        log.info("console.login", user=user.name)
+        log.info("console.login", user=user.id)
         return self._set_cookie(RedirectResponse(target or f"{ROOT}/jobs", status_code=303),
                                 value)
 
@@ -291,7 +291,7 @@ class Console:
         job_id = request.path_params["job_id"]
         outcome = await self.jobs(session).cancel(job_id)
         said = "cancelled" if outcome.cancelled else f"already {outcome.record.status}"
-        log.info("console.cancel", job_id=job_id, user=session.user.name, cancelled=said)
+        log.info("console.cancel", job_id=job_id, user=session.user.id, cancelled=said)
         return RedirectResponse(f"{ROOT}/jobs/{job_id}?said={quote(said)}", status_code=303)
 
     # ----- approvals --------------------------------------------------------------------------
@@ -305,7 +305,7 @@ class Console:
         job_id = request.path_params["job_id"]
         call_id = request.path_params["tool_call_id"]
         jobs = self.jobs(session)
-        record = await jobs.get(job_id)  # Forbidden for another user's: the 404 page
+        record = await jobs.get(job_id)  # UnknownJob for another user's too: the 404 page
         found = [p for p in pending_of(record) if p.tool_call_id == call_id]
         if request.method == "POST":
             form = await request.form()
@@ -316,7 +316,7 @@ class Console:
             except AskAnotherError as exc:
                 said = error_text(exc)
             log.info("console.answer", job_id=job_id, tool_call_id=call_id, answer=answer,
-                     user=session.user.name)
+                     user=session.user.id)
             return RedirectResponse(f"{ROOT}/jobs/{job_id}?said={quote(said)}",
                                     status_code=303)
         if not found:

@@ -84,7 +84,7 @@ class Sessions:
         now = time.time()
         until = now + LIFETIME if expires is None else min(expires, now + LIFETIME)
         session = Session(user, kind, proof, until, secrets.token_urlsafe(12))
-        body = json.dumps({"u": user.name, "a": user.admin, "k": kind, "p": proof,
+        body = json.dumps({"u": user.id, "m": user.name, "a": user.admin, "k": kind, "p": proof,
                            "e": until, "n": session.nonce}, separators=(",", ":")).encode()
         return f"{_b64(body)}.{self._sign(body)}", session
 
@@ -100,8 +100,8 @@ class Sessions:
         if not hmac.compare_digest(self._sign(body), signature):
             return None
         fields = json.loads(body)
-        session = Session(User(fields["u"], bool(fields["a"])), fields["k"], fields["p"],
-                          float(fields["e"]), fields["n"])
+        session = Session(User(fields["u"], bool(fields["a"]), fields.get("m")), fields["k"],
+                          fields["p"], float(fields["e"]), fields["n"])
         if session.expires <= time.time() or session.nonce in self._ended:
             return None
         user = self.still_valid(session)

@@ -14,8 +14,9 @@ A conversation is bound to its model: a turn naming another model is refused
 thread (consensus/) is bound to its panel: a turn may name any model of the panel.
 
 A `Conversations` acts for one user (`User`, users.py; the local user by default): the
-conversations it starts are theirs, and another user's conversation is refused with
-`Forbidden` (continued, discussed or read); an admin may take part in any.
+conversations it starts are theirs, and another user's conversation is answered as none
+(`NoSuchConversation`: continued, discussed or read), so an id never tells that it exists; an
+admin may take part in any.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from ask_another.conversations._actor import (
     take_turn,
 )
 from ask_another.conversations._errors import ConversationModelMismatch, NoSuchConversation
-from ask_another.errors import AskAnotherError, Forbidden, InvalidArgument
+from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.store.conversations import (
     ConversationRecord,
     StoredMessage,
@@ -69,11 +70,10 @@ def _new_id() -> str:
 
 
 def allowed_conversation(user: User, record: ConversationRecord) -> ConversationRecord:
-    """`record`, if `user` may take part in it; raises `Forbidden` otherwise."""
+    """`record`, if `user` may take part in it; raises `NoSuchConversation` otherwise:
+    another user's conversation and none get one answer, so an id tells nobody it exists."""
     if not user.can_see(record.user_id):
-        raise Forbidden(f"conversation {record.id}", "only the user who started it (or an "
-                        "admin) can continue or read it. Leave conversation_id empty to start "
-                        "a new conversation")
+        raise NoSuchConversation(record.id)
     return record
 
 
@@ -113,11 +113,10 @@ class Conversations:
 
         The history (including earlier tool exchanges) is replayed to the model; the prompt and
         the answer are stored together once the model has answered. `system` replaces the
-        conversation's system prompt from this turn on. Raises `NoSuchConversation`,
-        `Forbidden` (another user's conversation),
-        `ConversationBusy` (a turn is running), `ConversationModelMismatch`, `ModelNotAllowed` /
-        `AmbiguousModel`, `InvalidArgument`, and the `ProviderError`s. Cancelling the caller
-        cancels the turn (nothing is stored).
+        conversation's system prompt from this turn on. Raises `NoSuchConversation` (for
+        another user's conversation too), `ConversationBusy` (a turn is running),
+        `ConversationModelMismatch`, `ModelNotAllowed` / `AmbiguousModel`, `InvalidArgument`,
+        and the `ProviderError`s. Cancelling the caller cancels the turn (nothing is stored).
         """
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
@@ -126,7 +125,7 @@ class Conversations:
         return await self._take(model, conversation_id, Turn(
             prompt=prompt, system=system, temperature=temperature,
             timeout=self._timeout(timeout, temperature), on_delta=on_delta,
-            user_id=self.user.name))
+            user_id=self.user.id))
 
     async def discuss(
         self,
@@ -157,10 +156,10 @@ class Conversations:
         return await self._take(model, conversation_id, Turn(
             prompt=prompt, system=system, temperature=temperature,
             timeout=self._timeout(timeout, temperature), on_delta=on_delta,
-            article_url=url.strip(), user_id=self.user.name))
+            article_url=url.strip(), user_id=self.user.id))
 
     async def get(self, conversation_id: str) -> ConversationRecord:
-        """The stored conversation (raises `NoSuchConversation`, and `Forbidden` for another
+        """The stored conversation (raises `NoSuchConversation`, for another
         user's)."""
         record = await get_conversation(await self.services.database(), conversation_id)
         if record is None:
@@ -207,7 +206,7 @@ class Conversations:
                 now = time.time()
                 record = ConversationRecord(id=_new_id(), model=entry.model, system=None,
                                             created_at=now, updated_at=now,
-                                            entry=entry.variable, user_id=self.user.name)
+                                            entry=entry.variable, user_id=self.user.id)
                 # Nobody knows this conversation until its answer names it: its first turn
                 # runs here, with no actor to start, and writes once (docs/conversations.md).
                 outcome, _ = await take_turn(self.services, record, turn, new=True)

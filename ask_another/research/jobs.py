@@ -9,8 +9,9 @@ and answers (`JobStore.request` / `request_answer`); the answer says what the ow
 the job ran here. A finished job is read from the store, which holds every state change.
 
 A `ResearchJobs` acts for one user (`User`, users.py; the local user by default): the jobs it
-starts are theirs, its listing shows theirs only, and a job of another user is refused with
-`Forbidden` by every method that takes a job id, before anything is asked of the job. An admin
+starts are theirs, its listing shows theirs only, and a job of another user is answered as no
+job (`UnknownJob`) by every method that takes a job id, before anything is asked of the job,
+so an id never tells that it exists. An admin
 (the local user is one) sees and acts on every job. With `ASK_ANOTHER_MAX_JOBS_PER_USER`, a
 named user's start is refused with `LimitReached` while they have that many unfinished jobs
 (counted in the store, so the limit holds across processes and nodes).
@@ -30,7 +31,7 @@ from typing import Any, Final
 import trio
 
 from ask_another.config import is_research_agent, no_chat_call
-from ask_another.errors import AskAnotherError, Forbidden, InvalidArgument, LimitReached
+from ask_another.errors import AskAnotherError, InvalidArgument, LimitReached
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
 from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, JobOptions, Services, job_name
@@ -120,15 +121,14 @@ class ResearchJobs:
         return cls(services, user=user, lease=getattr(runtime, "lease", None))
 
     def _allowed(self, record: JobRecord) -> JobRecord:
-        """`record`, if this face's user may see it; raises `Forbidden` otherwise."""
+        """`record`, if this face's user may see it; raises `UnknownJob` otherwise: another
+        user's job and no job get one answer, so an id tells nobody that it exists."""
         if not self.user.can_see(record.user_id):
-            raise Forbidden(f"research job {record.id}", "only its owner (or an admin) can "
-                            "check, cancel or answer it. Call check_research without a job_id "
-                            "to list your own jobs")
+            raise UnknownJob(record.id)
         return record
 
     async def _check(self, job_id: str) -> None:
-        """Refuse (`Forbidden`) a job of another user before anything is asked of it; an admin
+        """Refuse (`UnknownJob`) a job of another user before anything is asked of it; an admin
         is never refused, so this reads nothing for them."""
         if not self.user.admin:
             self._allowed(await self._stored(job_id))
@@ -199,18 +199,18 @@ class ResearchJobs:
         # whichever face starts it (the tool, the command line, the library).
         if ceilings(self.services):
             estimate = await estimate_research(self.services, entry.model, query, method)
-            await check_budget(self.services, estimate, "this research job", self.user.name)
+            await check_budget(self.services, estimate, "this research job", self.user.id)
         lease = await self.lease()
         taken = lease.wall()
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
                            created_at=time.time(), entry=entry.variable,
                            detail={"depth": depth}, owner=lease.owner,
-                           lease_expires=taken + lease.seconds, user_id=self.user.name)
+                           lease_expires=taken + lease.seconds, user_id=self.user.id)
         db = await self.services.database()
         limit = self.services.config.max_jobs_per_user
         limited = limit > 0 and not self.user.local
         if not await job_store(db).insert(record, taken, max_running=limit if limited else None):
-            running = await running_jobs(db, self.user.name)
+            running = await running_jobs(db, self.user.id)
             raise LimitReached(
                 f"Limit reached: at most {limit} research job{'s' if limit != 1 else ''} "
                 "running at once per user "

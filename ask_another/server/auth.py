@@ -1,18 +1,23 @@
 """Who is calling `serve --http`: bearer tokens checked through the SDK's `TokenVerifier`.
 
 Two verifiers, both returning the same identity (the contract the per-user scoping reads through
-`mcp.server.auth.middleware.auth_context.get_access_token()`): an `AccessToken` whose
-`client_id` and `subject` are the user's name, and whose `scopes` hold `ADMIN_SCOPE` for an
-admin.
+`mcp.server.auth.middleware.auth_context.get_access_token()`): an `AccessToken` whose `subject`
+is the user's stable principal id (users.py: what their rows carry), whose `client_id` is their
+name, and whose `scopes` hold `ADMIN_SCOPE` for an admin.
 
 - `TokensFileVerifier`: a JSON file (`ASK_ANOTHER_TOKENS_FILE`, default `tokens.json` in the
-  home) holding one SHA-256 hash per user, never a token. `ask-another token add NAME` makes a
-  random token, prints it once and stores its hash (`TokensFile`). The file is re-read when it
-  changes, so an added or removed token counts from the next request without a restart.
+  home) holding one SHA-256 hash per user, never a token, and the user's random id.
+  `ask-another token add NAME` makes a random token, prints it once and stores its hash
+  (`TokensFile`); `token rotate NAME` replaces the token and keeps the id (the same user);
+  `token remove NAME` keeps the id among the removed ones, so a user added later under that
+  name gets another id and never the removed user's jobs. The file is re-read when it changes,
+  so a change counts from the next request without a restart.
 - `JwtVerifier`: an OAuth 2.1 resource server. Tokens are JWTs signed by the configured issuer's
   keys (its JWKS, fetched with pyjwt's `PyJWKClient` in a thread and cached); `iss`, `aud` and
-  `exp` are checked. `auth_settings` makes the SDK publish the RFC 9728 protected-resource
-  metadata that points clients at the issuer.
+  `exp` are checked. The user is `oauth:ISSUER#SUB`, whatever claim
+  (`ASK_ANOTHER_OAUTH_USER_CLAIM`) names them: a name is not an identity, and a tokens-file
+  user's name never gives an issuer's user that user's rows. `auth_settings` makes the SDK
+  publish the RFC 9728 protected-resource metadata that points clients at the issuer.
 
 A missing or refused token gets the SDK's 401 with `WWW-Authenticate` (its bearer middleware).
 """
@@ -28,7 +33,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -58,7 +63,7 @@ log = get_logger("ask_another.server.auth")
 
 USER_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 TOKEN_PREFIX: Final = "aa_"  # so a leaked token is recognisable (and greppable) as ours
-FILE_VERSION: Final = 1
+FILE_VERSION: Final = 2  # 2: each user has an `id`, and removed users' ids are kept
 JWKS_SECONDS: Final = 3600.0  # how long the issuer's key set is cached
 KEY_SECONDS: Final = 300.0  # how long a key found in it is used before it is looked up again
 FETCH_PAUSE: Final = 30.0  # seconds without a fetch of the keys after one failed
@@ -68,14 +73,35 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
 @dataclass(frozen=True, slots=True)
 class TokenUser:
-    """One line of the tokens file: a user, the hash of their token, whether they are admin."""
+    """One line of the tokens file: a user, the hash of their token, whether they are admin,
+    and their id (None: an entry written before ids, version 1)."""
 
     name: str
     sha256: str
     admin: bool = False
     created: str = ""
+    id: str | None = None
+
+    @property
+    def principal(self) -> str:
+        """The user's stable id, what their rows carry (users.py)."""
+        if self.id is None:  # the rows migration 8 moved from the name they were made under
+            return f"name:{self.name}"
+        return f"token:{self.name}:{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class TokensBody:
+    """The whole file: the users, and the ids of removed users (id -> name, when removed)."""
+
+    users: list[TokenUser]
+    removed: dict[str, dict[str, str]]
 
 
 class TokensFile:
@@ -88,37 +114,65 @@ class TokensFile:
     def users(self) -> list[TokenUser]:
         """The users, in the file's order; [] when there is no file. Raises `ConfigError` for a
         file that is not a tokens file."""
+        return self._read().users
+
+    def _read(self) -> TokensBody:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return []
+            return TokensBody([], {})
         except OSError as exc:
             raise ConfigError(f"the tokens file {self.path} cannot be read: "
                               f"{exc.strerror or exc}") from None
         return _parse(self.path, text)
 
     def add(self, name: str, *, admin: bool = False) -> str:
-        """Make a token for a new user `name`, store its hash, return the token (shown once)."""
+        """Make a token for a new user `name` (a new id: never a removed user's), store its
+        hash, return the token (shown once)."""
         if not USER_NAME.fullmatch(name):
             raise ConfigError(f"{name!r} is not a user name: use 1-64 letters, digits and . _ @ -"
                               ", starting with a letter or digit")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self._locked():
-            users = self.users()
-            if any(u.name == name for u in users):
-                raise ConfigError(f"{name} already has a token; `ask-another token remove {name}`"
-                                  " first to replace it")
-            created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-            self._write([*users, TokenUser(name, _digest(token), admin, created)])
+            body = self._read()
+            if any(u.name == name for u in body.users):
+                raise ConfigError(f"{name} already has a token; `ask-another token rotate {name}`"
+                                  " replaces it")
+            taken = {u.principal for u in body.users} | set(body.removed)
+            user = TokenUser(name, _digest(token), admin, _now(), secrets.token_hex(8))
+            while user.principal in taken:  # 64 random bits: for the rule's sake, not the odds
+                user = TokenUser(name, user.sha256, admin, user.created, secrets.token_hex(8))
+            body.users.append(user)
+            self._write(body)
+        return token
+
+    def rotate(self, name: str) -> str:
+        """A new token for the user `name`, who keeps their id (their jobs, conversations and
+        usage); the old token is refused from the next request. Returns the token."""
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self._locked():
+            body = self._read()
+            body.users[:] = [TokenUser(u.name, _digest(token), u.admin, _now(), u.id)
+                             if u.name == name else u for u in self._named(body, name)]
+            self._write(body)
         return token
 
     def remove(self, name: str) -> None:
+        """Revoke the user's token; their id is kept among the removed ones, never given to
+        another user."""
         with self._locked():
-            users = self.users()
-            if not any(u.name == name for u in users):
-                raise ConfigError(f"no token for {name!r} in {self.path} "
-                                  "(`ask-another token list` shows the users)")
-            self._write([u for u in users if u.name != name])
+            body = self._read()
+            users = self._named(body, name)
+            gone = next(u for u in users if u.name == name)
+            body.users[:] = [u for u in users if u.name != name]
+            body.removed[gone.principal] = {"name": name, "removed": _now()}
+            self._write(body)
+
+    def _named(self, body: TokensBody, name: str) -> list[TokenUser]:
+        if not any(u.name == name for u in body.users):
+            raise ConfigError(f"no token for {name!r} in {self.path} "
+                              "(`ask-another token list` shows the users)")
+        return body.users
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -138,9 +192,11 @@ class TokensFile:
         finally:
             os.close(fd)
 
-    def _write(self, users: Sequence[TokenUser]) -> None:
+    def _write(self, tokens: TokensBody) -> None:
         body = {"version": FILE_VERSION, "users": {
-            u.name: {"sha256": u.sha256, "admin": u.admin, "created": u.created} for u in users}}
+            u.name: {"sha256": u.sha256, "admin": u.admin, "created": u.created,
+                     **({"id": u.id} if u.id is not None else {})} for u in tokens.users},
+                "removed": tokens.removed}
         temporary = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}")
         try:
             fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
@@ -163,7 +219,7 @@ class TokensFile:
                               f"{exc.strerror or exc}") from None
 
 
-def _parse(path: Path, text: str) -> list[TokenUser]:
+def _parse(path: Path, text: str) -> TokensBody:
     def bad(why: str) -> ConfigError:
         return ConfigError(f"{path} is not an ask-another tokens file ({why}); "
                            "`ask-another token add NAME` writes one")
@@ -179,14 +235,23 @@ def _parse(path: Path, text: str) -> list[TokenUser]:
         digest = entry.get("sha256") if isinstance(entry, dict) else None
         if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise bad(f"the entry of {name!r} has no sha256 hash")
+        if not USER_NAME.fullmatch(name):  # a `:` would make one kind of id another's
+            raise bad(f"{name!r} is not a user name")
+        user_id = entry.get("id")
+        if user_id is not None and not (isinstance(user_id, str)
+                                        and re.fullmatch(r"[0-9a-f]{16}", user_id)):
+            raise bad(f"the entry of {name!r} has an id that is not 16 hex digits")
         users.append(TokenUser(name, digest, entry.get("admin") is True,
-                               str(entry.get("created", ""))))
-    return users
+                               str(entry.get("created", "")), user_id))
+    removed = body.get("removed", {})
+    if not isinstance(removed, dict):
+        raise bad("\"removed\" is not an object")
+    return TokensBody(users, removed)
 
 
-def _access_token(token: str, user: str, admin: bool, **extra: Any) -> AccessToken:
-    return AccessToken(token=token, client_id=user, subject=user,
-                       scopes=[ADMIN_SCOPE] if admin else [], **extra)
+def _access_token(token: str, user: TokenUser) -> AccessToken:
+    return AccessToken(token=token, client_id=user.name, subject=user.principal,
+                       scopes=[ADMIN_SCOPE] if user.admin else [])
 
 
 class TokensFileVerifier(TokenVerifier):
@@ -217,14 +282,6 @@ class TokensFileVerifier(TokenVerifier):
     def users(self) -> list[TokenUser]:
         return list(self._users)
 
-    def names(self) -> set[str] | None:
-        """The users' names as the file holds them now; None when it cannot be read."""
-        try:
-            self.reload()
-        except ConfigError:
-            return None
-        return {u.name for u in self._users}
-
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
             self.reload()
@@ -238,7 +295,7 @@ class TokensFileVerifier(TokenVerifier):
                 found = user
         if found is None:
             return None
-        return _access_token(token, found.name, found.admin)
+        return _access_token(token, found)
 
 
 class JwtVerifier(TokenVerifier):
@@ -248,15 +305,11 @@ class JwtVerifier(TokenVerifier):
                        "EC": ("ES256", "ES384", "ES512"), "OKP": ("EdDSA",)}
     """The algorithms a token may name, by the kind (`kty`) of the issuer's key it names."""
 
-    def __init__(self, settings: OAuthSettings, audience: str,
-                 reserved: Callable[[], Collection[str] | None] = frozenset) -> None:
-        """`reserved`: the names the issuer's users may not have (the tokens file's users;
-        None: unknown, refuse every token)."""
+    def __init__(self, settings: OAuthSettings, audience: str) -> None:
         import jwt  # pyjwt, a dependency of the MCP SDK
 
         self.settings = settings
         self.audience = audience
-        self.reserved = reserved
         self._jwt = jwt
         self._jwks: jwt.PyJWKClient | None = None
         # kid -> (key, when to look it up again): found without a thread or a lock.
@@ -321,7 +374,7 @@ class JwtVerifier(TokenVerifier):
             algorithms = self.FAMILIES.get(key.key_type, ())
             claims = jwt.decode(token, key.key, algorithms=list(algorithms),
                                 audience=self.audience, issuer=self.settings.issuer,
-                                options={"require": ["exp", "iss", "aud"]}, leeway=30)
+                                options={"require": ["exp", "iss", "aud", "sub"]}, leeway=30)
         except (jwt.PyJWTError, ConfigError, OSError) as exc:
             log.info("auth.jwt_refused", reason=str(exc))
             return None
@@ -332,20 +385,19 @@ class JwtVerifier(TokenVerifier):
         if not isinstance(user, str) or not user:
             log.info("auth.jwt_refused", reason=f"no {self.settings.user_claim!r} claim")
             return None
-        # One name space for both kinds of users (a row's user_id is the name): an issuer's
-        # user named like a tokens-file user would see and act on that user's jobs.
-        reserved = self.reserved()
-        if reserved is None or user in reserved:
-            log.warning("auth.jwt_refused", user=user,
-                        reason="the name of a tokens-file user" if reserved is not None
-                        else "the tokens file cannot be read")
+        subject = claims["sub"]
+        if not isinstance(subject, str) or not subject:
+            log.info("auth.jwt_refused", reason="an empty or non-string 'sub' claim")
             return None
         granted = _scopes(claims)
         admin = self.settings.admin_scope in granted
         # ADMIN_SCOPE is what the tools read (user_of): present for the configured admin scope
         # only, never because the issuer granted a scope of that name to anyone.
         scopes = (granted - {ADMIN_SCOPE}) | ({ADMIN_SCOPE} if admin else set())
-        return AccessToken(token=token, client_id=user, subject=user, scopes=sorted(scopes),
+        # The id is the issuer's and its subject's, never the claimed name: after `token remove
+        # carol`, an issuer's user whose claim is "carol" got carol's jobs and conversations.
+        principal = f"oauth:{claims['iss']}#{subject}"
+        return AccessToken(token=token, client_id=user, subject=principal, scopes=sorted(scopes),
                            expires_at=int(claims["exp"]), resource=self.audience,
                            claims={"iss": claims["iss"]})
 

@@ -55,7 +55,8 @@ def user_of(ctx: Context[Any, Any] | None = None) -> User:
 
 def token_user(token: AccessToken) -> User:
     """The user of a verified access token (see `user_of`)."""
-    return User(token.subject or token.client_id, admin=ADMIN_SCOPE in token.scopes)
+    return User(token.subject or token.client_id, admin=ADMIN_SCOPE in token.scopes,
+                name=token.client_id)
 
 
 def check_rate(ctx: Context[Any, Any] | None) -> None:

@@ -116,7 +116,7 @@ def plan_auth(config: Config, host: str, resource_url: str, *, no_auth: bool) ->
         described.append(f"{len(tokens.users)} token(s) of {config.tokens_path}")
     if config.oauth is not None:
         audience = config.oauth.audience or resource_url
-        verifiers.append(JwtVerifier(config.oauth, audience, reserved=tokens.names))
+        verifiers.append(JwtVerifier(config.oauth, audience))
         described.append(f"OAuth tokens of {config.oauth.issuer} (audience {audience})")
     if not verifiers:
         raise ConfigError(f"no one could sign in: the tokens file {config.tokens_path} has no "

@@ -272,7 +272,7 @@ async def _start(runtime: Runtime, user: User, arguments: Mapping[str, Any]) -> 
     method = _argument(arguments, "method", "auto").strip() or "auto"
     depth = _argument(arguments, "depth", "standard").strip() or "standard"
     record = await ResearchJobs.of(runtime, user).start(model, query, method, depth=depth)
-    log.info("tasks.created", job_id=record.id, user=user.name)
+    log.info("tasks.created", job_id=record.id, user=user.id)
     return record
 
 

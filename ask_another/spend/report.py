@@ -68,7 +68,7 @@ async def usage_report(services: Services, period: str = "month", user: User = L
             lines += _table("user", totals.by_user)
     for ceiling in ceilings(services):
         start, resets = period_start(ceiling.period, now)
-        spent = await spent_since(db, start, user.name)
+        spent = await spent_since(db, start, user.id)
         when = datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M UTC")
         lines.append(f"Ceiling {ceiling.variable}: ${ceiling.usd:.2f} per {ceiling.period}, "
                      f"spent: {spent.describe()}, resets at {when}")

@@ -325,6 +325,13 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX feedback_by_user ON feedback (user_id, id);
         CREATE INDEX usage_by_user ON usage (user_id, at);
     """),
+    Migration(8, "rows carry a stable principal id, not a name a later user could take "
+              "(users.py): the rows made before it are the name's (`name:NAME`)", """
+        UPDATE research_jobs SET user_id = 'name:' || user_id WHERE user_id IS NOT NULL;
+        UPDATE conversations SET user_id = 'name:' || user_id WHERE user_id IS NOT NULL;
+        UPDATE feedback SET user_id = 'name:' || user_id WHERE user_id IS NOT NULL;
+        UPDATE usage SET user_id = 'name:' || user_id WHERE user_id IS NOT NULL;
+    """),
 ]
 
 

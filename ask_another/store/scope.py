@@ -18,7 +18,7 @@ def visible(user: User, column: str = "user_id") -> tuple[str, tuple[Any, ...]]:
     """A WHERE condition and its parameters: the rows `user` may see."""
     if user.admin:
         return "1 = 1", ()
-    return own(user.name, column)
+    return own(user.id, column)
 
 
 def own(user_id: str | None, column: str = "user_id") -> tuple[str, tuple[Any, ...]]:

@@ -186,7 +186,7 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
             del table[key]
         if timeout is None:  # the default wait, ASK_ANOTHER_START_WAIT
             timeout = runtime.config.start_wait
-        key = _key(user.name, model, query, timeout, method, depth)
+        key = _key(user.id, model, query, timeout, method, depth)
         if ctx.request_state is not None:
             found = table.get(key)
             if found:

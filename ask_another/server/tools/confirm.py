@@ -73,7 +73,7 @@ async def spend_check(ctx: Context[Any, Any], models: list[str], prompt: str,
         for old in [k for k, at in table.items() if at + 2 * config.permission_timeout < now]:
             del table[old]
         # The user is part of the key: another user's call with the same arguments is not theirs.
-        key = _key([user_of(ctx).name, models, prompt, system, stances, synthesize,
+        key = _key([user_of(ctx).id, models, prompt, system, stances, synthesize,
                     conversation_id, confirm_spend])
         if ctx.request_state is None:
             table[key] = now  # a new call (or the one round of the handshake era)

@@ -69,10 +69,13 @@ def csrf_of(html: str) -> str:
 
 
 async def waiting_job(sim: Simulator, runtime: Runtime, user: str) -> str:
-    """An agent job of `user` that waits for permission to read an article."""
+    """An agent job of the tokens-file user named `user` that waits for permission to read an
+    article."""
     sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": ARTICLE}, id="call-1")]),
                       Reply("the report")])
-    jobs = ResearchJobs.of(runtime, User(user, admin=False))
+    (principal,) = (u.principal for u in TokensFile(runtime.config.tokens_path).users()
+                    if u.name == user)
+    jobs = ResearchJobs.of(runtime, User(principal, admin=False))
     record = await jobs.start("sim", "what is new?", method="agent")
     with trio.fail_after(30):
         while True:  # the job's actor answers Status(): nothing to wait on but it

@@ -9,8 +9,7 @@ import pytest
 
 from ask_another.config import Config
 from ask_another.consensus import Consensus
-from ask_another.conversations import Conversations, conversation_name
-from ask_another.errors import Forbidden
+from ask_another.conversations import Conversations, NoSuchConversation, conversation_name
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.simulator import Simulator
 from ask_another.store.conversations import get_conversation
@@ -29,7 +28,7 @@ async def runtime(make_config: Callable[..., Config], sim: Simulator) -> AsyncIt
         yield rt
 
 
-async def test_another_users_conversation_is_forbidden_and_gets_nothing_sent_or_stored(
+async def test_another_users_conversation_is_none_and_gets_nothing_sent_or_stored(
     runtime: Runtime, sim: Simulator
 ):
     alice, bob = Conversations.of(runtime, ALICE), Conversations.of(runtime, BOB)
@@ -49,18 +48,21 @@ async def test_another_users_conversation_is_forbidden_and_gets_nothing_sent_or_
         bob.messages(cid),
         Consensus.of(runtime, BOB).ask(["sim", "sim2"], "and now?", conversation_id=cid),
     ]
+    # One answer for another user's conversation and for none: "Forbidden" told that it exists.
+    with pytest.raises(NoSuchConversation) as missing:
+        await bob.get("c-0000000000")
+    nothing = str(missing.value).replace("c-0000000000", cid)
     for attempt in attempts:
-        with pytest.raises(Forbidden) as refused:
+        with pytest.raises(NoSuchConversation) as refused:
             await attempt
-        assert str(refused.value).startswith(
-            f"Forbidden: conversation {cid} belongs to another user")
+        assert str(refused.value) == nothing
     assert len(sim.requests) == calls  # nothing reached the provider
     assert len(await alice.messages(cid)) == 4
     # From the store too, once her actor has stopped.
     ref = runtime.registry.whereis(conversation_name(cid))
     assert ref is not None
     await ref.stop()
-    with pytest.raises(Forbidden):
+    with pytest.raises(NoSuchConversation):
         await bob.turn("sim", "again?", cid)
     # An admin may take part; the conversation stays alice's, the call is the admin's.
     await Conversations.of(runtime, ADMIN).turn("sim", "admin here", cid)

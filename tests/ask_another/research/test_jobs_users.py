@@ -10,8 +10,8 @@ import trio
 from research_helpers import GEMINI_AGENT
 
 from ask_another.config import Config
-from ask_another.errors import Forbidden, LimitReached
-from ask_another.research import ResearchJobs
+from ask_another.errors import LimitReached
+from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.simulator import Simulator
 from ask_another.spend.budget import BudgetExceeded, check_budget
@@ -26,7 +26,7 @@ ADMIN = User("root", admin=True)
 TWENTY_CENTS = Estimate((Line("openai/m1", 0.20, "one call"),))
 
 
-async def test_another_users_job_is_forbidden_to_every_method_and_left_as_it_was(
+async def test_another_users_job_is_no_job_to_every_method_and_left_as_it_was(
     runtime: Runtime, sim: Simulator
 ):
     sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])  # runs until cancelled
@@ -43,12 +43,14 @@ async def test_another_users_job_is_forbidden_to_every_method_and_left_as_it_was
         bob.answer_permission(record.id, "call-1", "allow"),
         bob.answer_choice(record.id, "call-1", "a"),
     ]
+    # "Forbidden" told bob that the id exists: the answer is now the one for an id that does not.
+    with pytest.raises(UnknownJob) as missing:
+        await bob.get("r-0000000000")
+    nothing = str(missing.value).replace("r-0000000000", record.id)
     for attempt in attempts:
-        with pytest.raises(Forbidden) as refused:
+        with pytest.raises(UnknownJob) as refused:
             await attempt
-        text = str(refused.value)
-        assert text.startswith(f"Forbidden: research job {record.id} belongs to another user")
-        assert "alice" not in text  # the owner is not named
+        assert str(refused.value) == nothing
     assert await bob.list() == []
     # Nothing bob did reached the job: it still runs (its interaction runs until cancelled, so
     # it reaches in_progress and stays there; on a loaded machine it may still be pending here).
@@ -103,7 +105,7 @@ async def test_budget_ceilings_count_each_users_own_spend(
         with pytest.raises(BudgetExceeded, match=r"per day per user; spent this day: \$0.900000"):
             await check_budget(runtime, TWENTY_CENTS, "this completion", "alice")
         await check_budget(runtime, TWENTY_CENTS, "this completion", "bob")  # bob spent nothing
-        await check_budget(runtime, TWENTY_CENTS, "this completion", LOCAL_USER.name)
+        await check_budget(runtime, TWENTY_CENTS, "this completion", LOCAL_USER.id)
 
 
 @pytest.mark.slow

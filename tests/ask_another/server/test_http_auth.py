@@ -101,10 +101,12 @@ async def status_of(url: str, token: str | None) -> httpx.Response:
                        "clientInfo": {"name": "raw", "version": "0"}}})
 
 
-async def test_tokens_file_users_reach_the_tools_by_name_and_admins_carry_the_scope(
+async def test_tokens_file_users_reach_the_tools_by_id_and_admins_carry_the_scope(
         tmp_path: Path):
     tokens = TokensFile(tmp_path / "tokens.json")
     alice, bob = tokens.add("alice", admin=True), tokens.add("bob")
+    alice_id, bob_id = (u.principal for u in tokens.users())
+    assert alice_id.startswith("token:alice:") and bob_id.startswith("token:bob:")
     verifier = TokensFileVerifier(tmp_path / "tokens.json")
 
     def make(url: str) -> MCPServer[Any]:
@@ -113,9 +115,9 @@ async def test_tokens_file_users_reach_the_tools_by_name_and_admins_carry_the_sc
     async with serving(make) as url:
         for mode, _era in ERAS:
             assert await whoami(url, alice, mode) == {
-                "client_id": "alice", "subject": "alice", "scopes": [ADMIN_SCOPE]}
+                "client_id": "alice", "subject": alice_id, "scopes": [ADMIN_SCOPE]}
             assert await whoami(url, bob, mode) == {
-                "client_id": "bob", "subject": "bob", "scopes": []}
+                "client_id": "bob", "subject": bob_id, "scopes": []}
         refused = await status_of(url, None)
         assert refused.status_code == 401
         # No OAuth: no metadata to point at.
@@ -126,6 +128,15 @@ def test_the_tokens_file_holds_hashes_and_a_hand_broken_file_is_one_line(tmp_pat
     path = tmp_path / "tokens.json"
     token = TokensFile(path).add("alice")
     assert token not in path.read_text()
+    # Rotating keeps the user (their id, so their jobs); the old token stops at once.
+    (before,) = TokensFile(path).users()
+    verifier = TokensFileVerifier(path)
+    rotated = TokensFile(path).rotate("alice")
+    (after,) = TokensFile(path).users()
+    assert after.principal == before.principal and after.sha256 != before.sha256
+    assert trio.run(verifier.verify_token, token) is None
+    found = trio.run(verifier.verify_token, rotated)
+    assert found is not None and found.subject == before.principal
     path.write_text("{not json")
     with pytest.raises(Exception, match=r"is not an ask-another tokens file \(not JSON"):
         TokensFile(path).users()
@@ -169,17 +180,17 @@ async def test_oauth_tokens_of_the_issuer_are_checked_on_its_jwks(tmp_path: Path
     async with serving(make) as url:
         for mode, _era in ERAS:
             assert await whoami(url, issuer.token(url), mode) == {
-                "client_id": "carol", "subject": "carol", "scopes": ["mcp"]}
+                "client_id": "carol", "subject": f"oauth:{ISSUER}#carol", "scopes": ["mcp"]}
             admin = issuer.token(url, subject="dana", scope="mcp team:admin")
             assert await whoami(url, admin, mode) == {
-                "client_id": "dana", "subject": "dana",
+                "client_id": "dana", "subject": f"oauth:{ISSUER}#dana",
                 "scopes": sorted([ADMIN_SCOPE, "mcp", "team:admin"])}
             # With another admin scope configured, a token the issuer gave a scope named
             # ask-another:admin (any user may be able to ask for one) makes no admin: the
             # tools read that name (user_of), so it was one.
             plain = issuer.token(url, subject="erin", scope=f"mcp {ADMIN_SCOPE}")
             assert await whoami(url, plain, mode) == {
-                "client_id": "erin", "subject": "erin", "scopes": ["mcp"]}
+                "client_id": "erin", "subject": f"oauth:{ISSUER}#erin", "scopes": ["mcp"]}
 
         # Each broken token: refused with the challenge, which names the resource metadata.
         for bad in (issuer.token(url, expires_in=-120),  # expired (past the 30 s leeway)
@@ -233,15 +244,15 @@ async def test_a_token_whose_alg_does_not_fit_the_issuers_key_is_a_401(tmp_path:
         for alg, key in (("HS256", "a shared secret that no issuer gave out"), ("none", None)):
             forged = jwt.encode(body, key, algorithm=alg, headers={"kid": "k1"})
             assert (await status_of(url, forged)).status_code == 401, alg
-        assert (await whoami(url, issuer.token(url), "auto"))["subject"] == "carol"
+        carol = await whoami(url, issuer.token(url), "auto")
+        assert carol["subject"] == f"oauth:{ISSUER}#carol"
     assert "Traceback" not in caplog.text
 
 
-async def test_an_issuers_user_named_like_a_tokens_file_user_is_refused(tmp_path: Path,
-                                                                         nursery: Any):
-    # Both kinds of users share one name space (a job's user_id is the name): an issuer's user
-    # whose `sub` (or ASK_ANOTHER_OAUTH_USER_CLAIM, e.g. a username they may choose) was "ci"
-    # saw and cancelled the jobs of the tokens-file service account "ci".
+async def test_an_issuers_user_named_like_a_tokens_file_user_is_another_user(tmp_path: Path,
+                                                                              nursery: Any):
+    # A name is no identity: the issuer's user is its `iss` and `sub`, whatever the user claim
+    # (here a username they may choose) says; the tokens-file user is their token's id.
     from ask_another.config import Config
 
     pages = await PageServer().start(nursery)
@@ -249,20 +260,24 @@ async def test_an_issuers_user_named_like_a_tokens_file_user_is_refused(tmp_path
     jwks_url = pages.add("/jwks.json", Page(issuer.jwks, content_type="application/json"))
     tokens = TokensFile(tmp_path / "tokens.json")
     ci = tokens.add("ci")
-    config = Config(home=tmp_path, oauth=OAuthSettings(ISSUER, jwks_url=jwks_url))
+    (ci_user,) = tokens.users()
+    config = Config(home=tmp_path, oauth=OAuthSettings(ISSUER, jwks_url=jwks_url,
+                                                       user_claim="preferred_username"))
 
     def make(url: str) -> MCPServer[Any]:
         return whoami_server(plan_auth(config, "127.0.0.1", url, no_auth=False))
 
     async with serving(make) as url:
-        refused = await status_of(url, issuer.token(url, subject="ci"))
-        assert refused.status_code == 401
-        assert await whoami(url, ci, "auto") == {"client_id": "ci", "subject": "ci",
-                                                 "scopes": []}
-        assert (await whoami(url, issuer.token(url), "auto"))["subject"] == "carol"
-        # A tokens-file user added while the server runs takes the name from the next request.
-        tokens.add("carol")
-        assert (await status_of(url, issuer.token(url))).status_code == 401
+        named_ci = issuer.token(url, subject="8d1f-uuid", preferred_username="ci")
+        assert await whoami(url, named_ci, "auto") == {
+            "client_id": "ci", "subject": f"oauth:{ISSUER}#8d1f-uuid", "scopes": ["mcp"]}
+        assert await whoami(url, ci, "auto") == {"client_id": "ci",
+                                                 "subject": ci_user.principal, "scopes": []}
+        # A token without a subject names nobody.
+        no_sub = jwt.encode({"iss": ISSUER, "aud": url, "exp": int(time.time()) + 300,
+                             "preferred_username": "ci"}, issuer.key, algorithm="RS256",
+                            headers={"kid": "k1"})
+        assert (await status_of(url, no_sub)).status_code == 401
 
 
 async def test_tokens_naming_unknown_keys_do_not_fetch_the_jwks_again_while_it_fails(
@@ -308,7 +323,7 @@ async def test_a_known_key_is_kept_while_the_jwks_cannot_be_fetched(nursery: Any
     assert verifier._jwks is not None
     verifier._jwks.jwk_set_cache = None  # the hour is up: the next look-up fetches
     found = await verifier.verify_token(token)
-    assert found is not None and found.subject == "carol"
+    assert found is not None and found.subject == f"oauth:{ISSUER}#carol"
     assert [r.target for r in pages.requests] == ["/jwks.json", "/jwks.json"]
 
 

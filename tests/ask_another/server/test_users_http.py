@@ -2,21 +2,27 @@
 (two users and an admin), `mcp.Client` over Streamable HTTP in both protocol eras, the
 simulator as the provider.
 
-Every tool that takes a job or a conversation id is tried by another user and refused with a
-`Forbidden:` tool error that changes nothing; the listings are each user's own; the admin sees
+Every tool that takes a job or a conversation id is tried by another user and answered as for an
+id that does not exist, changing nothing; the listings are each user's own; the admin sees
 and acts on everything; and the per-user limits (tool calls a minute, running jobs) refuse with
 the limit, the count and when to retry.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import jwt
 import pytest
-from http_server import http_client_for, http_server
+from cryptography.hazmat.primitives.asymmetric import rsa
+from http_server import http_client_for, http_server, run_cli
+from loopback_pages import Page, PageServer
 from mcp import Client
 from tool_results import call
 
@@ -51,12 +57,17 @@ def elapsed_out(text: str) -> str:
 
 
 async def forbidden(client: Client, tool: str, what: str, **arguments: object) -> None:
+    """Another user's job or conversation: the answer for an id that does not exist ("Forbidden"
+    told that it does)."""
     error, text = await call(client, tool, **arguments)
     assert error, (tool, text)
-    # The SDK puts "Error executing tool <name>: " before every tool's own error text.
-    assert text.startswith(f"Error executing tool {tool}: Forbidden: {what} belongs to another "
-                           "user;"), (tool, text)
-    assert "alice" not in text, text  # the owner is never named
+    kind, wanted = what.rsplit(" ", 1)
+    made_up = "r-0000000000" if kind == "research job" else "c-0000000000"
+    arguments = {k: made_up if k in ("job_id", "conversation_id") else v
+                 for k, v in arguments.items()}
+    missing, nothing = await call(client, tool, **arguments)
+    assert missing and text == nothing.replace(made_up, wanted), (tool, text)
+    assert "alice" not in text and "carol" not in text, text  # the owner is never named
 
 
 async def test_every_tool_with_a_job_or_conversation_id_refuses_another_users_in_both_eras(
@@ -90,7 +101,7 @@ async def test_every_tool_with_a_job_or_conversation_id_refuses_another_users_in
                                 tool_call_id="confirm-spend", decision="allow")
                 await forbidden(client, "answer_choice", what, job_id=job,
                                 tool_call_id="confirm-spend", option_id="a")
-                with pytest.raises(Exception, match=f"Forbidden: research job {job}"):
+                with pytest.raises(Exception, match=f"No research job has the id '{job}'"):
                     await client.read_resource(f"research://{job}")
                 what = f"conversation {conversation}"
                 await forbidden(client, "completion", what, model="sim", prompt="and?",
@@ -135,7 +146,7 @@ async def test_every_tool_with_a_job_or_conversation_id_refuses_another_users_in
         async with http_client_for(server.url, root) as client:
             # The admin sees every job, with its user, and acts on any.
             error, table = await call(client, "check_research")
-            assert not error and "| user |" in table and "| alice |" in table, table
+            assert not error and "| user |" in table and "| token:alice:" in table, table
             error, text = await call(client, "check_research", job_id=job)
             assert not error and "not started: its estimated cost" in text, text
             running = [line.split("|")[1].strip() for line in table.splitlines()
@@ -172,10 +183,11 @@ async def test_every_tool_with_a_job_or_conversation_id_refuses_another_users_in
         conversations = conn.execute("SELECT user_id FROM conversations").fetchall()
         feedback = conn.execute("SELECT DISTINCT user_id FROM feedback").fetchall()
         usage = conn.execute("SELECT user_id FROM usage ORDER BY id").fetchall()
-    assert set(owners.values()) == {"alice"}
-    assert conversations == [("alice",)]
-    assert feedback == [("bob",)]
-    assert usage == [("alice",), ("root",)]
+    ids = {u.name: u.principal for u in tokens.users()}  # token:NAME:ID
+    assert set(owners.values()) == {ids["alice"]}
+    assert conversations == [(ids["alice"],)]
+    assert feedback == [(ids["bob"],)]
+    assert usage == [(ids["alice"],), (ids["root"],)]
 
 
 async def open_session(url: str, token: str) -> httpx.Response:
@@ -215,3 +227,63 @@ async def test_the_handshake_sessions_a_user_opens_are_rate_limited(sim: Simulat
         async with http_client_for(server.url, bob) as client:
             error, text = await call(client, "list_models")
             assert not error, text
+
+
+async def test_a_removed_users_jobs_and_conversations_go_to_no_later_user_of_her_name(
+        sim: Simulator, tmp_path: Path, nursery: Any):
+    # After `token remove carol`, an issuer's user whose claim was "carol" read and acted on
+    # carol's jobs and conversations (rows carried the name). Rows carry a principal id now, no
+    # later user can take it, and another user's id is answered as an id that does not exist.
+    issuer, key = "https://issuer.example", rsa.generate_private_key(65537, 2048)
+    public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    pages = await PageServer().start(nursery)
+    jwks_url = pages.add("/jwks.json", Page(json.dumps({"keys": [{**public, "kid": "k1"}]})
+                                            .encode(), content_type="application/json"))
+    home = tmp_path / "home"
+    env = {**server_env(sim, home), "ASK_ANOTHER_OAUTH_ISSUER": issuer,
+           "ASK_ANOTHER_OAUTH_JWKS_URL": jwks_url}
+    carol = TokensFile(home / "tokens.json").add("carol")
+    async with http_server(env, tmp_path / "stderr.log") as server:
+        claimed_carol = jwt.encode({"iss": issuer, "aud": server.url, "sub": "carol",
+                                    "exp": int(time.time()) + 600}, key, algorithm="RS256",
+                                   headers={"kid": "k1"})
+        async with http_client_for(server.url, carol) as client:
+            error, text = await call(client, "start_research", model="gdr",
+                                     query="carol's question", timeout=0)
+            assert not error, text
+            job = text.split("Research job ", 1)[1].split(" ", 1)[0]
+            error, text = await call(client, "completion", model="sim", prompt="carol's plan")
+            assert not error, text
+            conversation = text.rsplit("conversation_id: ", 1)[1].strip()
+            error, waiting = await call(client, "check_research", job_id=job)
+            assert not error and "confirm-spend" in waiting, waiting
+
+        async def as_someone_else(token: str) -> None:
+            async with http_client_for(server.url, token) as client:
+                for tool, arguments in (("check_research", {}), ("cancel_research", {}),
+                                        ("answer_permission", {"tool_call_id": "confirm-spend",
+                                                               "decision": "allow"})):
+                    await forbidden(client, tool, f"research job {job}", job_id=job,
+                                    **arguments)
+                await forbidden(client, "completion", f"conversation {conversation}",
+                                model="sim", prompt="and?", conversation_id=conversation)
+                error, text = await call(client, "check_research")
+                assert not error and text.startswith("No research jobs yet"), text
+                error, text = await call(client, "usage", period="all")
+                assert not error and text.startswith("No provider calls recorded"), text
+
+        removed = run_cli(env, "token", "remove", "carol")
+        assert removed.returncode == 0, removed.stderr
+        await as_someone_else(claimed_carol)
+        added = run_cli(env, "token", "add", "carol")  # someone else, under her name
+        assert added.returncode == 0, added.stderr
+        await as_someone_else(added.stdout.strip())
+        await as_someone_else(claimed_carol)
+
+    with sqlite3.connect(home / "ask-another.sqlite3") as conn:
+        (status,) = conn.execute("SELECT status FROM research_jobs WHERE id = ?",
+                                 (job,)).fetchone()
+        owners = {r[0] for r in conn.execute("SELECT user_id FROM research_jobs UNION "
+                                             "SELECT user_id FROM conversations")}
+    assert status in ("pending", "in_progress")  # nothing the others sent reached it
+    assert len(owners) == 1 and owners.pop().startswith("token:carol:")
