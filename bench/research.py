@@ -16,6 +16,11 @@ Measured, with N jobs started at once through `ResearchJobs` (the API the MCP to
   has finished; reported separately), and the full jobs table every 50 ms
   (a store query); p50 and p99 of each;
 - that every job completed with its own report (the report quotes its own question);
+- a burst (3,000, then 10,000; 100 and 300 in quick mode): that many starts at once from one
+  named user with the per-user limit raised, each a Gemini job held in_progress: every call
+  starts (or meets the limit's own error; none fails otherwise, such as with a full mailbox),
+  check_research(job) p99 while they are being started, and the memory per running job of this
+  process and its gateway worker;
 - the heartbeat, on throughout with a short lease (`LEASE_SECONDS`: a renewal every 0.5 s, a
   look for requests every 0.5 s, a sweep every 0.75 s, far more often than the 15 s default):
   renewal statements run (one per beat, whatever the number of jobs), the most leases one of
@@ -40,6 +45,7 @@ from bench.report import Row
 SUITE = "research"
 LEASE_SECONDS = 1.5
 GEMINI = "gemini/deep-research-pro-preview-12-2025"
+WARM_JOBS = 20  # started before a burst is measured (litellm's interactions code warm)
 
 
 def _rss_mb() -> float:
@@ -147,15 +153,132 @@ async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: floa
     }
 
 
+def _tree_rss_kb(pid: int) -> float:
+    """RSS of `pid` and its descendants (the gateway's worker process) but the simulator, which
+    this process started too, in KiB."""
+    from bench.server import _over_trees
+
+    def rss(each: int) -> float:
+        with open(f"/proc/{each}/cmdline", "rb") as cmdline:
+            if b"ask_another.simulator" in cmdline.read():
+                return 0.0
+        with open(f"/proc/{each}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
+
+    return _over_trees({pid}, rss)
+
+
+async def _burst(url: str, home: Path, size: int) -> dict[str, object]:
+    """`size` start_research calls at once from one named user (the per-user limit raised so
+    that they fit), each a Gemini job the simulator keeps in_progress: how many started, were
+    refused by the limit, or failed otherwise; check_research(job) latency sampled during the
+    ramp (from the first start to a second after the last); the memory per running job of this
+    process and its worker (their RSS a second after the ramp against before it, after
+    `WARM_JOBS` warm-up jobs)."""
+    from ask_another.config import Config
+    from ask_another.errors import LimitReached
+    from ask_another.research import ResearchJobs
+    from ask_another.runtime import open_runtime
+    from ask_another.server.tools.research import job_text
+    from ask_another.users import User
+
+    config = Config.from_env({
+        "ASK_ANOTHER_HOME": str(home),
+        "ASK_ANOTHER_POLL_SECONDS": "600",  # held in_progress, polled once at most
+        "ASK_ANOTHER_LOG_LEVEL": "ERROR",
+        "ASK_ANOTHER_CONFIRM_USD": "1000000000",
+        "ASK_ANOTHER_MAX_JOBS_PER_USER": str(size + WARM_JOBS),  # raised: the burst fits
+        "MODEL_GDR": f"{GEMINI};bench-key;{url}",
+    })
+    started: list[str] = []
+    refused = 0
+    failures: list[str] = []
+    checks: list[float] = []
+    async with open_runtime(config, prewarm_after=0) as runtime:
+        jobs = ResearchJobs.of(runtime, User("burst", admin=False))
+        # Warm: litellm's interactions code imported and run in the worker, our paths once.
+        warm = [await jobs.start("gdr", f"[[sim:polls=100000]] warm-up {n}")
+                for n in range(WARM_JOBS)]
+        with trio.fail_after(120):
+            for record in warm:
+                while (await jobs.get(record.id)).provider_handle is None:  # noqa: ASYNC110
+                    await trio.sleep(0.05)  # a poll of the job's state, nothing to wait on
+        baseline, baseline_server = _tree_rss_kb(os.getpid()), _rss_mb() * 1e6 / 1024
+        ramping = True
+
+        async def start(n: int) -> None:
+            nonlocal refused
+            try:
+                started.append((await jobs.start("gdr", f"[[sim:polls=100000]] burst {n}")).id)
+            except LimitReached:
+                refused += 1
+            except Exception as exc:  # what the row counts
+                failures.append(f"{type(exc).__name__}: {exc}"[:300])
+
+        async def check() -> None:
+            while ramping:
+                if started:
+                    job_id = random.choice(started)
+                    t0 = time.perf_counter()
+                    job_text(await jobs.get(job_id))
+                    checks.append(time.perf_counter() - t0)
+                await trio.sleep(0.005)
+
+        began = time.perf_counter()
+        async with trio.open_nursery() as watchers:
+            watchers.start_soon(check)
+            async with trio.open_nursery() as nursery:
+                for n in range(size):
+                    nursery.start_soon(start, n)
+            ramp = time.perf_counter() - began
+            await trio.sleep(1.0)  # the last jobs' first provider calls answered
+            ramping = False
+        peak, peak_server = _tree_rss_kb(os.getpid()), _rss_mb() * 1e6 / 1024
+    return {"size": size, "started": len(started), "refused": refused,
+            "failures": failures, "ramp_s": ramp, "checks": checks,
+            "memory_per_job_kib": (peak - baseline) / max(1, len(started)),
+            "server_per_job_kib": (peak_server - baseline_server) / max(1, len(started)),
+            "baseline_mib": baseline / 1024, "peak_mib": peak / 1024}
+
+
+def _burst_rows(result: dict[str, object]) -> list[Row]:
+    size = int(result["size"])  # type: ignore[call-overload]
+    started, refused = int(result["started"]), int(result["refused"])  # type: ignore[call-overload]
+    failures: list[str] = result["failures"]  # type: ignore[assignment]
+    checks = [c * 1000 for c in result["checks"]]  # type: ignore[attr-defined]
+    per_job = float(result["memory_per_job_kib"])  # type: ignore[arg-type]
+    p99 = _pct(checks, 0.99)
+    extra: dict[str, object] = {"ramp_s": round(float(result["ramp_s"]), 2),  # type: ignore[arg-type]
+                                "refused_by_limit": refused, "other_failures": len(failures),
+                                "first_failure": failures[0] if failures else None}
+    return [
+        Row(SUITE, f"burst of {size:,} starts: started or refused by the limit", started + refused,
+            "calls", better="higher", target=f"= {size:,}, none failing otherwise",
+            passed=not failures and started + refused == size, extra=extra),
+        Row(SUITE, f"burst of {size:,}: check_research(job) p99 during the ramp", p99, "ms",
+            target="< 50 ms", passed=p99 < 50,
+            extra=extra | {"samples": len(checks), "p50_ms": _pct(checks, 0.5),
+                           "max_ms": max(checks, default=0)}),
+        Row(SUITE, f"burst of {size:,}: memory per running job (server and worker)", per_job,
+            "KiB", target="< 50 KiB", passed=per_job < 50,
+            extra=extra | {"baseline_mib": result["baseline_mib"],
+                           "after_ramp_mib": result["peak_mib"],
+                           "server_process_kib_per_job": result["server_per_job_kib"]}),
+    ]
+
+
 def run(quick: bool) -> list[Row]:
     from ask_another.simulator import Simulator
 
     logging.getLogger().setLevel(logging.ERROR)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
     jobs_n, latency, poll = (50, 0.05, 0.05) if quick else (1000, 0.5, 0.5)
+    bursts = (100, 300) if quick else (3000, 10000)
     with Simulator.process(latency=latency) as urls, \
             tempfile.TemporaryDirectory(prefix="bench-research-") as tmp:
         result = trio.run(_measure, urls.gemini_base, Path(tmp), jobs_n, latency, poll)
+        burst_rows = [row for size in bursts for row in _burst_rows(
+            trio.run(_burst, urls.gemini_base, Path(tmp) / f"burst-{size}", size))]
     single = [s * 1000 for s in result["single"]]  # type: ignore[attr-defined]
     table = [s * 1000 for s in result["table"]]  # type: ignore[attr-defined]
     stored = [s * 1000 for s in result["single_stored"]]  # type: ignore[attr-defined]
@@ -188,5 +311,6 @@ def run(quick: bool) -> list[Row]:
             extra={**extra, "lease_s": LEASE_SECONDS, "renewals": result["renewals"],
                    "slowest_renewal_ms": result["renew_ms_max"],
                    "failed_beats": result["heartbeat_failures"]}),
+        *burst_rows,
     ]
 
