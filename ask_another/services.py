@@ -18,7 +18,7 @@ from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError
 from ask_another.gateway import Gateway, GetGateway
 from ask_another.store import Database, GetDatabase
-from supervisors import ActorExited, CallTimeout, Registry
+from supervisors import ActorExited, CallTimeout, NoProcess, Registry
 
 __all__ = ["RESTART_WAIT", "Services"]
 
@@ -75,6 +75,9 @@ class Services:
         (up to `RESTART_WAIT`) for the new one."""
         try:
             return await self.registry.call(name, msg, timeout=RESTART_WAIT)
+        except NoProcess:
+            raise AskAnotherError(f"the {name} is not running (its supervisor is gone); see the "
+                                  "server's log") from None
         except (CallTimeout, ActorExited):
             raise AskAnotherError(f"the {name} did not come back within {RESTART_WAIT:g} s of a "
                                   "restart; try again, and see the server's log") from None

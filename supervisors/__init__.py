@@ -1,6 +1,7 @@
 """supervisors: an Erlang/OTP-style actor runtime on trio.
 
 Actors (`Actor`, `spawn`, `ActorRef`), calls with deferred replies (`NOREPLY`, `Caller`),
+follow-ups and declined starts (`Continue`, `IGNORE`),
 monitors and links, supervisors with OTP's restart strategies, a dynamic supervisor, and a name
 registry. See docs/supervisors.md.
 """
@@ -19,6 +20,7 @@ from ._errors import InvalidSpec as InvalidSpec
 from ._errors import MailboxFull as MailboxFull
 from ._errors import MaxChildren as MaxChildren
 from ._errors import NameTaken as NameTaken
+from ._errors import NoProcess as NoProcess
 from ._errors import StartError as StartError
 from ._errors import SupervisorError as SupervisorError
 from ._errors import UnknownChild as UnknownChild
@@ -36,6 +38,8 @@ from ._ref import ActorRef as ActorRef
 from ._ref import ActorStatistics as ActorStatistics
 from ._ref import MonitorRef as MonitorRef
 from ._registry import Registry as Registry
+from ._returns import IGNORE as IGNORE
+from ._returns import Continue as Continue
 from ._spawn import DEFAULT_MAILBOX_SIZE as DEFAULT_MAILBOX_SIZE
 from ._spawn import spawn as spawn
 from ._spec import ChildSpec as ChildSpec
@@ -45,6 +49,7 @@ from ._spec import ShutdownPolicy as ShutdownPolicy
 from ._spec import Start as Start
 from ._spec import child_spec as child_spec
 from ._supervisor import GIVE_UP_REASON as GIVE_UP_REASON
+from ._supervisor import AutoShutdown as AutoShutdown
 from ._supervisor import ChildCounts as ChildCounts
 from ._supervisor import ChildInfo as ChildInfo
 from ._supervisor import ChildStatus as ChildStatus
@@ -59,11 +64,13 @@ from ._tasks import TaskState as TaskState
 __all__ = [
     "DEFAULT_MAILBOX_SIZE",
     "GIVE_UP_REASON",
+    "IGNORE",
     "NOREPLY",
     "Actor",
     "ActorExited",
     "ActorRef",
     "ActorStatistics",
+    "AutoShutdown",
     "CallTimeout",
     "CallToSelf",
     "Caller",
@@ -72,6 +79,7 @@ __all__ = [
     "ChildSpec",
     "ChildStatus",
     "ChildType",
+    "Continue",
     "Crash",
     "Down",
     "DynamicSupervisorRef",
@@ -84,6 +92,7 @@ __all__ = [
     "MaxChildren",
     "MonitorRef",
     "NameTaken",
+    "NoProcess",
     "Normal",
     "Registry",
     "Restart",

@@ -40,9 +40,11 @@ class Actor:
     _ref_class: ClassVar[type[ActorRef]] = ActorRef
     """The handle class the runtime makes for this behaviour (supervisors have their own)."""
 
-    async def init(self, *args: Any, **kwargs: Any) -> None:
+    async def init(self, *args: Any, **kwargs: Any) -> Any:
         """Set up state; `spawn` returns once this has finished. Raising fails the spawn with
-        `StartError`; calling `self.stop(reason)` here fails it with that reason."""
+        `StartError`; calling `self.stop(reason)` here fails it with that reason. Return
+        `Continue(term)` to have `handle_continue(term)` run before any message, or `IGNORE` to
+        start nothing (see `IGNORE`); any other return value is ignored."""
         if args or kwargs:
             raise TypeError(
                 f"{type(self).__name__} was started with arguments but does not override init() "
@@ -51,17 +53,29 @@ class Actor:
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
         """Answer a `call`: the return value is the reply; return `NOREPLY` to answer later
-        with `caller.reply(value)`. The default crashes the actor (as in Elixir)."""
+        with `caller.reply(value)`; `Continue(term)` means NOREPLY too, then runs
+        `handle_continue(term)`. The default crashes the actor (as in Elixir)."""
         raise TypeError(f"{type(self).__name__} got a call it does not handle: {msg!r}")
 
-    async def handle_cast(self, msg: Any) -> None:
-        """Handle a `cast`. The default crashes the actor (as in Elixir)."""
+    async def handle_cast(self, msg: Any) -> Any:
+        """Handle a `cast`. The default crashes the actor (as in Elixir). Return
+        `Continue(term)` to run `handle_continue(term)` next; other return values are ignored."""
         raise TypeError(f"{type(self).__name__} got a cast it does not handle: {msg!r}")
 
-    async def handle_info(self, msg: Any) -> None:
+    async def handle_info(self, msg: Any) -> Any:
         """Handle `send` messages and runtime messages (`Down`, `Exit`, `TaskDone`,
-        `TaskCancelled`). The default logs and drops them."""
+        `TaskCancelled`). The default logs and drops them. Return `Continue(term)` to run
+        `handle_continue(term)` next; other return values are ignored."""
         logger().debug("actor.unhandled_info", actor=repr(self.ref), msg=repr(msg))
+
+    async def handle_continue(self, term: Any) -> Any:
+        """Run after a hook (or `init`) returned `Continue(term)`, before any queued message
+        (OTP's handle_continue). May return another `Continue`. An exception crashes the
+        actor, as in any hook. The default crashes it (as in Elixir): a `Continue` needs this."""
+        raise TypeError(
+            f"{type(self).__name__} returned Continue({term!r}) but does not override "
+            "handle_continue()"
+        )
 
     async def terminate(self, reason: ExitReason) -> None:
         """Clean up on a graceful exit, a crash in a hook or owned task, or when the actor's

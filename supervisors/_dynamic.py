@@ -50,9 +50,15 @@ class DynamicSupervisor(_SupervisorBase):
     _prune_at: int
 
     async def init(
-        self, max_children: int | None = None, max_restarts: int = 3, max_seconds: float = 5
+        self,
+        max_children: int | None = None,
+        max_restarts: int = 3,
+        max_seconds: float = 5,
+        extra_arguments: tuple[Any, ...] = (),
     ) -> None:
         _check_max(max_children)
+        _check_extra(extra_arguments)
+        self._extra_arguments = extra_arguments
         self._children = {}
         await self._setup(max_restarts, max_seconds)
         self._max_children = max_children
@@ -94,12 +100,13 @@ class DynamicSupervisor(_SupervisorBase):
                         raise UnknownChild(repr(self.ref), ref)
                     await self._shutdown(found)
                     self._children.pop(ref, None)
+                    self._forget(found)
                     return None
                 case ("which_children",):
                     return [child.info() for child in self._prune().values()]
                 case ("count_children",):
                     return _count(list(self._prune().values()))
-        except (UnknownChild, StartError, MaxChildren) as exc:
+        except (UnknownChild, StartError, MaxChildren, InvalidSpec) as exc:
             return _CallError(exc)
         return self._unknown_request(msg)
 
@@ -112,10 +119,22 @@ class DynamicSupervisor(_SupervisorBase):
         if limit is not None and len(children) >= limit and len(self._prune()) >= limit:
             raise MaxChildren(repr(self.ref), limit)
 
-    async def _start_child(self, spec: ChildSpec) -> ActorRef:
+    async def _start_child(self, spec: ChildSpec) -> ActorRef | None:
+        if spec.significant:
+            raise InvalidSpec(
+                f"child {spec.id!r} is significant, but a DynamicSupervisor has no auto_shutdown "
+                "(as Elixir's); use a static supervisor"
+            )
         self._make_room()
-        child = _Child(spec)
-        ref = await self._start(child, monitor=spec.restart != "temporary")
+        child = self._adopt(spec)
+        try:
+            ref = await self._start(child, monitor=spec.restart != "temporary")
+        except StartError:
+            self._forget(child)
+            raise
+        if ref is None:  # init returned IGNORE: nothing started, nothing kept
+            self._forget(child)
+            return None
         self._children[ref] = child
         _log_started(self.ref, spec, ref)
         return ref
@@ -130,6 +149,8 @@ class DynamicSupervisor(_SupervisorBase):
                 child.status = "stopped"
                 if _should_restart(child.spec, msg.reason) and not self._children_cancelled():
                     await self._restart_child(child, msg.reason)
+                else:
+                    self._forget(child)
         else:
             await super().handle_info(msg)
 
@@ -156,6 +177,9 @@ class DynamicSupervisor(_SupervisorBase):
                 )
                 continue
             child.restarts += 1
+            if ref is None:  # init returned IGNORE: as OTP, the child is gone
+                self._forget(child)
+                return
             self._children[ref] = child
             logger().info(
                 "supervisor.child_restarted",
@@ -180,6 +204,11 @@ def _log_started(supervisor: ActorRef, spec: ChildSpec, ref: ActorRef) -> None:
         )
 
 
+def _check_extra(extra_arguments: object) -> None:
+    if type(extra_arguments) is not tuple:
+        raise InvalidSpec(f"extra_arguments must be a tuple, got {extra_arguments!r}")
+
+
 def _check_max(max_children: object) -> None:
     if max_children is not None and (type(max_children) is not int or max_children < 0):
         raise InvalidSpec(f"max_children must be None or an int >= 0, got {max_children!r}")
@@ -196,16 +225,20 @@ class DynamicSupervisorRef(ActorRef):
         supervisor answers it with that error and keeps running)."""
         return await raw_call(self, msg, timeout)
 
-    async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef:  # noqa: ASYNC109
-        """Start a child from `spec` and return its ref once its init finished. Raises
-        `MaxChildren` when full, `StartError` (naming the child id) if init fails.
+    async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef | None:  # noqa: ASYNC109
+        """Start a child from `spec` and return its ref once its init finished; None if its init
+        returned `IGNORE` (nothing is started or kept, and it is not an error). The
+        supervisor's `extra_arguments` come before the spec's own args. Raises `MaxChildren`
+        when full, `StartError` (naming the child id) if init fails, `InvalidSpec` for a
+        significant spec.
 
         A request to the supervisor, handled in order with the others. A burst is queued: when
         the supervisor's mailbox is full the request waits for room (within `timeout`) rather
-        than fail."""
+        than fail. Cancellation: a caller already cancelled sends nothing; one cancelled while
+        waiting abandons the reply, and the child may still start."""
         if not isinstance(spec, ChildSpec):
             raise InvalidSpec(f"start_child needs a ChildSpec, got {spec!r}")
-        result: ActorRef = await _request(self, ("start_child", spec), timeout)
+        result: ActorRef | None = await _request(self, ("start_child", spec), timeout)
         return result
 
     async def terminate_child(self, ref: ActorRef, timeout: float | None = None) -> None:  # noqa: ASYNC109
@@ -240,21 +273,25 @@ async def start_dynamic_supervisor(
     max_restarts: int = 3,
     max_seconds: float = 5,
     *,
+    extra_arguments: tuple[Any, ...] = (),
     name: Hashable | None = None,
     registry: Registry | None = None,
     mailbox_size: int = DEFAULT_MAILBOX_SIZE,
 ) -> DynamicSupervisorRef:
     """Start an empty DynamicSupervisor in `nursery`. `mailbox_size` bounds its own mailbox;
-    `start_child` and its other requests wait for room rather than fail."""
+    `start_child` and its other requests wait for room rather than fail. `extra_arguments`
+    (Elixir's): a tuple put before the args of every child it starts, e.g. a shared service
+    handle, so that specs need not carry it."""
     from ._spawn import start_actor
 
     _check_max(max_children)
+    _check_extra(extra_arguments)
     _check_limits(max_restarts, max_seconds)
     check_start(DynamicSupervisor, name, registry, mailbox_size)
     ref = await start_actor(
         nursery,
         DynamicSupervisor,
-        (max_children, max_restarts, max_seconds),
+        (max_children, max_restarts, max_seconds, extra_arguments),
         {},
         name,
         registry,
@@ -270,6 +307,7 @@ def dynamic_supervisor_spec(
     max_restarts: int = 3,
     max_seconds: float = 5,
     *,
+    extra_arguments: tuple[Any, ...] = (),
     restart: Literal["permanent", "transient", "temporary"] = "permanent",
     shutdown: float | Literal["brutal_kill", "infinity"] = "infinity",
     name: Hashable | None = None,
@@ -278,12 +316,13 @@ def dynamic_supervisor_spec(
 ) -> ChildSpec:
     """A `ChildSpec` for a DynamicSupervisor nested under another supervisor."""
     _check_max(max_children)
+    _check_extra(extra_arguments)
     _check_limits(max_restarts, max_seconds)
     return ChildSpec(
         id=id,
         start=Start(
             DynamicSupervisor,
-            (max_children, max_restarts, max_seconds),
+            (max_children, max_restarts, max_seconds, extra_arguments),
             name=name,
             registry=registry,
             mailbox_size=mailbox_size,
@@ -300,6 +339,7 @@ async def open_dynamic_supervisor(
     max_restarts: int = 3,
     max_seconds: float = 5,
     *,
+    extra_arguments: tuple[Any, ...] = (),
     name: Hashable | None = None,
     registry: Registry | None = None,
     mailbox_size: int = DEFAULT_MAILBOX_SIZE,
@@ -312,6 +352,7 @@ async def open_dynamic_supervisor(
             max_children,
             max_restarts,
             max_seconds,
+            extra_arguments=extra_arguments,
             name=name,
             registry=registry,
             mailbox_size=mailbox_size,

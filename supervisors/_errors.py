@@ -10,6 +10,7 @@
     ├── NameTaken            a registry name is already bound to a live actor
     ├── MaxChildren          a DynamicSupervisor refused a child: max_children reached
     ├── UnknownChild         a supervisor has no child with that id or ref (also a LookupError)
+    ├── NoProcess            registry.call: no actor has the name, none will (also a LookupError)
     ├── InvalidSpec          a ChildSpec, option or argument is malformed (also a ValueError)
     └── CallToSelf           an actor called itself, which would deadlock
 """
@@ -103,6 +104,17 @@ class UnknownChild(SupervisorError, LookupError):
         super().__init__(f"{supervisor} has no child {child!r}")
         self.supervisor = supervisor
         self.child = child
+
+
+class NoProcess(SupervisorError, LookupError):
+    """`Registry.call` to a name no actor holds and no live supervisor will start an actor
+    under (OTP's ``noproc``): raised at once, without waiting for the timeout."""
+
+    def __init__(self, name: Hashable) -> None:
+        super().__init__(
+            f"no actor is registered as {name!r}, and no supervisor will start one under it"
+        )
+        self.name = name
 
 
 class InvalidSpec(SupervisorError, ValueError):

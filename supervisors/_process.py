@@ -46,6 +46,7 @@ from ._reasons import (
     TaskDone,
 )
 from ._registry import release_name
+from ._returns import Continue
 from ._tasks import TaskHandle, run_task
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class Process:
         "children_scope",
         "class_name",
         "closing",
+        "continuing",
         "current",
         "deferred",
         "exit_event",
@@ -119,6 +121,7 @@ class Process:
         self.children_scope: trio.CancelScope | None = None
         self.children: Callable[[], Iterable[ActorRef]] | None = None
         self.children_done: trio.Event | None = None
+        self.continuing: Continue | None = None
 
     # -- requests from outside ---------------------------------------------------------------
 
@@ -352,6 +355,18 @@ class Process:
         handle_call = actor.handle_call
         handle_cast = actor.handle_cast
         handle_info = actor.handle_info
+        result: Any = None
+        if self.continuing is not None:  # init returned Continue: before any message
+            result, self.continuing = self.continuing, None
+            try:
+                while result.__class__ is Continue and self.stop_reason is None:
+                    result = await actor.handle_continue(result.term)
+            except Exception as exc:
+                log_crash(self.ref, exc, "continue")
+                return Crash(exc)
+            result = None
+            if self.stop_reason is not None:
+                return self.stop_reason
         while True:
             idle = self.idle_timeout
             if idle is None or len(mailbox):  # a queued message always goes before a timeout
@@ -365,20 +380,23 @@ class Process:
                     self.current = payload
                     result = await handle_call(payload.msg, payload)
                     self.current = None
-                    if result is not NOREPLY:
+                    if result is not NOREPLY and result.__class__ is not Continue:
                         payload.reply(result)
                     elif is_waiting(payload):
                         if self.deferred is None:
                             self.deferred = set()
                         self.deferred.add(payload)
-                    result = None
                 elif kind == CAST:
-                    await handle_cast(payload)
+                    result = await handle_cast(payload)
                 elif kind == INFO:
-                    await handle_info(payload)
+                    result = await handle_info(payload)
                 else:
                     reason: ExitReason = payload
                     return reason
+                # OTP's {continue, Term}: before the next message, unless the hook stopped.
+                while result.__class__ is Continue and self.stop_reason is None:
+                    result = await actor.handle_continue(result.term)
+                result = None
             except Exception as exc:
                 log_crash(self.ref, exc, "message")
                 return Crash(exc)  # a caller in hand is failed at the exit, with the exit reason

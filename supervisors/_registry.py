@@ -1,5 +1,9 @@
 """Unique names for actors: `whereis(name)`, bound at spawn time, released when the actor exits,
-and `call(name, msg)`, which waits for the name's next holder while a child restarts."""
+and `call(name, msg)`, which waits for the name's next holder while a child restarts.
+
+A supervisor claims the names its restartable children register under, for as long as it keeps
+their specs and lives; `call` waits only for a claimed name, and fails at once (`NoProcess`,
+OTP's noproc) for one no actor holds and no supervisor will start."""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from typing import TYPE_CHECKING, Any, final
 
 import trio
 
-from ._errors import CallTimeout, NameTaken
+from ._errors import CallTimeout, NameTaken, NoProcess
 
 if TYPE_CHECKING:
+    from ._process import Process
     from ._ref import ActorRef
 
 
@@ -24,11 +29,22 @@ class Registry:
     actor when a supervisor restarts the child. Not thread-safe: use it from trio tasks.
     """
 
-    __slots__ = ("_bound", "_names")
+    __slots__ = ("_bound", "_claims", "_names")
 
     def __init__(self) -> None:
         self._names: dict[Hashable, ActorRef] = {}
         self._bound: trio.lowlevel.ParkingLot | None = None
+        self._claims: dict[Hashable, list[Process]] = {}
+
+    def _claimed(self, name: Hashable) -> bool:
+        """Whether a live supervisor will (re)start an actor under `name`."""
+        owners = self._claims.get(name)
+        if owners is None:
+            return False
+        owners[:] = [owner for owner in owners if owner.reason is None]
+        if not owners:
+            del self._claims[name]
+        return bool(owners)
 
     def whereis(self, name: Hashable) -> ActorRef | None:
         """The live actor bound to `name`, or None."""
@@ -63,7 +79,10 @@ class Registry:
 
         A message is never sent twice: once it is queued, the call has the rules of
         `ActorRef.call` (`ActorExited` if that actor exits before replying). Raises `CallTimeout`
-        if no reply (or no actor under `name`) within `timeout`.
+        if no reply (or no actor under `name`) within `timeout`. A name no actor holds and no
+        live supervisor claims (one has never seen it, or its supervisor is gone) raises
+        `NoProcess` at once (OTP's noproc), also when it becomes so while the call waits for
+        a holder to come back.
         """
         from ._call import call, check_timeout
         from ._ref import process_of
@@ -75,6 +94,8 @@ class Registry:
                 ref = self._names.get(name)
                 if ref is not None and process_of(ref).accepting:
                     return await call(process_of(ref), msg, None, wait_for_room=False)
+                if ref is None and not self._claimed(name):
+                    raise NoProcess(name)
                 # Unbound, or bound to an actor that is exiting: wait for the next binding.
                 if self._bound is None:
                     self._bound = trio.lowlevel.ParkingLot()
@@ -102,3 +123,20 @@ def release_name(registry: Registry, name: Hashable, ref: ActorRef) -> None:
     """Drop `name` if `ref` still holds it (the actor exited)."""
     if registry._names.get(name) is ref:
         del registry._names[name]
+        if registry._bound and name not in registry._claims:
+            registry._bound.unpark_all()  # a waiting call learns there is no one to wait for
+
+
+def claim_name(registry: Registry, name: Hashable, owner: Process) -> None:
+    """`owner` (a supervisor) will start actors under `name`: `call` waits for them."""
+    owners = registry._claims.setdefault(name, [])
+    owners[:] = [p for p in owners if p.reason is None]
+    owners.append(owner)
+
+
+def unclaim_name(registry: Registry, name: Hashable, owner: Process) -> None:
+    owners = registry._claims.get(name)
+    if owners is not None and owner in owners:
+        owners.remove(owner)
+        if not owners:
+            del registry._claims[name]

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from ._actor import Actor
-from ._errors import InvalidSpec
+from ._errors import InvalidSpec, StartError
 from ._log import log_crash
 from ._process import Process
-from ._reasons import Crash, ExitReason, Killed
+from ._reasons import Crash, ExitReason, Killed, Normal
 from ._ref import ActorRef
+from ._returns import IGNORE, Continue
 
 if TYPE_CHECKING:
     from ._registry import Registry
@@ -43,10 +44,19 @@ async def spawn(
     it) and released when the actor exits. Raises `StartError` (with the original exception as
     `__cause__`) if `init` fails. If the spawner is cancelled while `init` runs, the start fails
     and the cancellation propagates. The actor lives in `nursery`: cancelling the nursery shuts
-    it down (see `Actor.cancel_shutdown`).
+    it down (see `Actor.cancel_shutdown`). An `init` that returns `IGNORE` fails the spawn with
+    `StartError` (reason `Normal()`); one that returns `Continue(term)` has
+    `handle_continue(term)` run first in the actor's task, before any message.
     """
     check_start(actor_class, name, registry, mailbox_size)
-    return await start_actor(nursery, actor_class, args, kwargs, name, registry, mailbox_size)
+    ref = await start_actor(nursery, actor_class, args, kwargs, name, registry, mailbox_size)
+    if ref is None:
+        raise StartError(
+            actor_class.__name__ if name is None else name,
+            Normal(),
+            "init returned IGNORE; spawn() needs a running actor (supervisors accept IGNORE)",
+        )
+    return ref
 
 
 def check_start(
@@ -72,8 +82,9 @@ async def start_actor(
     name: Hashable | None,
     registry: Registry | None,
     mailbox_size: int,
-) -> ActorRef:
-    """`spawn` with its arguments already checked (a `Start` checks its own once, when made)."""
+) -> ActorRef | None:
+    """`spawn` with its arguments already checked (a `Start` checks its own once, when made).
+    None: `init` returned `IGNORE` (the actor has exited `Normal()`)."""
     actor = actor_class()
     process = Process(actor, name, mailbox_size, nursery)
     ref = process.ref = actor.ref = actor_class._ref_class._new(process)
@@ -81,8 +92,9 @@ async def start_actor(
         registry.register(name, ref)
     process.task = trio.lowlevel.current_task()  # so init calling its own ref is caught
     failure: ExitReason | None = None
+    result: Any = None
     try:
-        await actor.init(*args, **kwargs)
+        result = await actor.init(*args, **kwargs)
     except Exception as exc:
         log_crash(ref, exc, "init")
         failure = Crash(exc)
@@ -92,7 +104,13 @@ async def start_actor(
     process.task = None
     # Killed during init, or init asked to stop (OTP's {stop, Reason}): the start fails.
     failure = failure or process.kill_reason or process.stop_reason
+    if failure is None and result is IGNORE:
+        await process.reap_tasks()
+        process.finish(Normal())
+        return None
     if failure is None:
+        if result.__class__ is Continue:
+            process.continuing = result
         try:
             nursery.start_soon(process.run, actor, name=_TASK_NAME)
         except BaseException:

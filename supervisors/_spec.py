@@ -46,13 +46,15 @@ class Start:
             raise InvalidSpec("Start has a registry but no name to register the child under")
         check_mailbox_size(self.mailbox_size)
 
-    async def spawn(self, nursery: trio.Nursery) -> ActorRef:
-        """Start one incarnation in `nursery` (raises `StartError` if its init fails)."""
+    async def spawn(self, nursery: trio.Nursery, extra: tuple[Any, ...] = ()) -> ActorRef | None:
+        """Start one incarnation in `nursery`, `extra` before its args (a dynamic supervisor's
+        `extra_arguments`). Raises `StartError` if its init fails; None if it returned
+        `IGNORE`."""
         # Checked once in __post_init__, so a restart does not check again.
         return await start_actor(
             nursery,
             self.actor,
-            self.args,
+            extra + self.args if extra else self.args,
             self.kwargs,
             self.name,
             self.registry,
@@ -73,6 +75,8 @@ class ChildSpec:
       ``"brutal_kill"`` (cancel at once) or ``"infinity"`` (wait as long as it takes). Defaults to
       5 s for workers and ``"infinity"`` for supervisors, as in OTP.
     - `type`: ``"worker"`` or ``"supervisor"`` (informational, as in OTP's count_children).
+    - `significant`: its own exit (not restarted) may shut its static supervisor down, by the
+      supervisor's `auto_shutdown` (OTP's significant children); transient or temporary only.
     """
 
     id: Hashable
@@ -80,6 +84,7 @@ class ChildSpec:
     restart: Restart = "permanent"
     shutdown: ShutdownPolicy | None = None
     type: ChildType = "worker"
+    significant: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -99,6 +104,13 @@ class ChildSpec:
         if self.type not in _TYPES:
             raise InvalidSpec(
                 f"child {self.id!r}: type must be 'worker' or 'supervisor', got {self.type!r}"
+            )
+        if type(self.significant) is not bool:
+            raise InvalidSpec(f"child {self.id!r}: significant must be True or False")
+        if self.significant and self.restart == "permanent":
+            raise InvalidSpec(
+                f"child {self.id!r}: a significant child must be transient or temporary "
+                "(a permanent one is always restarted, so it never ends its supervisor)"
             )
         shutdown = self.shutdown
         if shutdown is None:
@@ -126,6 +138,7 @@ def child_spec(
     restart: Restart = "permanent",
     shutdown: ShutdownPolicy | None = None,
     type: ChildType = "worker",
+    significant: bool = False,
     name: Hashable | None = None,
     registry: Registry | None = None,
     mailbox_size: int = DEFAULT_MAILBOX_SIZE,
@@ -143,4 +156,5 @@ def child_spec(
         restart=restart,
         shutdown=shutdown,
         type=type,
+        significant=significant,
     )

@@ -24,11 +24,14 @@ from ._errors import ActorExited, InvalidSpec, NameTaken, StartError, Supervisor
 from ._log import logger
 from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
 from ._ref import ActorRef, MonitorRef, process_of
-from ._registry import Registry
+from ._registry import Registry, claim_name, unclaim_name
 from ._spawn import DEFAULT_MAILBOX_SIZE, check_start
 from ._spec import ChildSpec, ChildType, Start
 
 Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
+AutoShutdown = Literal["never", "any_significant", "all_significant"]
+"""When a static supervisor shuts itself down after significant children exit on their own
+(OTP's auto_shutdown): never, when any one has, or when all have."""
 ChildStatus = Literal["running", "restarting", "stopped"]
 
 _SHUTDOWN = Shutdown()
@@ -75,6 +78,18 @@ class _GiveUp(Exception):
     """Restart intensity exceeded (internal control flow)."""
 
 
+def _check_strategy(strategy: object, auto_shutdown: object) -> None:
+    if strategy not in ("one_for_one", "one_for_all", "rest_for_one"):
+        raise InvalidSpec(
+            f"strategy must be 'one_for_one', 'one_for_all' or 'rest_for_one', got {strategy!r}"
+        )
+    if auto_shutdown not in ("never", "any_significant", "all_significant"):
+        raise InvalidSpec(
+            "auto_shutdown must be 'never', 'any_significant' or 'all_significant', "
+            f"got {auto_shutdown!r}"
+        )
+
+
 def _check_limits(max_restarts: object, max_seconds: object) -> None:
     if type(max_restarts) is not int or max_restarts < 0:
         raise InvalidSpec(f"max_restarts must be an int >= 0, got {max_restarts!r}")
@@ -98,6 +113,7 @@ class _SupervisorBase(Actor):
     _max_seconds: float
     _restart_times: deque[float]
     _nursery: trio.Nursery
+    _extra_arguments: tuple[Any, ...] = ()
 
     async def _setup(self, max_restarts: int, max_seconds: float) -> None:
         _check_limits(max_restarts, max_seconds)
@@ -128,16 +144,34 @@ class _SupervisorBase(Actor):
         restarted again, and hold the program up."""
         return self._nursery.cancel_scope.cancel_called
 
-    async def _start(self, child: _Child, *, monitor: bool = True) -> ActorRef:
+    def _adopt(self, spec: ChildSpec) -> _Child:
+        """A child entry for `spec`; a registry name it will restart under is claimed, so that
+        `Registry.call` waits for it rather than failing with `NoProcess`."""
+        start = spec.start
+        if start.registry is not None and spec.restart != "temporary":
+            claim_name(start.registry, start.name, process_of(self.ref))
+        return _Child(spec)
+
+    def _forget(self, child: _Child) -> None:
+        """The child's entry is dropped: its name is no longer claimed by this supervisor."""
+        start = child.spec.start
+        if start.registry is not None and child.spec.restart != "temporary":
+            unclaim_name(start.registry, start.name, process_of(self.ref))
+
+    async def _start(self, child: _Child, *, monitor: bool = True) -> ActorRef | None:
+        """Start `child`; None (and the child stays stopped) if its init returned `IGNORE`."""
         spec = child.spec
         if self._children_cancelled():
             raise StartError(
                 spec.id, Killed(), f"in {self.ref!r}: its children's nursery is cancelled"
             )
         try:
-            ref = await spec.start.spawn(self._nursery)
+            ref = await spec.start.spawn(self._nursery, self._extra_arguments)
         except (NameTaken, StartError) as exc:
             raise self._start_failed(spec, exc) from _cause(exc)
+        if ref is None:
+            child.status = "stopped"
+            return None
         child.monitor = self.monitor(ref) if monitor else None
         child.ref = ref
         child.status = "running"
@@ -221,6 +255,7 @@ def _should_restart(spec: ChildSpec, reason: ExitReason) -> bool:
 class Supervisor(_SupervisorBase):
     _children: list[_Child]
     _strategy: Strategy
+    _auto_shutdown: AutoShutdown
 
     async def init(
         self,
@@ -228,21 +263,17 @@ class Supervisor(_SupervisorBase):
         strategy: Strategy = "one_for_one",
         max_restarts: int = 3,
         max_seconds: float = 5,
+        auto_shutdown: AutoShutdown = "never",
     ) -> None:
-        if strategy not in ("one_for_one", "one_for_all", "rest_for_one"):
-            raise InvalidSpec(
-                f"strategy must be 'one_for_one', 'one_for_all' or 'rest_for_one', got {strategy!r}"
-            )
+        _check_strategy(strategy, auto_shutdown)
         self._strategy = strategy
+        self._auto_shutdown = auto_shutdown
         seen: set[Hashable] = set()
         self._children = []
         for spec in children:
-            if not isinstance(spec, ChildSpec):
-                raise InvalidSpec(f"children must be ChildSpec values, got {spec!r}")
-            if spec.id in seen:
-                raise InvalidSpec(f"duplicate child id {spec.id!r}")
+            self._check_new(spec, seen)
             seen.add(spec.id)
-            self._children.append(_Child(spec))
+            self._children.append(self._adopt(spec))
         await self._setup(max_restarts, max_seconds)
         for child in self._children:
             try:
@@ -253,11 +284,26 @@ class Supervisor(_SupervisorBase):
                 raise
             _log_started(self.ref, child)
 
+    def _check_new(self, spec: object, ids: Iterable[Hashable]) -> None:
+        if not isinstance(spec, ChildSpec):
+            raise InvalidSpec(f"children must be ChildSpec values, got {spec!r}")
+        if spec.id in ids:
+            raise InvalidSpec(f"duplicate child id {spec.id!r}")
+        if spec.significant and self._auto_shutdown == "never":
+            raise InvalidSpec(
+                f"child {spec.id!r} is significant, which needs auto_shutdown "
+                "'any_significant' or 'all_significant' (the supervisor's is 'never')"
+            )
+
     async def terminate(self, reason: ExitReason) -> None:
         await self._stop_all()
 
     def _live_children(self) -> Iterable[ActorRef]:
         return [child.ref for child in self._children if child.ref is not None]
+
+    def _remove(self, child: _Child) -> None:
+        self._children.remove(child)
+        self._forget(child)
 
     async def _stop_all(self, children: Sequence[_Child] | None = None) -> None:
         for child in reversed(self._children if children is None else children):
@@ -290,7 +336,7 @@ class Supervisor(_SupervisorBase):
                 if child.ref is not None:
                     await self._shutdown(child)
                 if child.spec.restart == "temporary":
-                    self._children.remove(child)
+                    self._remove(child)
                 return None
             case ("restart_child", child_id):
                 child = self._find(child_id)
@@ -301,6 +347,33 @@ class Supervisor(_SupervisorBase):
                 ref = await self._start(child)
                 _log_started(self.ref, child)
                 return ref
+            case ("start_child", ChildSpec() as spec):
+                # OTP's supervisor:start_child/2: the spec is added at the end, then started;
+                # if the start fails the spec is not kept, if init returned IGNORE it is.
+                try:
+                    self._check_new(spec, [c.spec.id for c in self._children])
+                except InvalidSpec as exc:
+                    raise _CallError(exc) from None
+                child = self._adopt(spec)
+                self._children.append(child)
+                try:
+                    ref = await self._start(child)
+                except StartError:
+                    self._remove(child)
+                    raise
+                _log_started(self.ref, child)
+                return ref
+            case ("delete_child", child_id):
+                child = self._find(child_id)
+                if child.ref is not None:
+                    raise _CallError(
+                        SupervisorError(
+                            f"child {child_id!r} of {self.ref!r} is running; "
+                            "terminate_child it first"
+                        )
+                    )
+                self._remove(child)
+                return None
         raise self._unknown_request(msg)
 
     async def handle_info(self, msg: Any) -> None:
@@ -312,6 +385,20 @@ class Supervisor(_SupervisorBase):
                         return
             case _:
                 await super().handle_info(msg)
+
+    def _significant_exited(self, child: _Child) -> None:
+        """A significant child exited on its own and stays stopped (OTP's auto_shutdown)."""
+        if self._auto_shutdown == "all_significant" and any(
+            c.spec.significant and c.ref is not None for c in self._children
+        ):
+            return
+        logger().info(
+            "supervisor.auto_shutdown",
+            supervisor=repr(self.ref),
+            child=repr(child.spec.id),
+            auto_shutdown=self._auto_shutdown,
+        )
+        self.stop(_SHUTDOWN)
 
     async def _child_exited(self, index: int, child: _Child, reason: ExitReason) -> None:
         child.ref = None
@@ -325,7 +412,9 @@ class Supervisor(_SupervisorBase):
         )
         if not _should_restart(child.spec, reason) or self._children_cancelled():
             if child.spec.restart == "temporary":
-                self._children.remove(child)
+                self._remove(child)
+            if child.spec.significant and not self._children_cancelled():
+                self._significant_exited(child)
             return
         if not self._allow_restart():
             self._give_up(child.spec.id)
@@ -341,7 +430,7 @@ class Supervisor(_SupervisorBase):
         await self._stop_all([c for c in group if c is not child])
         for sibling in group:
             if sibling is not child and sibling.spec.restart == "temporary":
-                self._children.remove(sibling)
+                self._remove(sibling)
         for member in group:
             if member.spec.restart == "temporary" and member is not child:
                 continue
@@ -449,11 +538,34 @@ class SupervisorRef(ActorRef):
         removed). Raises `UnknownChild` for an unknown id."""
         await _request(self, ("terminate_child", child_id), timeout)
 
-    async def restart_child(self, child_id: Hashable, timeout: float | None = None) -> ActorRef:  # noqa: ASYNC109
-        """Start a stopped child again and return its new ref. Raises `UnknownChild`,
-        `StartError`, or `SupervisorError` if it is running."""
-        result: ActorRef = await _request(self, ("restart_child", child_id), timeout)
+    async def restart_child(
+        self,
+        child_id: Hashable,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> ActorRef | None:
+        """Start a stopped child again and return its new ref (None if its init returned
+        `IGNORE`: it stays stopped). Raises `UnknownChild`, `StartError`, or `SupervisorError`
+        if it is running."""
+        result: ActorRef | None = await _request(self, ("restart_child", child_id), timeout)
         return result
+
+    async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef | None:  # noqa: ASYNC109
+        """Add `spec` at the end of the children and start it (OTP's start_child/2); its ref, or
+        None if its init returned `IGNORE` (the spec is kept, not running). Raises
+        `InvalidSpec` (not a `ChildSpec`, a duplicate id, a significant child without
+        auto_shutdown) and `StartError` if its init fails (then the spec is not kept). The
+        strategy applies to it from then on. Cancellation: a caller already cancelled sends
+        nothing; one cancelled while waiting abandons the reply, and the child may still start.
+        """
+        if not isinstance(spec, ChildSpec):
+            raise InvalidSpec(f"start_child needs a ChildSpec, got {spec!r}")
+        result: ActorRef | None = await _request(self, ("start_child", spec), timeout)
+        return result
+
+    async def delete_child(self, child_id: Hashable, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Forget a stopped child's spec (OTP's delete_child/2). Raises `UnknownChild`, or
+        `SupervisorError` if it is running (`terminate_child` it first)."""
+        await _request(self, ("delete_child", child_id), timeout)
 
 
 Supervisor._ref_class = SupervisorRef
@@ -466,6 +578,7 @@ async def start_supervisor(
     max_restarts: int = 3,
     max_seconds: float = 5,
     *,
+    auto_shutdown: AutoShutdown = "never",
     name: Hashable | None = None,
     registry: Registry | None = None,
     mailbox_size: int = DEFAULT_MAILBOX_SIZE,
@@ -473,17 +586,22 @@ async def start_supervisor(
     """Start a supervisor in `nursery`; its children start in order before this returns.
 
     A child that fails to start stops the ones already started (reverse order) and raises
-    `StartError` naming that child. `mailbox_size` bounds the supervisor's own mailbox; its
-    requests (`which_children`, `restart_child`, ...) wait for room rather than fail.
+    `StartError` naming that child. `auto_shutdown` (OTP's): with ``"any_significant"`` the
+    supervisor shuts down (exit `Shutdown()`, children stopped in reverse order) when a child
+    whose spec is `significant` exits on its own and is not restarted; with
+    ``"all_significant"`` when the last of them has. `mailbox_size` bounds the supervisor's
+    own mailbox; its requests (`which_children`, `restart_child`, ...) wait for room rather
+    than fail.
     """
     from ._spawn import start_actor
 
     check_start(Supervisor, name, registry, mailbox_size)
+    _check_strategy(strategy, auto_shutdown)
     try:
         ref = await start_actor(
             nursery,
             Supervisor,
-            (children, strategy, max_restarts, max_seconds),
+            (children, strategy, max_restarts, max_seconds, auto_shutdown),
             {},
             name,
             registry,
@@ -505,19 +623,22 @@ def supervisor_spec(
     max_restarts: int = 3,
     max_seconds: float = 5,
     *,
+    auto_shutdown: AutoShutdown = "never",
     restart: Literal["permanent", "transient", "temporary"] = "permanent",
     shutdown: float | Literal["brutal_kill", "infinity"] = "infinity",
+    significant: bool = False,
     name: Hashable | None = None,
     registry: Registry | None = None,
     mailbox_size: int = DEFAULT_MAILBOX_SIZE,
 ) -> ChildSpec:
     """A `ChildSpec` for a nested static supervisor (type ``"supervisor"``)."""
     _check_limits(max_restarts, max_seconds)
+    _check_strategy(strategy, auto_shutdown)
     return ChildSpec(
         id=id,
         start=Start(
             Supervisor,
-            (tuple(children), strategy, max_restarts, max_seconds),
+            (tuple(children), strategy, max_restarts, max_seconds, auto_shutdown),
             name=name,
             registry=registry,
             mailbox_size=mailbox_size,
@@ -525,6 +646,7 @@ def supervisor_spec(
         restart=restart,
         shutdown=shutdown,
         type="supervisor",
+        significant=significant,
     )
 
 
@@ -535,6 +657,7 @@ async def open_supervisor(
     max_restarts: int = 3,
     max_seconds: float = 5,
     *,
+    auto_shutdown: AutoShutdown = "never",
     name: Hashable | None = None,
     registry: Registry | None = None,
     mailbox_size: int = DEFAULT_MAILBOX_SIZE,
@@ -554,6 +677,7 @@ async def open_supervisor(
             strategy,
             max_restarts,
             max_seconds,
+            auto_shutdown=auto_shutdown,
             name=name,
             registry=registry,
             mailbox_size=mailbox_size,

@@ -351,9 +351,12 @@ class Consensus:
         if not isinstance(live, DynamicSupervisorRef):
             raise AskAnotherError("the consensus supervisor is restarting; try again shortly")
         try:
-            return await live.start_child(panel_call_spec(call, self.services))
+            ref = await live.start_child(panel_call_spec(call, self.services))
         except SupervisorError as exc:
             raise AskAnotherError(f"the call could not be started ({exc})") from None
+        if ref is None:  # its init returned IGNORE (a panel call never does)
+            raise AskAnotherError("the call could not be started (it declined to)")
+        return ref
 
     async def _synthesize(self, entry: ModelEntry, prompt: str, answers: list[Answer],
                           seconds: float, purpose: Purpose) -> Answer:
