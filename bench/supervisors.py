@@ -9,6 +9,10 @@ Memory is measured in a fresh subprocess per size and kind (`python -m bench.sup
 --memory N --kind ours|raw`): the peak RSS (`ru_maxrss`) after spawning N idle actors minus the
 RSS just before, so one size never pollutes the next; the median of a few processes is kept.
 
+The call round trip is also measured in fresh processes, three rounds in a rotating order
+(ours, raw trio, pykka, pykka pinned to one CPU; `--calls N --kind K`), with wall and CPU time
+per call: see "The call round trip in fresh processes" below for why pykka's figure moves.
+
 Restart latency has no reference: it is the time from an exception in a child's `handle_cast`
 to the restarted child answering a call, under a one_for_one supervisor, crash reports included.
 Run-loop passes and task steps per operation (load-independent) are recorded in the JSON extras.
@@ -676,6 +680,80 @@ def measure_memory(kind: str, count: int, *, heap: bool = False) -> dict[str, fl
 
 
 # --------------------------------------------------------------------------------------------
+# The call round trip in fresh processes, rounds interleaved (against pykka's ask)
+#
+# pykka's ask is a round trip between two threads: the caller queues the message and blocks on
+# a future, the actor's thread wakes, answers and wakes the caller. What that costs depends on
+# where the two threads run more than on pykka: handed across two CPUs, each wake-up is an
+# inter-processor wake of a CPU that may have gone idle (on a virtual machine, a halted vCPU
+# the hypervisor must reschedule), tens of microseconds each; on one CPU it is a context
+# switch. So the same code measured 14 µs and 80-95 µs on different runs. Each round here runs
+# ours, raw trio, pykka, and pykka with the process pinned to one CPU, each in a fresh process
+# (no state, thread or switch interval left by an earlier sample), and records wall and CPU
+# time per call: a wall time far above the CPU time is time spent waiting for a wake-up.
+
+CALL_KINDS: dict[str, Sample] = {"ours": ours_call, "raw": raw_call, "pykka": pykka_ask,
+                                 "pykka_one_cpu": pykka_ask}
+
+
+def call_child(kind: str, n: int) -> None:
+    """`--calls N --kind K`: N call round trips of kind K in this fresh process; JSON out."""
+    if kind.endswith("_one_cpu"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # before any thread starts
+    sample = CALL_KINDS[kind]
+    _timed(sample, max(n // 10, 1))
+    cpu = time.process_time()
+    wall = _timed(sample, n)
+    cpu = time.process_time() - cpu
+    print(json.dumps({"kind": kind, "us_wall": _us(wall / n), "us_cpu": _us(cpu / n)}),
+          flush=True)
+
+
+def fresh_call_rounds(n: int, rounds: int) -> dict[str, list[dict[str, float]]]:
+    """Every kind of `CALL_KINDS` once per round, each in a fresh process, the order rotated
+    from round to round."""
+    root = Path(__file__).resolve().parent.parent
+    kinds = list(CALL_KINDS)
+    runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in kinds}
+    for r in range(rounds):
+        for kind in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:
+            done = subprocess.run(
+                [sys.executable, "-m", "bench.supervisors", "--calls", str(n), "--kind", kind],
+                cwd=root, capture_output=True, text=True, check=False, timeout=600)
+            if done.returncode != 0:
+                raise RuntimeError(f"call benchmark {kind} failed:\n{done.stderr}")
+            runs[kind].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return runs
+
+
+def _fresh_rows(runs: dict[str, list[dict[str, float]]], n: int) -> list[Row]:
+    def median(kind: str, key: str = "us_wall") -> float:
+        return statistics.median(run[key] for run in runs[kind])
+
+    def spread(kind: str, key: str = "us_wall") -> list[float]:
+        return [round(min(run[key] for run in runs[kind]), 2),
+                round(max(run[key] for run in runs[kind]), 2)]
+
+    ratios = [o["us_wall"] / p["us_wall"] for o, p in zip(runs["ours"], runs["pykka"],
+                                                          strict=True)]
+    extra: dict[str, object] = {
+        "calls": n, "rounds": len(runs["ours"]), "statistic": "median of fresh processes",
+        "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+        "us_wall_range": {kind: spread(kind) for kind in runs},
+        "us_cpu": {kind: round(median(kind, "us_cpu"), 2) for kind in runs},
+        "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+        "runs": runs}
+    return [
+        Row(SUITE, "call round trip (fresh processes)", median("ours"), "µs/call",
+            "pykka ask", median("pykka"), extra=extra),
+        Row(SUITE, "call round trip (fresh processes)", median("ours"), "µs/call",
+            "raw trio ping-pong", median("raw"), extra=extra),
+        Row(SUITE, "pykka ask: across CPUs vs pinned to one", median("pykka"), "µs/call",
+            "pykka ask, one CPU", median("pykka_one_cpu"), extra=extra),
+    ]
+
+
+# --------------------------------------------------------------------------------------------
 # The suite
 
 
@@ -728,6 +806,7 @@ def run(quick: bool) -> list[Row]:
     rows.append(Row(SUITE, "call round trip", _us(call["ours"]), "µs/call", "pykka ask",
                     _us(call["pykka"]), extra=extra))
     _triotp_row(rows, "call round trip", call["ours"], "µs/call", triotp, "call", extra)
+    rows += _fresh_rows(fresh_call_rounds(sizes.calls, 3), sizes.calls)
 
     cast = compare({"ours": ours_cast, "raw": raw_cast, "pykka": pykka_tell}, sizes.casts,
                    sizes.repeats)
@@ -844,11 +923,17 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memory", type=int, metavar="N",
                         help="measure the RSS of N idle actors in this process and print JSON")
-    parser.add_argument("--kind", choices=[*sorted(MEMORY_KINDS), "pykka"], default="raw")
+    parser.add_argument("--calls", type=int, metavar="N",
+                        help="time N call round trips of --kind in this process; print JSON")
+    parser.add_argument("--kind", choices=sorted({*MEMORY_KINDS, "pykka", *CALL_KINDS}),
+                        default="raw")
     parser.add_argument("--heap", action="store_true",
                         help="with --memory: also trace the Python heap (slower)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    if args.calls is not None:
+        call_child(args.kind, args.calls)
+        return 0
     if args.memory is not None:
         if args.memory < 1:
             parser.error("--memory needs a positive count")
