@@ -13,6 +13,7 @@ replaces its logger handlers (one of which writes to stdout) with propagation to
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import re
 import sys
@@ -32,6 +33,10 @@ MIN_SECRET_LENGTH = 8
 _TOKEN_CHARS = r"A-Za-z0-9_\-"
 #: Characters of a provider's message kept at most (after scrubbing, so no key is cut in two).
 PROVIDER_TEXT_LIMIT = 2000
+#: A run of this many characters of a key (or of it reversed) in a provider's or a model's text
+#: is masked: the key split in two, or reversed, is still the key.
+FRAGMENT = 12
+_WINDOW = FRAGMENT // 2
 
 _secrets_lock = threading.Lock()
 _secrets: tuple[str, ...] = ()
@@ -63,14 +68,78 @@ def _mask_one(text: str, value: str) -> str:
 
 
 def scrub(text: str, secrets: Iterable[str] | None = None) -> str:
-    """`text` with every secret (the registered ones, or `secrets`) replaced by a mask.
+    """`text` with every secret (the registered ones, or `secrets`) replaced by a mask, and so
+    are its base64 and base64url forms and those of ``Bearer <secret>`` (a provider's error that
+    quotes the request's headers, or a proxy that encodes them): every path, logs included.
 
     A secret of `MIN_SECRET_LENGTH` characters or more is masked wherever it appears; a shorter
     one wherever it stands as a token (not touching a letter, digit, `-` or `_`).
     """
-    for value in _ordered(secrets):
+    for value in _with_forms(_ordered(secrets)):
         text = _mask_one(text, value)
     return text
+
+
+@functools.lru_cache(maxsize=64)
+def _with_forms(values: tuple[str, ...]) -> tuple[str, ...]:
+    """`values` and their encoded forms, longest first (cached: it is asked per log line)."""
+    forms = [f for v in values for form in (v, f"Bearer {v}") for f in _base64_forms(form)]
+    return _ordered([*values, *forms])
+
+
+@functools.lru_cache(maxsize=64)
+def _fragment_index(values: tuple[str, ...]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Every `_WINDOW`-character run of each value of `FRAGMENT` characters or more (and of the
+    value reversed), with where it stands in it."""
+    index: dict[str, list[tuple[str, int]]] = {}
+    for value in values:
+        if len(value) < FRAGMENT:
+            continue
+        for form in (value, value[::-1]):
+            for at in range(len(form) - _WINDOW + 1):
+                index.setdefault(form[at:at + _WINDOW], []).append((form, at))
+    return {window: tuple(places) for window, places in index.items()}
+
+
+def _mask_fragments(text: str, values: tuple[str, ...]) -> str:
+    """`text` with every run of `FRAGMENT` or more characters of a value (or of it reversed)
+    masked: a key split in two, or reversed, by a provider's or a model's text."""
+    return _masked(text, _fragment_spans(text, values))
+
+
+def _fragment_spans(text: str, values: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where `text` holds runs of `FRAGMENT` or more characters of a value (or of it reversed),
+    in order. Any such run holds a `_WINDOW`-character window starting at a multiple of
+    `_WINDOW` (FRAGMENT >= 2 * _WINDOW), so only those are looked up, then grown both ways."""
+    index = _fragment_index(values)
+    spans: list[tuple[int, int]] = []
+    if not index:
+        return spans
+    for at in range(0, len(text) - _WINDOW + 1, _WINDOW):
+        for form, offset in index.get(text[at:at + _WINDOW], ()):
+            start, end, left, right = at, at + _WINDOW, offset, offset + _WINDOW
+            while start > 0 and left > 0 and text[start - 1] == form[left - 1]:
+                start, left = start - 1, left - 1
+            while end < len(text) and right < len(form) and text[end] == form[right]:
+                end, right = end + 1, right + 1
+            if end - start >= FRAGMENT:
+                spans.append((start, end))
+    return sorted(spans)
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in spans:
+        if end <= last:
+            continue
+        out.append(text[last:max(start, last)])
+        if start >= last:
+            out.append(_MASK)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _base64_forms(value: str) -> list[str]:
@@ -94,12 +163,11 @@ def _base64_forms(value: str) -> list[str]:
 
 
 def scrub_answer(text: str, secrets: Iterable[str] | None = None) -> str:
-    """`text` (a model's answer) scrubbed of each secret and of its base64 forms: a provider that
-    echoes the key it was called with must not get it shown or stored."""
+    """`text` (a model's answer) scrubbed of each secret, its encoded forms and any run of
+    `FRAGMENT` characters of it: a provider that echoes the key it was called with must not get
+    it shown or stored."""
     values = _ordered(secrets)
-    text = scrub(text, values)
-    forms = [form for value in values for form in _base64_forms(value)]
-    return scrub(text, forms)
+    return _mask_fragments(scrub(text, values), values)
 
 
 def scrub_provider_text(text: str, secrets: Iterable[str] | None = None,
@@ -107,7 +175,7 @@ def scrub_provider_text(text: str, secrets: Iterable[str] | None = None,
     """A provider's message scrubbed, then cut to `limit` characters, then rid of any start of
     a key left at its end (the message may have been cut by us, or upstream, inside a key)."""
     values = _ordered(secrets)
-    text = scrub(text, values)[:limit]
+    text = _mask_fragments(scrub(text, values), values)[:limit]
     return _mask_key_start_at_end(text, values)
 
 
@@ -131,14 +199,14 @@ class StreamScrubber:
     `flush()` returns the rest. Not thread-safe: one per stream."""
 
     def __init__(self, secrets: Iterable[str] | None = None) -> None:
-        values = _ordered(secrets)
-        # Every form once, longest first (what `scrub_answer` would compute on every chunk).
-        self._forms = _ordered([*values, *(f for v in values for f in _base64_forms(v))])
+        self._values = _ordered(secrets)
+        # Every form once, longest first (what `scrub` would compute on every chunk).
+        self._forms = _with_forms(self._values)
         self._pending = ""
 
     def feed(self, chunk: str) -> str:
         text = scrub(self._pending + chunk, self._forms)
-        hold = 0
+        hold = self._fragment_start_at_end(text)
         for form in self._forms:
             # The longest end of `text` that starts `form` (a whole short key at the end is
             # held too: the next character decides whether it stands as a token of its own).
@@ -150,11 +218,29 @@ class StreamScrubber:
                     break
                 at = tail.find(form[0], at + 1)
         cut = len(text) - hold
+        # A fragment that reaches the end may go on in the next chunk, and one the cut would
+        # halve must be masked whole: both are held, unmasked (masked now, the rest of the
+        # fragment would come out on its own).
+        spans = _fragment_spans(text, self._values)
+        for start, end in reversed(spans):
+            if start < cut and (end == len(text) or end > cut):
+                cut = start
         self._pending = text[cut:]
-        return text[:cut]
+        return _masked(text[:cut], [span for span in spans if span[1] <= cut])
+
+    def _fragment_start_at_end(self, text: str) -> int:
+        """How long an end of `text` could be the start of a fragment of a key still arriving:
+        the longest end, shorter than `FRAGMENT`, that a key (or a key reversed) holds."""
+        for size in range(min(len(text), FRAGMENT - 1), 0, -1):
+            end = text[-size:]
+            if any(end in value or end in value[::-1]
+                   for value in self._values if len(value) >= FRAGMENT):
+                return size
+        return 0
 
     def flush(self) -> str:
-        text, self._pending = scrub(self._pending, self._forms), ""
+        text = _mask_fragments(scrub(self._pending, self._forms), self._values)
+        self._pending = ""
         return text
 
 

@@ -144,7 +144,80 @@ def test_the_stream_scrubber_holds_back_only_what_could_be_a_key() -> None:
     scrubber = StreamScrubber([LONG_KEY])
     assert scrubber.feed("plain words ") == "plain words "
     assert scrubber.feed("then sk-VERY") == "then "  # could be the key: held
-    assert scrubber.feed("SECRET1234-a9c8e7 done") == "******** done"
-    assert scrubber.feed(" sk-") == " "
+    # "e" could start a fragment of the key (its "e7"), or of the key reversed: held.
+    assert scrubber.feed("SECRET1234-a9c8e7 done") == "******** don"
+    assert scrubber.feed(" sk-") == "e "
     assert scrubber.feed("not it") == "sk-not it"
     assert scrubber.flush() == ""
+    # A fragment of 12 characters is masked whole, however the chunks cut it.
+    scrubber = StreamScrubber([LONG_KEY])
+    streamed = "".join(scrubber.feed(c) for c in f"a {LONG_KEY[3:15]} b {LONG_KEY[::-1]} c")
+    assert streamed + scrubber.flush() == "a ******** b ******** c"
+
+
+def encoded_forms(key: str) -> dict[str, str]:
+    """The forms of `key` a provider's text carried out (issue 30): each must be masked."""
+    forms = {}
+    for name, data in (("base64", key.encode()), ("base64 of Bearer", f"Bearer {key}".encode())):
+        forms[name] = base64.b64encode(data).decode()
+        forms[name + "url"] = base64.urlsafe_b64encode(data).decode()
+    return {"first half": key[:12], "second half": key[12:], "reversed": key[::-1], **forms}
+
+
+def form_leaks(text: str | bytes) -> list[str]:
+    data = text.encode() if isinstance(text, str) else text
+    # 16 characters of a form from its start: its encoded core whatever the padding.
+    return [name for name, form in encoded_forms(LONG_KEY).items()
+            if form[:12].encode() in data or form[-12:].rstrip("=").encode() in data]
+
+
+def test_the_forms_the_test_looks_for_are_the_forms_sent() -> None:
+    assert form_leaks(" ".join(encoded_forms(LONG_KEY).values())) == list(encoded_forms(LONG_KEY))
+
+
+async def test_a_key_encoded_split_or_reversed_is_masked_in_results_and_the_log(
+        sim: Simulator, tmp_path: Path):
+    # Provider text carried base64(key), base64("Bearer key"), their url-safe forms, and the
+    # key split in two or reversed, into the tool result and the server's log.
+    home, stderr_path = tmp_path / "home", tmp_path / "stderr.log"
+    carried = " | ".join(f"{name}: {form}" for name, form in encoded_forms(LONG_KEY).items())
+    with stderr_path.open("w") as stderr:
+        async with stdio_client_for(env_for(sim, home), stderr) as client:
+            sim.script("m1", [Fail(400, f"Bad request; we saw {carried}"), Reply(carried)])
+            error, refused = await call(client, "completion", model="long", prompt="hi")
+            assert error and "The provider refused the request" in refused, refused
+            error, answered = await call(client, "completion", model="long", prompt="again")
+            assert not error, answered
+    assert "********" in refused and "********" in answered
+    assert not form_leaks(refused), (form_leaks(refused), refused)
+    assert not form_leaks(answered), (form_leaks(answered), answered)
+    log = stderr_path.read_text()
+    assert not form_leaks(log), form_leaks(log)
+    for path in (path for path in home.rglob("*") if path.is_file()):
+        assert not form_leaks(path.read_bytes()), (path.name, form_leaks(path.read_bytes()))
+
+
+def test_the_ask_command_masks_a_key_in_any_form(sim: Simulator, tmp_path: Path):
+    carried = " ".join(encoded_forms(LONG_KEY).values())
+    sim.script("m1", [Fail(401, f"Unauthorized: {carried}")])
+    env = {**os.environ, **env_for(sim, tmp_path / "home"), "PYTHONPYCACHEPREFIX": str(PYCACHE)}
+    done = subprocess.run([sys.executable, "-m", "ask_another", "ask", "long", "hello"],
+                          env=env, cwd=REPO, capture_output=True, timeout=120)
+    assert done.returncode != 0 and b"********" in done.stderr, done.stderr
+    assert not form_leaks(done.stdout + done.stderr), (form_leaks(done.stderr), done.stderr)
+
+
+def test_the_log_masks_encoded_keys_on_its_own() -> None:
+    # A line that never passed through a provider's scrubbing (a library's debug line).
+    import io
+
+    from ask_another.logs import configure_logging, get_logger, register_secrets
+
+    register_secrets([LONG_KEY])
+    out = io.StringIO()
+    configure_logging("INFO", stream=out)
+    try:
+        get_logger("test").warning("headers", sent=encoded_forms(LONG_KEY)["base64 of Bearer"])
+    finally:
+        configure_logging("INFO")
+    assert "********" in out.getvalue() and not form_leaks(out.getvalue()), out.getvalue()
