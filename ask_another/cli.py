@@ -394,14 +394,14 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _research(config: Config, args: argparse.Namespace) -> int:
-    from ask_another.research import JobUpdate, ResearchJobs
+    from ask_another.research import JobUpdate
     from ask_another.research.usage import usage_text
     from ask_another.runtime import open_runtime
     from ask_another.terminal import TerminalPerson, open_progress
 
     async with (open_runtime(config, prewarm_after=0, per_session=True) as runtime,
                 open_progress() as progress):
-        jobs = ResearchJobs.of(runtime)
+        jobs = runtime.jobs
         job = await jobs.start(args.model, args.query, args.method, depth=args.depth)
         print(f"research job {job.id} ({job.model}, method {job.method})", file=sys.stderr)
         progress.set(f"{job.id} pending")
@@ -512,7 +512,7 @@ async def _usage(config: Config, period: str) -> int:
     from ask_another.spend.report import usage_report
 
     async with open_runtime(config, prewarm_after=None, per_session=True) as runtime:
-        print(await usage_report(runtime, period))
+        print(await usage_report(runtime.services, period))
     return 0
 
 

@@ -33,7 +33,7 @@ import trio
 from ask_another.catalog import Catalog, model_map
 from ask_another.config import Config, DatabaseUrl
 from ask_another.consensus import Consensus, consensus_spec
-from ask_another.conversations import conversations_spec
+from ask_another.conversations import Conversations, conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.gateway import (
     CompletionResult,
@@ -56,7 +56,7 @@ from ask_another.research.lease import Lease, new_owner
 from ask_another.research.supervisor import research_spec
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
-from ask_another.store import FeedbackRecord, StoreActor, add_feedback
+from ask_another.store import Database, FeedbackRecord, StoreActor, add_feedback
 from ask_another.users import LOCAL_USER, User
 from supervisors import Registry, StartError, SupervisorRef, child_spec, open_supervisor
 
@@ -68,25 +68,39 @@ MAX_TIMEOUT = 3600.0
 
 
 @dataclass
-class Runtime(Services):
+class Runtime:
     """The running parts. Made by `open_runtime()`; valid only inside its `async with` block.
 
-    As `Services`: `await gateway()`, `await database()` and `model(id)` give the current handles.
+    `services` is the one `Services` every part is given (`await gateway()`, `await database()`
+    and `model(id)` give the current handles); `config`, `gateway()` and `database()` here are
+    its. The faces for a user are `jobs_for(user)`, `consensus_for(user)` and
+    `conversations_for(user)`.
     """
 
-    supervisor: SupervisorRef = field(kw_only=True)
+    services: Services
+    supervisor: SupervisorRef
     lease: Lease | None = field(default=None, kw_only=True)
     """This runtime's lease on its research jobs (research/lease.py), fixed for its life: read
     here rather than asked of the job owner on every start."""
     _catalog: Catalog | None = field(default=None, kw_only=True)
-    attached: dict[str, Any] = field(default_factory=dict, repr=False, kw_only=True)
-    """start_research calls waiting on a job across elicitation rounds (server/tools/attached.py).
-    """
     rates: RequestRate = field(default_factory=lambda: RequestRate(0), kw_only=True)
     """Tool calls per user per minute on this node (limits.py; the MCP face checks it)."""
-    confirmations: dict[str, float] = field(default_factory=dict, repr=False, kw_only=True)
-    """When each consensus call awaiting a spend confirmation asked it, by its arguments, so an
-    answer in a later 2026-07-28 round can be found too late (server/tools/confirm.py)."""
+
+    @property
+    def config(self) -> Config:
+        return self.services.config
+
+    @property
+    def registry(self) -> Registry:
+        return self.services.registry
+
+    async def gateway(self) -> Gateway:
+        """The gateway handle (refreshed after a restart; see `Services`)."""
+        return await self.services.gateway()
+
+    async def database(self) -> Database:
+        """The database handle (refreshed after a restart; see `Services`)."""
+        return await self.services.database()
 
     async def catalog(self) -> Catalog:
         """The allowed models with litellm's metadata (its model map is read the first time, in
@@ -134,7 +148,8 @@ class Runtime(Services):
             timeout=timeout if timeout is not None else self.config.timeout,
             tools=tools, on_delta=on_delta,
         )
-        await record_call(self, "completion", entry.model, result.usage, Purpose(tool=tool))
+        await record_call(self.services, "completion", entry.model, result.usage,
+                          Purpose(tool=tool))
         log.info("completion.finished", model=entry.model, prompt_tokens=result.usage.prompt_tokens,
                  completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
         return result
@@ -142,15 +157,32 @@ class Runtime(Services):
     @property
     def consensus(self) -> Consensus:
         """Several models at once: `ask(models, prompt, stances=, synthesize=, ...)`
-        (see consensus/)."""
-        return Consensus(self)
+        (see consensus/), as the local user; `consensus_for(user)` asks for another."""
+        return Consensus(self.services)
+
+    def consensus_for(self, user: User) -> Consensus:
+        """The consensus face asking for `user`."""
+        return Consensus(self.services, user)
 
     @property
     def jobs(self) -> ResearchJobs:
         """Research jobs: `start(model, query, method=, interaction=, tools=)`, `get`, `list`,
         `wait`, `cancel`, `answer_permission`, `answer_choice` (see research/jobs.py), as the
-        local user (an admin); `ResearchJobs.of(runtime, user)` acts for another user."""
-        return ResearchJobs.of(self)
+        local user (an admin); `jobs_for(user)` acts for another user."""
+        return ResearchJobs(self.services, lease=self.lease)
+
+    def jobs_for(self, user: User) -> ResearchJobs:
+        """The research jobs as seen and acted on by `user`."""
+        return ResearchJobs(self.services, user, lease=self.lease)
+
+    @property
+    def conversations(self) -> Conversations:
+        """Conversations (see conversations/), as the local user."""
+        return Conversations(self.services)
+
+    def conversations_for(self, user: User) -> Conversations:
+        """The conversations as `user` takes part in them."""
+        return Conversations(self.services, user)
 
     def tools(self, extra: Iterable[Tool] | ToolRegistry = (), *,
               gateway: Gateway | None = None) -> ToolRegistry:
@@ -203,7 +235,7 @@ class Runtime(Services):
         gateway = await self.gateway()
 
         async def spent(result: CompletionResult) -> None:
-            await record_call(self, "completion", entry.model, result.usage,
+            await record_call(self.services, "completion", entry.model, result.usage,
                               Purpose(tool="run_turn"))
 
         call = gateway_model(gateway, entry, temperature=temperature,
@@ -307,15 +339,16 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     for problem in config.problems:
         log.error("config.problem", variable=problem.variable, problem=problem.message)
     registry = Registry()
+    services = Services(config, registry)  # the one every part of this runtime is given
     lease = Lease(new_owner(), config.lease_seconds)
     children = [
         child_spec(StoreActor, config.database, name="store", registry=registry),
         child_spec(GatewayActor, _transport(config, gateway_process, per_session),
                    config.secrets(), prewarm_after,
                    name="gateway", registry=registry, shutdown=15.0),
-        research_spec(config, registry, lease=lease),
-        conversations_spec(config, registry),
-        consensus_spec(config, registry),
+        research_spec(services, lease=lease),
+        conversations_spec(services),
+        consensus_spec(registry),
     ]
     started = False
     try:
@@ -324,7 +357,7 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
             store = config.database
             log.info("runtime.started", models=len(config.models), home=str(config.home),
                      store=store.shown if isinstance(store, DatabaseUrl) else str(store))
-            yield Runtime(config=config, supervisor=supervisor, registry=registry, lease=lease,
+            yield Runtime(services, supervisor, lease=lease,
                           rates=RequestRate(config.rate_per_minute))
     except BaseException as exc:
         # A child's init failed: show its own error (e.g. the database path), not the wrappers.

@@ -64,7 +64,7 @@ def _pct(values: list[float], q: float) -> float:
 async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: float
                    ) -> dict[str, object]:
     from ask_another.config import Config
-    from ask_another.research import ResearchJobs, job_name
+    from ask_another.research import job_name
     from ask_another.research.supervisor import JOB_OWNER, GetStatistics
     from ask_another.runtime import open_runtime
     from ask_another.server.tools.research import job_text, jobs_table
@@ -78,7 +78,7 @@ async def _measure(url: str, home: Path, jobs_n: int, latency: float, poll: floa
         "MODEL_GDR": f"{GEMINI};bench-key;{url}",
     })
     async with open_runtime(config, prewarm_after=0) as runtime:
-        jobs = ResearchJobs.of(runtime)
+        jobs = runtime.jobs
         # Warm up: litellm imported, its HTTP client and our code paths exercised once.
         warm = [await jobs.start("gdr", f"warm-up {n}") for n in range(5)]
         for record in warm:

@@ -45,7 +45,6 @@ QUESTIONS: tuple[tuple[str, str], ...] = (
 
 async def _measure(openai_base: str, url: str, home: Path) -> list[dict[str, object]]:
     from ask_another.config import Config
-    from ask_another.research import ResearchJobs
     from ask_another.runtime import open_runtime
 
     config = Config.from_env({
@@ -56,7 +55,7 @@ async def _measure(openai_base: str, url: str, home: Path) -> list[dict[str, obj
     })
     out: list[dict[str, object]] = []
     async with open_runtime(config, prewarm_after=0) as runtime:
-        jobs = ResearchJobs.of(runtime)
+        jobs = runtime.jobs
         warm = await jobs.start("sim", "warm-up question", "sequential", depth="shallow")
         await jobs.wait(warm.id, 120)
         for question, depth in QUESTIONS:

@@ -1,6 +1,6 @@
 """Several models at once: one prompt to a panel of 2-8 allowed models, replies side by side.
 
-`Consensus.of(runtime).ask(models, prompt, ...)` asks every model at once, each call its own
+`runtime.consensus.ask(models, prompt, ...)` asks every model at once, each call its own
 supervised `PanelCall` actor (`consensus_spec` is its part of the runtime's tree), and returns a
 `ConsensusResult`: an `Answer` per seat (answered, failed or timed out), an optional synthesis,
 and the conversation the replies were stored in; `consensus_text` formats it. An estimate above

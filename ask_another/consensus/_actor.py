@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import trio
 
-from ask_another.config import Config, ModelEntry
+from ask_another.config import ModelEntry
 from ask_another.consensus._panel import Answer, one_line_reason
 from ask_another.errors import AskAnotherError, ProviderTimeout
 from ask_another.logs import get_logger
@@ -122,7 +122,7 @@ def panel_call_spec(spec: CallSpec, services: Services) -> ChildSpec:
                      restart="temporary", shutdown=5.0)
 
 
-def consensus_spec(config: Config, registry: Registry) -> ChildSpec:
+def consensus_spec(registry: Registry) -> ChildSpec:
     """The `consensus.calls` dynamic supervisor for the runtime's root supervisor."""
     return dynamic_supervisor_spec(CALLS_SUPERVISOR, max_restarts=CALL_RESTARTS,
                                    name=CALLS_SUPERVISOR, registry=registry)

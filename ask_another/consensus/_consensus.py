@@ -1,6 +1,6 @@
 """`Consensus`: one prompt to several allowed models at once, their replies side by side.
 
-    consensus = Consensus.of(runtime)
+    consensus = runtime.consensus_for(user)
     result = await consensus.ask(["gpt4", "claude", "gemini"], "Is this proof right? ...",
                                  stances={"claude": "against"}, synthesize="gpt4")
 
@@ -126,14 +126,6 @@ class Consensus:
     def __init__(self, services: Services, user: User = LOCAL_USER) -> None:
         self.services = services
         self.user = user
-
-    @classmethod
-    def of(cls, runtime: Any, user: User = LOCAL_USER) -> Consensus:
-        """The consensus face of a running `Runtime` (anything with `config` and `registry`),
-        asking for `user`."""
-        # The runtime is itself a `Services` (keeping the price map between calls).
-        return cls(runtime if isinstance(runtime, Services)
-                   else Services(runtime.config, runtime.registry), user)
 
     def seats(self, models: Sequence[str], stances: Mapping[str, str] | None = None
               ) -> list[Seat]:

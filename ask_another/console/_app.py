@@ -209,7 +209,7 @@ class Console:
         return self.render(request, session, "error", status, message=message)
 
     def jobs(self, session: Session) -> ResearchJobs:
-        return ResearchJobs.of(self.runtime, session.user)
+        return self.runtime.jobs_for(session.user)
 
     # ----- login ------------------------------------------------------------------------------
 

@@ -30,7 +30,6 @@ from typing import Any, Final
 import msgspec
 
 from ask_another.articles import READ_ARTICLE_NAME, read_article
-from ask_another.config import Config
 from ask_another.conversations._errors import ArticleUnreadable, ConversationBusy
 from ask_another.conversations._history import build_history, tool_exchange
 from ask_another.errors import AskAnotherError, StoreError
@@ -54,7 +53,6 @@ from supervisors import (
     ChildSpec,
     DynamicSupervisorRef,
     IdleTimeout,
-    Registry,
     Start,
     SupervisorError,
     TaskCancelled,
@@ -337,10 +335,9 @@ def conversation_spec(record: ConversationRecord, services: Services,
     )
 
 
-def conversations_spec(config: Config, registry: Registry,
-                       idle_seconds: float = IDLE_SECONDS) -> ChildSpec:
+def conversations_spec(services: Services, idle_seconds: float = IDLE_SECONDS) -> ChildSpec:
     """The `conversations` subtree for the runtime's root supervisor."""
-    services = Services(config, registry)
+    registry = services.registry
     return supervisor_spec(
         "conversations",
         [

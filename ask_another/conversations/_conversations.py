@@ -4,7 +4,7 @@ It holds no conversation state: it resolves the model, finds the conversation (i
 its row in the store), checks the model binding, has the starter wake the actor, and sends the
 turn. Every turn answers with the conversation id, so the caller can continue the thread.
 
-    conversations = Conversations.of(runtime)
+    conversations = runtime.conversations_for(user)
     first = await conversations.turn("gpt4", "Is this proof right? ...")
     again = await conversations.turn("gpt4", "And step 3?", first.conversation_id)
     talk = await conversations.discuss("https://example.org/post", "gpt4")
@@ -53,7 +53,7 @@ from ask_another.store.conversations import (
     panel_of,
 )
 from ask_another.users import LOCAL_USER, User
-from supervisors import ActorExited, ActorRef, Crash, MailboxFull, Normal, Registry, SupervisorError
+from supervisors import ActorExited, ActorRef, Crash, MailboxFull, Normal, SupervisorError
 
 __all__ = ["DISCUSS_PROMPT", "MAX_TIMEOUT", "Conversations", "allowed_conversation"]
 
@@ -80,19 +80,9 @@ def allowed_conversation(user: User, record: ConversationRecord) -> Conversation
 class Conversations:
     """Take turns in conversations (see the module docstring)."""
 
-    def __init__(self, config: Config, registry: Registry, user: User = LOCAL_USER,
-                 services: Services | None = None) -> None:
-        self.services = services if services is not None else Services(config, registry)
+    def __init__(self, services: Services, user: User = LOCAL_USER) -> None:
+        self.services = services
         self.user = user
-
-    @classmethod
-    def of(cls, runtime: Any, user: User = LOCAL_USER) -> Conversations:
-        """The conversations of a running `Runtime` (anything with `config` and `registry`),
-        as `user` takes part in them."""
-        # The runtime is itself a `Services`: its handles are found once, not asked of the store
-        # and gateway actors on every turn.
-        return cls(runtime.config, runtime.registry, user,
-                   runtime if isinstance(runtime, Services) else None)
 
     @property
     def config(self) -> Config:

@@ -16,7 +16,7 @@ so an id never tells that it exists. An admin
 named user's start is refused with `LimitReached` while they have that many unfinished jobs
 (counted in the store, so the limit holds across processes and nodes).
 
-    jobs = ResearchJobs.of(runtime)
+    jobs = runtime.jobs_for(user)
     record = await jobs.start("gdr", "What changed in ...?")
     final = await jobs.wait(record.id, timeout=300, on_progress=print_update)
 """
@@ -103,22 +103,12 @@ ProgressFn = Callable[[JobUpdate], Awaitable[None]]
 class ResearchJobs:
     """Start, inspect, wait for and cancel research jobs (see the module docstring)."""
 
-    def __init__(self, services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                 user: User = LOCAL_USER, lease: Lease | None = None) -> None:
+    def __init__(self, services: Services, user: User = LOCAL_USER, *,
+                 max_attempts: int = DEFAULT_MAX_ATTEMPTS, lease: Lease | None = None) -> None:
         self.services = services
-        self.max_attempts = max_attempts
         self.user = user
+        self.max_attempts = max_attempts
         self._lease = lease
-
-    @classmethod
-    def of(cls, runtime: Any, user: User = LOCAL_USER) -> ResearchJobs:
-        """The jobs of a running `Runtime` (anything with `config` and `registry`), as seen and
-        acted on by `user`."""
-        # The runtime is itself a `Services` (its handles found once, not asked of the store and
-        # gateway actors on every tool call), and knows its lease.
-        services = (runtime if isinstance(runtime, Services)
-                    else Services(runtime.config, runtime.registry))
-        return cls(services, user=user, lease=getattr(runtime, "lease", None))
 
     def _allowed(self, record: JobRecord) -> JobRecord:
         """`record`, if this face's user may see it; raises `UnknownJob` otherwise: another

@@ -34,7 +34,6 @@ from typing import Any, Final
 
 import msgspec
 
-from ask_another.config import Config
 from ask_another.errors import AskAnotherError
 from ask_another.logs import get_logger
 from ask_another.research.job import (
@@ -62,7 +61,6 @@ from supervisors import (
     Caller,
     ChildSpec,
     DynamicSupervisorRef,
-    Registry,
     Start,
     TaskDone,
     child_spec,
@@ -125,13 +123,12 @@ def job_spec(record: JobRecord, services: Services,
     )
 
 
-def research_spec(config: Config, registry: Registry,
-                  max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+def research_spec(services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
                   lease: Lease | None = None) -> ChildSpec:
     """The `research` subtree for the runtime's root supervisor (`lease`: this runtime's, made
     here unless given)."""
-    services = Services(config, registry)
-    lease = lease if lease is not None else Lease(new_owner(), config.lease_seconds)
+    registry = services.registry
+    lease = lease if lease is not None else Lease(new_owner(), services.config.lease_seconds)
     return supervisor_spec(
         "research",
         [

@@ -35,7 +35,7 @@ from ask_another.logs import ensure_logging
 from ask_another.runtime import Runtime
 from ask_another.server import tasks
 from ask_another.server.context import arguments_text, check_rate
-from ask_another.server.lifespan import Unavailable, open_lifespan
+from ask_another.server.lifespan import ServerState, Unavailable, open_lifespan
 from ask_another.server.metadata import describe_tool, output_schemas
 from ask_another.server.stdio import AskAnotherServer
 from ask_another.server.tools import (
@@ -116,7 +116,7 @@ class _Server(AskAnotherServer):
         return [describe_tool(tool, schemas) for tool in await super().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
-                        context: Context[Any, Any] | None = None,
+                        context: Context[ServerState] | None = None,
                         ) -> CallToolResult | InputRequiredResult:
         check_rate(context)  # the one place every tool call passes: the per-user rate limit
         try:
@@ -131,9 +131,10 @@ class _Server(AskAnotherServer):
 def build_server(config: Config, *, prewarm_after: float | None = 0,
                  auth: AuthSettings | None = None,
                  token_verifier: TokenVerifier | None = None,
-                 opened: Runtime | Unavailable | None = None) -> MCPServer[Any]:
+                 opened: Runtime | Unavailable | None = None) -> MCPServer[ServerState]:
     """The MCP server with every tool registered; its lifespan opens the runtime
-    (`open_lifespan`), or holds `opened`, a lifespan its caller opened and closes.
+    (`open_lifespan`), or holds `opened`, a lifespan its caller opened and closes, in the
+    server's one `ServerState`.
 
     `auth` and `token_verifier` are for Streamable HTTP (server/http.py, server/auth.py); stdio
     has no authentication: the user who started the process is the caller.
@@ -147,14 +148,14 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
     unusable = home_problem(config.home)
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[Runtime | Unavailable]:
+    async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
         if opened is not None:
-            yield opened
+            yield ServerState(opened)
             return
         async with open_lifespan(config, prewarm_after=prewarm_after) as state:
-            yield state
+            yield ServerState(state)
 
-    server: MCPServer[Any] = _Server(
+    server: MCPServer[ServerState] = _Server(
         "ask-another",
         title="ask-another",
         description="Ask other models for a second opinion, through litellm.",

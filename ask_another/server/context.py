@@ -1,5 +1,5 @@
-"""From a tool call's `Context` to the running `Runtime` and the `User` making it, and from our
-errors to `ToolError`s.
+"""From a tool call's `Context` to the server's state (`ServerState`), the running `Runtime` and
+the `User` making it, and from our errors to `ToolError`s.
 
 `user_of(ctx)` is the one place a request becomes a user: the access token the SDK's auth
 middleware verified (HTTP with a bearer token), or the local user when there is none (stdio, a
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -22,26 +21,32 @@ from pydantic import ValidationError
 from ask_another.errors import AskAnotherError, InvalidArgument, error_text
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
-from ask_another.server.lifespan import Unavailable
+from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.users import ADMIN_SCOPE, LOCAL_USER, User
 
-__all__ = ["ADMIN_SCOPE", "LOCAL_USER", "Unavailable", "User", "arguments_text", "check_rate",
-           "runtime_of", "token_user", "tool_errors", "user_of"]
+__all__ = ["ADMIN_SCOPE", "LOCAL_USER", "ServerState", "Unavailable", "User", "arguments_text",
+           "check_rate", "runtime_of", "state_of", "token_user", "tool_errors", "user_of"]
 
 log = get_logger("ask_another.server")
 
 
-def runtime_of(ctx: Context[Any, Any]) -> Runtime:
-    """The runtime the server's lifespan opened."""
-    runtime = ctx.request_context.lifespan_context
-    if isinstance(runtime, Unavailable):
-        raise ToolError(error_text(runtime.error))
-    if not isinstance(runtime, Runtime):  # only if the server was built without our lifespan
+def state_of(ctx: Context[ServerState]) -> ServerState:
+    """The server's state, as its lifespan made it."""
+    state = ctx.request_context.lifespan_context
+    if not isinstance(state, ServerState):  # only if the server was built without our lifespan
         raise ToolError(error_text(RuntimeError("the ask-another runtime is not running")))
-    return runtime
+    return state
 
 
-def user_of(ctx: Context[Any, Any] | None = None) -> User:
+def runtime_of(ctx: Context[ServerState]) -> Runtime:
+    """The runtime the server's lifespan opened (a `ToolError` saying why it did not start)."""
+    opened = state_of(ctx).opened
+    if isinstance(opened, Unavailable):
+        raise ToolError(error_text(opened.error))
+    return opened
+
+
+def user_of(ctx: Context[ServerState] | None = None) -> User:
     """Who makes this request: the verified access token's user (its `subject`, else its
     `client_id`; an admin with the ``ask-another:admin`` scope), or `LOCAL_USER` without one.
 
@@ -59,14 +64,15 @@ def token_user(token: AccessToken) -> User:
                 name=token.client_id)
 
 
-def check_rate(ctx: Context[Any, Any] | None) -> None:
+def check_rate(ctx: Context[ServerState] | None) -> None:
     """Count this tool call against its user's `ASK_ANOTHER_RATE_PER_MINUTE`; a `ToolError`
     saying the limit, the count and when to retry if it is reached. Nothing to count without a
     running runtime (the tool then fails on its own)."""
     try:
-        runtime = ctx.request_context.lifespan_context if ctx is not None else None
+        state = ctx.request_context.lifespan_context if ctx is not None else None
     except ValueError:  # no request context: a direct call, not a client's
         return
+    runtime = state.opened if isinstance(state, ServerState) else None
     if isinstance(runtime, Runtime):
         try:
             runtime.rates.check(user_of(ctx))

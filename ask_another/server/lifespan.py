@@ -1,4 +1,5 @@
-"""What the server's lifespan holds: the running `Runtime`, or why it could not start.
+"""What the server's lifespan holds: the running `Runtime`, or why it could not start, and the
+MCP face's own state (`ServerState`).
 
 `open_lifespan(config)` opens the runtime, or, when it cannot start (an unusable
 `ASK_ANOTHER_HOME`, a database file that is not SQLite), holds an `Unavailable` saying why: the
@@ -7,19 +8,30 @@ reason (over stdio; `serve --http` exits with the reason instead, server/http.py
 module does not import the MCP SDK, so `ask-another serve` opens the lifespan
 before the SDK's import: the gateway's worker process then imports litellm (about 1.3 s of CPU)
 on the other core while this process imports the SDK (about 0.4 s).
+
+`ServerState` is what every tool handler reads (`Context[ServerState]`; `state_of(ctx)` in
+server/context.py): what `open_lifespan` opened, plus what only the MCP face keeps between the
+rounds of one call, the attached start_research calls and the consensus spend confirmations.
+The library object (`Runtime`) knows nothing of either.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ask_another.config import Config
 from ask_another.errors import AskAnotherError, ConfigError
 from ask_another.home import home_problem
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime, open_runtime
+
+if TYPE_CHECKING:  # the SDK is imported after the lifespan opens (see above)
+    from ask_another.server.tools.attached import Attachment
+
+__all__ = ["ServerState", "Unavailable", "open_lifespan"]
 
 log = get_logger("ask_another.server")
 
@@ -30,6 +42,26 @@ class Unavailable:
     call that needs the runtime fails with `error`."""
 
     error: AskAnotherError
+
+
+@dataclass
+class ServerState:
+    """The MCP face's state for the server's lifetime: the lifespan's value."""
+
+    opened: Runtime | Unavailable
+    attached: dict[str, list[Attachment]] = field(default_factory=dict, repr=False)
+    """start_research calls waiting on a job across elicitation rounds, by the call's arguments
+    (server/tools/attached.py)."""
+    confirmations: dict[str, float] = field(default_factory=dict, repr=False)
+    """When each consensus call awaiting a spend confirmation asked it, by its arguments, so an
+    answer in a later 2026-07-28 round can be found too late (server/tools/confirm.py)."""
+
+    @property
+    def runtime(self) -> Runtime:
+        """The running runtime; raises the `AskAnotherError` that kept it from starting."""
+        if isinstance(self.opened, Unavailable):
+            raise self.opened.error
+        return self.opened
 
 
 @contextlib.asynccontextmanager

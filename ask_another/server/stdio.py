@@ -34,6 +34,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
 from ask_another.logs import get_logger
+from ask_another.server.lifespan import ServerState
 
 __all__ = ["AnsweringStdin", "AskAnotherServer"]
 
@@ -168,7 +169,7 @@ def _claim_stdin() -> Iterator[int]:
         # (the SDK keeps its own duplicate open for the same reason).
 
 
-class AskAnotherServer(MCPServer[Any]):
+class AskAnotherServer(MCPServer[ServerState]):
     """``MCPServer`` whose stdio transport answers the requests the SDK's reader drops."""
 
     async def run_stdio_async(self) -> None:

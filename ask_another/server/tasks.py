@@ -67,7 +67,7 @@ from ask_another.logs import get_logger
 from ask_another.research import JobUpdate, ResearchJobs
 from ask_another.runtime import Runtime
 from ask_another.server.context import user_of
-from ask_another.server.lifespan import Unavailable
+from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.server.tools.attached import question_of, waiting_text
 from ask_another.server.tools.research import result_json
 from ask_another.store.jobs import JobRecord
@@ -228,7 +228,8 @@ async def answer(jobs: ResearchJobs, job_id: str, asked: Asked, action: str,
 
 
 def _runtime(ctx: ServerRequestContext[Any, Any]) -> Runtime:
-    runtime = ctx.lifespan_context
+    state = ctx.lifespan_context
+    runtime = state.opened if isinstance(state, ServerState) else None
     if isinstance(runtime, Unavailable):
         raise MCPError(types.INTERNAL_ERROR, error_text(runtime.error))
     if not isinstance(runtime, Runtime):
@@ -271,7 +272,7 @@ async def _start(runtime: Runtime, user: User, arguments: Mapping[str, Any]) -> 
     query = _argument(arguments, "query")
     method = _argument(arguments, "method", "auto").strip() or "auto"
     depth = _argument(arguments, "depth", "standard").strip() or "standard"
-    record = await ResearchJobs.of(runtime, user).start(model, query, method, depth=depth)
+    record = await runtime.jobs_for(user).start(model, query, method, depth=depth)
     log.info("tasks.created", job_id=record.id, user=user.id)
     return record
 
@@ -307,7 +308,7 @@ class LegacyTasks:
         if ctx.method not in _TASK_METHODS:
             return await call_next(ctx)
         runtime = _runtime(ctx)
-        jobs = ResearchJobs.of(runtime, user_of())
+        jobs = runtime.jobs_for(user_of())
         try:
             if ctx.method == "tasks/list":
                 return {"tasks": [task_fields(r, runtime.config, modern=False)
@@ -485,7 +486,7 @@ class TasksExtension(Extension):
         _require_declared(ctx)
         runtime = _runtime(ctx)
         try:
-            record = await ResearchJobs.of(runtime, user_of()).get(params.task_id.strip())
+            record = await runtime.jobs_for(user_of()).get(params.task_id.strip())
         except Exception as exc:
             raise _refused(exc) from None
         return _detailed(record, runtime.config)
@@ -494,7 +495,7 @@ class TasksExtension(Extension):
                       ) -> HandlerResult:
         assert isinstance(params, UpdateParams)
         _require_declared(ctx)
-        jobs = ResearchJobs.of(_runtime(ctx), user_of())
+        jobs = _runtime(ctx).jobs_for(user_of())
         task_id = params.task_id.strip()
         try:
             questions = {q.key: q for q in open_questions(await jobs.get(task_id))}
@@ -513,7 +514,7 @@ class TasksExtension(Extension):
         assert isinstance(params, TaskParams)
         _require_declared(ctx)
         try:
-            await ResearchJobs.of(_runtime(ctx), user_of()).cancel(params.task_id.strip())
+            await _runtime(ctx).jobs_for(user_of()).cancel(params.task_id.strip())
         except Exception as exc:
             raise _refused(exc) from None
         return {}

@@ -10,15 +10,16 @@ asks the model about it; its answer ends with the conversation id, like completi
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ask_another.articles import READ_ARTICLE_DESCRIPTION, read_article
-from ask_another.conversations import DISCUSS_PROMPT, Conversations
+from ask_another.conversations import DISCUSS_PROMPT
 from ask_another.server.context import runtime_of, tool_errors, user_of
+from ask_another.server.lifespan import ServerState
 from ask_another.server.tools.completion import conversation_text, progress_reporter
 
 __all__ = ["DISCUSS", "HOWTO", "READ_ARTICLE", "register"]
@@ -42,11 +43,11 @@ HOWTO: Final = (
 )
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.tool(name="read_article", description=READ_ARTICLE, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
     async def read_article_tool(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         url: Annotated[str, Field(description="The http or https URL of the page to read.")],
     ) -> str:
         with tool_errors("read_article"):
@@ -56,7 +57,7 @@ def register(server: MCPServer[Any]) -> None:
     @server.tool(name="discuss", description=DISCUSS, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
     async def discuss(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         url: Annotated[str, Field(description="The http or https URL of the article.")],
         model: Annotated[str, Field(description="A shorthand from list_models (e.g. 'openai') "
                                     "or an exact model ID such as 'openai/gpt-4o'.")],
@@ -67,6 +68,6 @@ def register(server: MCPServer[Any]) -> None:
         = DISCUSS_PROMPT,
     ) -> str:
         with tool_errors("discuss"):
-            outcome = await Conversations.of(runtime_of(ctx), user_of(ctx)).discuss(
+            outcome = await runtime_of(ctx).conversations_for(user_of(ctx)).discuss(
                 url, model, conversation_id, prompt, on_delta=progress_reporter(ctx))
             return conversation_text(outcome)

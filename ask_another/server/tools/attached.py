@@ -1,21 +1,14 @@
 """An attached start_research call: it waits on its job and puts the job's questions to the
 client through MCP elicitation.
 
-The SDK's resolver form (`Annotated[ElicitationResult[M], Resolve(fn)]`, `fn` returning
-`Elicit(message, M)`) is the elicitation that works in both protocol eras, but a resolver runs
-*before* the tool body and asks one question. So the waiting happens in the resolvers: a chain
-of `MAX_ELICITED` steps, each receiving the answer to the previous step's question. A step
-delivers that answer to the job (the same message `answer_permission` / `answer_choice` send),
-then waits on the job until it finishes, the call's time is up, or a new question opens, which
-it returns as its own `Elicit`. The tool body gets the last outcome: a finished (or still
-running) job to format, or a last answer to deliver before waiting on without asking.
-
-- Up to 2025-11-25 each `Elicit` is a server-to-client request in the middle of the one call.
-- From 2026-07-28 an `Elicit` ends the round with an `InputRequiredResult`; the client answers
-  and calls again with the same arguments. The resolvers re-run from the start on each round;
-  the attachment (the job and the questions asked so far, in order) is found again by the
-  call's arguments in `Runtime.attached`, so every step re-asks exactly the question it asked
-  before and the SDK matches the recorded answer to it.
+It asks through the resolver chain of server/elicitation.py: a step delivers the previous
+answer to the job (the same message `answer_permission` / `answer_choice` send), then waits on
+the job until it finishes, the call's time is up, or a new question opens, which it returns as
+its own `Elicit`. The tool body gets the last outcome: a finished (or still running) job to
+format, or a last answer to deliver before waiting on without asking. From 2026-07-28 the
+resolvers re-run on every round; the attachment (the job and the questions asked so far, in
+order) is found again by the call's arguments in `ServerState.attached`, so every step re-asks
+exactly the question it asked before.
 
 A client without the elicitation capability is never asked: the job shows what it waits for in
 check_research and in the progress messages, and waits for answer_permission / answer_choice.
@@ -25,14 +18,14 @@ A question answered some other way first (or expired) is not asked; an elicited 
 arrives after that is refused by the job and changes nothing.
 """
 
-# No `from __future__ import annotations`: the chain's annotations name the previous step's
-# function object, and the SDK reads them with get_type_hints, which cannot see closures.
+# No `from __future__ import annotations`: the SDK reads the resolvers' annotations with
+# get_type_hints, which cannot see names that only exist here at type-check time.
 
 import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import trio
 from mcp.server.mcpserver import Context
@@ -40,22 +33,21 @@ from mcp.server.mcpserver.resolve import (
     AcceptedElicitation,
     Elicit,
     ElicitationResult,
-    Resolve,
 )
 from pydantic import BaseModel, Field, create_model
 
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
-from ask_another.research import JobUpdate, ResearchJobs
+from ask_another.research import JobUpdate
 from ask_another.research.job import CONFIRM_SPEND
-from ask_another.server.context import runtime_of, tool_errors, user_of
+from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
+from ask_another.server.elicitation import MAX_ELICITED, Approval, can_elicit, resolver_chain
+from ask_another.server.lifespan import ServerState
 from ask_another.spend.before import estimate_research
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
-    "MAX_ELICITED",
     "MAX_WAIT",
-    "Approval",
     "Attachment",
     "Finished",
     "attachment",
@@ -69,17 +61,7 @@ __all__ = [
 log = get_logger("ask_another.server")
 
 MAX_WAIT: Final = 3600.0
-MAX_ELICITED: Final = 4
-"""Questions one attached call asks by elicitation; later ones wait for answer_permission /
-answer_choice (the client's input-required driver allows 10 rounds by default)."""
 KEEP_ATTACHED: Final = 3600.0
-
-
-class Approval(BaseModel):
-    """The elicited answer to a permission request (a flat primitive schema, as MCP requires)."""
-
-    decision: Literal["allow", "deny"] = Field(
-        description="allow: run this tool call; deny: do not run it")
 
 
 @dataclass
@@ -120,12 +102,6 @@ def _key(user: str | None, model: str, query: str, timeout: float, method: str, 
     # The user is part of the key: another user's call with the same arguments is not theirs.
     text = json.dumps([user, model, query, timeout, method, depth], ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def can_elicit(ctx: Context[Any, Any]) -> bool:
-    caps = ctx.client_capabilities
-    elicitation = caps.elicitation if caps is not None else None
-    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
 def waiting_text(job_id: str, waiting: list[dict[str, Any]]) -> str:
@@ -172,14 +148,14 @@ def question_of(job_id: str, w: dict[str, Any]) -> Question:
 # ----- the resolvers -------------------------------------------------------------------------
 
 
-async def attachment(ctx: Context[Any, Any], model: str, query: str,
+async def attachment(ctx: Context[ServerState], model: str, query: str,
                      timeout: float | None,  # noqa: ASYNC109 - start_research's, by name
                      method: str, depth: str = "standard") -> Attachment:
     """Start the job (first round), or find it again (a 2026-07-28 retry with answers)."""
     with tool_errors("start_research"):
         runtime = runtime_of(ctx)
         user = user_of(ctx)
-        table: dict[str, list[Attachment]] = runtime.attached
+        table = state_of(ctx).attached
         now = trio.current_time()
         for key in [k for k, atts in table.items()
                     if all(a.deadline + KEEP_ATTACHED < now for a in atts)]:
@@ -197,8 +173,8 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
             raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
                                   f"got {timeout:g}")
         # Stated in the answer; ResearchJobs.start refuses it if it would cross a ceiling.
-        estimate = await estimate_research(runtime, model, query, method.strip() or "auto")
-        record = await ResearchJobs.of(runtime, user).start(
+        estimate = await estimate_research(runtime.services, model, query, method.strip() or "auto")
+        record = await runtime.jobs_for(user).start(
             model, query, method.strip() or "auto", depth=depth.strip() or "standard")
         attached = Attachment(key, record, timeout, time.monotonic(), now + timeout,
                               estimate=estimate.describe())
@@ -206,13 +182,13 @@ async def attachment(ctx: Context[Any, Any], model: str, query: str,
         return attached
 
 
-async def _deliver(ctx: Context[Any, Any], att: Attachment, index: int,
+async def _deliver(ctx: Context[ServerState], att: Attachment, index: int,
                    answer: ElicitationResult[Any]) -> None:
     question = att.asked[index]
     if (question.tool_call_id, question.kind) in att.delivered:
         return
     att.delivered.add((question.tool_call_id, question.kind))
-    jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
+    jobs = runtime_of(ctx).jobs_for(user_of(ctx))
     data = answer.data if isinstance(answer, AcceptedElicitation) else None
     try:
         if question.kind == "permission":
@@ -226,12 +202,12 @@ async def _deliver(ctx: Context[Any, Any], att: Attachment, index: int,
                  tool_call_id=question.tool_call_id, reason=str(exc))
 
 
-async def _watch(ctx: Context[Any, Any], att: Attachment, elicit: bool) -> Finished | Question:
+async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Finished | Question:
     """Wait on the job: until it finishes, the call's time is up, or (when `elicit`) a question
     opens that this call has not asked yet. Progress goes to the client meanwhile. A client
     that cannot elicit gets its answer as soon as the job waits for its spend to be confirmed:
     nothing happens until someone calls answer_permission, so waiting on would only hang."""
-    jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
+    jobs = runtime_of(ctx).jobs_for(user_of(ctx))
     remaining = att.deadline - trio.current_time()
     if remaining <= 0:
         return Finished(await jobs.get(att.record.id))
@@ -276,7 +252,7 @@ def progress_text(update: JobUpdate) -> str:
     return text
 
 
-async def _step(ctx: Context[Any, Any], att: Attachment, index: int,
+async def _step(ctx: Context[ServerState], att: Attachment, index: int,
                 answer: ElicitationResult[Any] | None) -> Any:
     if answer is not None:
         if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, Finished):
@@ -295,34 +271,11 @@ async def _step(ctx: Context[Any, Any], att: Attachment, index: int,
     return Elicit(event.message, event.schema)
 
 
-def _first() -> Any:
-    async def step_0(ctx: Context[Any, Any],
-                     att: Annotated[Attachment, Resolve(attachment)]) -> Any:
-        return await _step(ctx, att, 0, None)
-    return step_0
-
-
-def _next(previous: Any, index: int) -> Any:
-    async def step(ctx: Context[Any, Any],
-                   att: Annotated[Attachment, Resolve(attachment)],
-                   answer: Annotated[ElicitationResult[Any], Resolve(previous)]) -> Any:
-        return await _step(ctx, att, index, answer)
-    step.__name__ = step.__qualname__ = f"step_{index}"
-    return step
-
-
-def _chain() -> Any:
-    step = _first()
-    for index in range(1, MAX_ELICITED):
-        step = _next(step, index)
-    return step
-
-
-last_step = _chain()
+last_step = resolver_chain(attachment, _step)
 """The resolver whose outcome the start_research body receives."""
 
 
-async def finish(ctx: Context[Any, Any], att: Attachment,
+async def finish(ctx: Context[ServerState], att: Attachment,
                  outcome: ElicitationResult[Any]) -> JobRecord:
     """The body's part: deliver a last answer if there is one, wait on without eliciting, and
     detach. Returns the job's record (finished, or still running when the time is up)."""
@@ -332,9 +285,10 @@ async def finish(ctx: Context[Any, Any], att: Attachment,
         await _deliver(ctx, att, MAX_ELICITED - 1, outcome)
         event = await _watch(ctx, att, elicit=False)
     assert isinstance(event, Finished)
-    attached = runtime_of(ctx).attached.get(att.key, [])
+    table = state_of(ctx).attached
+    attached = table.get(att.key, [])
     if att in attached:
         attached.remove(att)
         if not attached:
-            runtime_of(ctx).attached.pop(att.key, None)
+            table.pop(att.key, None)
     return event.record

@@ -12,15 +12,16 @@ is the whole answer either way.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ask_another.conversations import Conversations, TurnOutcome
+from ask_another.conversations import TurnOutcome
 from ask_another.gateway import CompletionResult
 from ask_another.server.context import runtime_of, tool_errors, user_of
+from ask_another.server.lifespan import ServerState
 
 COMPLETION = """Call a model for a quick completion. Use this for standard prompts that return \
 in seconds. Use a favourite shorthand (e.g. 'openai') or an exact model ID verified via \
@@ -56,7 +57,7 @@ def conversation_text(outcome: TurnOutcome) -> str:
             f"the provider answered and billed it, so here it is; {what}.")
 
 
-def progress_reporter(ctx: Context[Any, Any]) -> Callable[[str], Awaitable[None]] | None:
+def progress_reporter(ctx: Context[ServerState]) -> Callable[[str], Awaitable[None]] | None:
     """Streams answer text to the caller as progress messages, if it asked for progress."""
     if not _wants_progress(ctx):
         return None
@@ -70,7 +71,7 @@ def progress_reporter(ctx: Context[Any, Any]) -> Callable[[str], Awaitable[None]
     return report
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.tool(
         name="completion",
         description=COMPLETION,
@@ -78,7 +79,7 @@ def register(server: MCPServer[Any]) -> None:
         structured_output=False,
     )
     async def completion(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         model: Annotated[str, Field(description="A shorthand from list_models (e.g. 'openai') "
                                     "or an exact model ID such as 'openai/gpt-4o'.")],
         prompt: Annotated[str, Field(description="The question or prompt to send.")],
@@ -98,13 +99,13 @@ def register(server: MCPServer[Any]) -> None:
                         "one.")] = None,
     ) -> str:
         with tool_errors("completion"):
-            outcome = await Conversations.of(runtime_of(ctx), user_of(ctx)).turn(
+            outcome = await runtime_of(ctx).conversations_for(user_of(ctx)).turn(
                 model, prompt, conversation_id, system=system, temperature=temperature,
                 timeout=timeout, on_delta=progress_reporter(ctx),
             )
             return conversation_text(outcome)
 
 
-def _wants_progress(ctx: Context[Any, Any]) -> bool:
+def _wants_progress(ctx: Context[ServerState]) -> bool:
     meta = ctx.request_context.meta or {}
     return bool(meta.get("progress_token") or meta.get("progressToken"))

@@ -1,11 +1,11 @@
 """A consensus call's spend confirmation: asked by elicitation where the client has it, and
 otherwise answered by calling again with `confirm_spend=true`.
 
-The same mechanism as an attached start_research call (attached.py): the SDK's resolver form,
-which elicits in both protocol eras. `spend_check` estimates the call (and validates its
-arguments) before anything is asked; `spend_answer` then returns `Elicit(message, Approval)`
-when the estimate is above ASK_ANOTHER_CONFIRM_USD and the client can elicit. The tool body
-turns the outcome into the `Decision` that `Consensus.ask` is given:
+The same mechanism as an attached start_research call (server/elicitation.py): the SDK's
+resolver form, which elicits in both protocol eras. `spend_check` estimates the call (and
+validates its arguments) before anything is asked; `spend_answer` then returns
+`Elicit(message, Approval)` when the estimate is above ASK_ANOTHER_CONFIRM_USD and the client
+can elicit. The tool body turns the outcome into the `Decision` that `Consensus.ask` is given:
 
 - allowed within ASK_ANOTHER_PERMISSION_TIMEOUT of the question: `Allow`;
 - denied, declined or cancelled: `Deny("rejected")`; allowed too late: `Deny("expired")`;
@@ -15,7 +15,7 @@ turns the outcome into the `Decision` that `Consensus.ask` is given:
 
 Up to 2025-11-25 the question is a request in the middle of the call; from 2026-07-28 it ends
 the round, and the client calls again with the answer, so when it was asked is kept in
-`Runtime.confirmations` by the call's arguments (the resolvers re-run on every round).
+`ServerState.confirmations` by the call's arguments (the resolvers re-run on every round).
 """
 
 # No `from __future__ import annotations`: the SDK reads the resolvers' annotations with
@@ -30,10 +30,10 @@ import trio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import AcceptedElicitation, Elicit, ElicitationResult, Resolve
 
-from ask_another.consensus import Consensus
 from ask_another.interaction.types import ALLOW, Decision, Deny
-from ask_another.server.context import runtime_of, tool_errors, user_of
-from ask_another.server.tools.attached import Approval, can_elicit
+from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
+from ask_another.server.elicitation import Approval, can_elicit
+from ask_another.server.lifespan import ServerState
 from ask_another.spend.confirm import SpendNotConfirmed, needs_confirmation
 from ask_another.spend.estimate import Estimate
 
@@ -58,18 +58,18 @@ def _key(arguments: list[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def spend_check(ctx: Context[Any, Any], models: list[str], prompt: str,
+async def spend_check(ctx: Context[ServerState], models: list[str], prompt: str,
                       system: str | None = None, stances: dict[str, str] | None = None,
                       synthesize: str | None = None, conversation_id: str | None = None,
                       confirm_spend: bool = False) -> SpendCheck:
     with tool_errors("consensus"):
         runtime = runtime_of(ctx)
-        estimate = await Consensus.of(runtime, user_of(ctx)).estimate(
+        estimate = await runtime.consensus_for(user_of(ctx)).estimate(
             models, prompt, system=system, stances=stances, synthesize=synthesize,
             conversation_id=conversation_id)
         config = runtime.config
         now = trio.current_time()
-        table = runtime.confirmations
+        table = state_of(ctx).confirmations
         for old in [k for k, at in table.items() if at + 2 * config.permission_timeout < now]:
             del table[old]
         # The user is part of the key: another user's call with the same arguments is not theirs.
@@ -80,13 +80,13 @@ async def spend_check(ctx: Context[Any, Any], models: list[str], prompt: str,
         # A later round whose question is no longer known (long ago, or another process):
         # treat the answer as too late rather than run without a recorded question.
         asked_at = table.get(key, float("-inf"))
-        return SpendCheck(estimate=estimate, needed=needs_confirmation(runtime, estimate),
+        return SpendCheck(estimate=estimate, needed=needs_confirmation(runtime.services, estimate),
                           elicit=can_elicit(ctx), confirm_spend=confirm_spend,
                           asked_at=asked_at, timeout=config.permission_timeout,
                           models=tuple(m.strip() for m in models))
 
 
-async def spend_answer(ctx: Context[Any, Any],
+async def spend_answer(ctx: Context[ServerState],
                        check: Annotated[SpendCheck, Resolve(spend_check)]) -> Any:
     if not (check.needed and check.elicit):
         return check
@@ -98,7 +98,7 @@ async def spend_answer(ctx: Context[Any, Any],
         f"{check.timeout:g} s means no.", Approval)
 
 
-def decision_of(ctx: Context[Any, Any], check: SpendCheck,
+def decision_of(ctx: Context[ServerState], check: SpendCheck,
                 outcome: ElicitationResult[Any]) -> Decision:
     """The person's answer, for `Consensus.ask(confirm=...)`; raises `SpendNotConfirmed` (the
     estimate and how to confirm) for a client that cannot be asked and did not confirm."""

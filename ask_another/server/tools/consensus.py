@@ -15,10 +15,11 @@ from mcp.server.mcpserver.resolve import ElicitationResult, Resolve
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from ask_another.consensus import MAX_MODELS, MIN_MODELS, Answer, Consensus, answer_heading
+from ask_another.consensus import MAX_MODELS, MIN_MODELS, Answer, answer_heading
 from ask_another.consensus import consensus_text as format_result
 from ask_another.interaction.types import Decision
 from ask_another.server.context import runtime_of, tool_errors, user_of
+from ask_another.server.lifespan import ServerState
 from ask_another.server.tools.confirm import SpendCheck, decision_of, spend_answer, spend_check
 from ask_another.spend.estimate import Estimate
 
@@ -40,11 +41,11 @@ HOWTO: Final = (
 )
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.tool(name="consensus", description=CONSENSUS, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
     async def consensus(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         check: Annotated[SpendCheck, Resolve(spend_check)],
         spend: Annotated[ElicitationResult[Any], Resolve(spend_answer)],
         models: Annotated[list[str], Field(description=f"{MIN_MODELS} to {MAX_MODELS} allowed "
@@ -83,7 +84,7 @@ def register(server: MCPServer[Any]) -> None:
             async def confirm(_estimate: Estimate) -> Decision:
                 return decision
 
-            result = await Consensus.of(runtime_of(ctx), user_of(ctx)).ask(
+            result = await runtime_of(ctx).consensus_for(user_of(ctx)).ask(
                 models, prompt, system=system, stances=stances, synthesize=synthesize,
                 conversation_id=conversation_id, temperature=temperature, timeout=timeout,
                 on_answer=progress, confirm=confirm,

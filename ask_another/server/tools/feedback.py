@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ask_another.server.context import runtime_of, tool_errors, user_of
+from ask_another.server.lifespan import ServerState
 
 FEEDBACK = """Help us improve ask-another by sharing your experience. Call this
 whenever you're unsure how to proceed, receive confusing output, or
@@ -20,7 +21,7 @@ Every piece of feedback helps us make ask-another more useful.
 This tool is lightweight and safe to call at any time."""
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.tool(
         name="feedback",
         description=FEEDBACK,
@@ -28,7 +29,7 @@ def register(server: MCPServer[Any]) -> None:
         structured_output=False,
     )
     async def feedback(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         issue: Annotated[str, Field(description="What happened, what confused you, or what "
                                     "could work better.")],
         tool_name: Annotated[str | None, Field(description="The tool this is about, if "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
@@ -10,6 +10,7 @@ from pydantic import Field
 
 from ask_another.catalog import allowlist_text
 from ask_another.server.context import runtime_of, tool_errors
+from ask_another.server.lifespan import ServerState
 
 LIST_MODELS = """List the models you may call, with their shorthands and what is known about each \
 (context window, price per million tokens, support for tools, vision, reasoning and web search). \
@@ -26,10 +27,10 @@ passing it to completion — do not guess IDs. Filters the allowed models by a s
 _READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.tool(name="list_models", description=LIST_MODELS, annotations=_READ_ONLY,
                  structured_output=False)
-    async def list_models(ctx: Context[Any, Any]) -> str:
+    async def list_models(ctx: Context[ServerState]) -> str:
         with tool_errors("list_models"):
             runtime = runtime_of(ctx)
             return allowlist_text(await runtime.catalog(), runtime.config)
@@ -37,7 +38,7 @@ def register(server: MCPServer[Any]) -> None:
     @server.tool(name="search_families", description=SEARCH_FAMILIES, annotations=_READ_ONLY,
                  structured_output=False)
     async def search_families(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         search: Annotated[str | None, Field(description="Text to look for in the family "
                                             "name or its model IDs; omit to list all.")] = None,
     ) -> str:
@@ -54,7 +55,7 @@ def register(server: MCPServer[Any]) -> None:
     @server.tool(name="search_models", description=SEARCH_MODELS, annotations=_READ_ONLY,
                  structured_output=False)
     async def search_models(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         search: Annotated[str | None, Field(description="Words that must all appear in the "
                                             "model ID or shorthand; omit to list all.")] = None,
         family: Annotated[str | None, Field(description="A family (provider) from "

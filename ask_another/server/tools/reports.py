@@ -3,14 +3,12 @@ prompt, so the capabilities the server advertises offer something."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from ask_another.errors import AskAnotherError, error_text
-from ask_another.research import ResearchJobs
 from ask_another.server.context import runtime_of, user_of
+from ask_another.server.lifespan import ServerState
 
 REPORT = """The report of a finished research job (start_research, check_research), as markdown \
 with its sources. A job still running, failed or cancelled is an error saying so."""
@@ -27,12 +25,12 @@ def report_markdown(report: str, citations: list[dict[str, str]]) -> str:
     return f"{report}\n\nSources:{sources}\n" if citations else f"{report}\n"
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.resource("research://{job_id}", name="research_report", title="Research report",
                      description=REPORT, mime_type="text/markdown")
-    async def research_report(job_id: str, ctx: Context[Any, Any]) -> str:
+    async def research_report(job_id: str, ctx: Context[ServerState]) -> str:
         try:
-            record = await ResearchJobs.of(runtime_of(ctx), user_of(ctx)).get(job_id.strip())
+            record = await runtime_of(ctx).jobs_for(user_of(ctx)).get(job_id.strip())
         except AskAnotherError as exc:
             raise ResourceError(error_text(exc)) from None
         except Exception as exc:  # a ToolError from runtime_of (the server is not working)

@@ -18,11 +18,12 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ask_another.errors import AskAnotherError, InvalidArgument
-from ask_another.research import CancelOutcome, ResearchJobs
+from ask_another.research import CancelOutcome
 from ask_another.research.job import CONFIRM_SPEND
 from ask_another.research.methods.provider import is_gemini_agent
 from ask_another.research.usage import usage_text
 from ask_another.server.context import runtime_of, tool_errors, user_of
+from ask_another.server.lifespan import ServerState
 from ask_another.server.tools.attached import (
     Attachment,
     attachment,
@@ -229,11 +230,11 @@ def _check_paging(offset: int, max_chars: int) -> None:
         raise InvalidArgument(f"max_chars must be between 1 and 100000, got {max_chars}")
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.tool(name="start_research", description=START, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, open_world_hint=True))
     async def start_research(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         attached: Annotated[Attachment, Resolve(attachment)],
         outcome: Annotated[ElicitationResult[Any], Resolve(last_step)],
         model: Annotated[str, Field(description="A shorthand from list_models or an exact "
@@ -274,7 +275,7 @@ def register(server: MCPServer[Any]) -> None:
     @server.tool(name="answer_permission", description=ANSWER_PERMISSION, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
     async def answer_permission(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         job_id: Annotated[str, Field(description="The research job's id.")],
         tool_call_id: Annotated[str, Field(description="The tool call that waits, as "
                                            "check_research shows it.")],
@@ -282,26 +283,26 @@ def register(server: MCPServer[Any]) -> None:
             description="allow: let the tool call run; deny: it does not run.")],
     ) -> str:
         with tool_errors("answer_permission"):
-            return await ResearchJobs.of(runtime_of(ctx), user_of(ctx)).answer_permission(
+            return await runtime_of(ctx).jobs_for(user_of(ctx)).answer_permission(
                 job_id.strip(), tool_call_id.strip(), decision)
 
     @server.tool(name="answer_choice", description=ANSWER_CHOICE, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
     async def answer_choice(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         job_id: Annotated[str, Field(description="The research job's id.")],
         tool_call_id: Annotated[str, Field(description="The ask_user call that waits, as "
                                            "check_research shows it.")],
         option_id: Annotated[str, Field(description="The id of the chosen option.")],
     ) -> str:
         with tool_errors("answer_choice"):
-            return await ResearchJobs.of(runtime_of(ctx), user_of(ctx)).answer_choice(
+            return await runtime_of(ctx).jobs_for(user_of(ctx)).answer_choice(
                 job_id.strip(), tool_call_id.strip(), option_id.strip())
 
     @server.tool(name="check_research", description=CHECK, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     async def check_research(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         job_id: Annotated[str | None, Field(description="A job id from start_research; "
                                             "leave empty to list every job.")] = None,
         offset: Annotated[int, Field(
@@ -314,7 +315,7 @@ def register(server: MCPServer[Any]) -> None:
         with tool_errors("check_research"):
             _check_paging(offset, max_chars)
             user = user_of(ctx)
-            jobs = ResearchJobs.of(runtime_of(ctx), user)
+            jobs = runtime_of(ctx).jobs_for(user)
             if job_id is None or not job_id.strip():
                 records = await jobs.list()
                 # Whose each job is, for an admin of a shared service (stdio: all the local
@@ -327,13 +328,13 @@ def register(server: MCPServer[Any]) -> None:
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
                                              idempotent_hint=True, open_world_hint=True))
     async def cancel_research(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         job_id: Annotated[str, Field(description="The id of the job to cancel.")],
         tool_call_id: Annotated[str | None, Field(
             description="Cancel only this tool call of the job; the job goes on.")] = None,
     ) -> str:
         with tool_errors("cancel_research"):
-            jobs = ResearchJobs.of(runtime_of(ctx), user_of(ctx))
+            jobs = runtime_of(ctx).jobs_for(user_of(ctx))
             if tool_call_id is not None and tool_call_id.strip():
                 return await jobs.cancel_call(job_id.strip(), tool_call_id.strip())
             return cancel_text(await jobs.cancel(job_id.strip()))

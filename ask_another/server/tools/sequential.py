@@ -24,6 +24,7 @@ from pydantic import Field
 
 from ask_another.sequential import sequential_research_compile, sequential_research_plan
 from ask_another.server.context import tool_errors
+from ask_another.server.lifespan import ServerState
 
 __all__ = ["COMPILE", "HOWTO", "PLAN", "register"]
 
@@ -61,7 +62,7 @@ def _document(doc: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc)
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.tool(name="sequential_research_plan", description=PLAN,
                  annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True,
                                              open_world_hint=False))

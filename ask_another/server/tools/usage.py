@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final
+from typing import Annotated, Final
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ask_another.server.context import runtime_of, tool_errors, user_of
+from ask_another.server.lifespan import ServerState
 from ask_another.spend.report import PERIODS, usage_report
 
 __all__ = ["USAGE", "register"]
@@ -19,13 +20,13 @@ if set. On a shared service: your own calls only (an admin sees everyone's). A c
 is unknown is counted as unknown, never as $0."""
 
 
-def register(server: MCPServer[Any]) -> None:
+def register(server: MCPServer[ServerState]) -> None:
     @server.tool(name="usage", title="Usage and cost", description=USAGE, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True,
                                              open_world_hint=False))
     async def usage(
-        ctx: Context[Any, Any],
+        ctx: Context[ServerState],
         period: Annotated[str, Field(description=f"{PERIODS} (default month).")] = "month",
     ) -> str:
         with tool_errors("usage"):
-            return await usage_report(runtime_of(ctx), period, user_of(ctx))
+            return await usage_report(runtime_of(ctx).services, period, user_of(ctx))

@@ -17,7 +17,6 @@ from starlette.routing import Mount
 
 from ask_another.config import Config
 from ask_another.console import ROOT, Console, Login, LoginCodes
-from ask_another.research import ResearchJobs
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.auth import TokensFile, TokensFileVerifier
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
@@ -75,7 +74,7 @@ async def waiting_job(sim: Simulator, runtime: Runtime, user: str) -> str:
                       Reply("the report")])
     (principal,) = (u.principal for u in TokensFile(runtime.config.tokens_path).users()
                     if u.name == user)
-    jobs = ResearchJobs.of(runtime, User(principal, admin=False))
+    jobs = runtime.jobs_for(User(principal, admin=False))
     record = await jobs.start("sim", "what is new?", method="agent")
     with trio.fail_after(30):
         while True:  # the job's actor answers Status(): nothing to wait on but it
@@ -142,7 +141,7 @@ async def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(
             assert refused.status_code == 403 and "CSRF" in refused.text
         refused = await client.post(f"/jobs/{job}/cancel", data={})
         assert refused.status_code == 403
-        record = await ResearchJobs.of(s.runtime).get(job)
+        record = await s.runtime.jobs.get(job)
         assert record.status == "in_progress" and record.detail["waiting_for"]
 
 
@@ -159,7 +158,7 @@ async def test_allow_once_from_the_approval_link_lets_the_job_finish(
         answered = await client.post(f"/approvals/{job}/call-1",
                                      data={"answer": "allow", "csrf": csrf_of(page.text)})
         assert answered.status_code == 303 and "was%20allowed" in answered.headers["location"]
-        done = await ResearchJobs.of(s.runtime).wait(job, timeout=30)
+        done = await s.runtime.jobs.wait(job, timeout=30)
         assert done.status == "completed" and done.report == "the report"
         # The link has expired with its request.
         late = await client.get(f"/approvals/{job}/call-1")
@@ -183,7 +182,7 @@ async def test_bob_can_neither_see_nor_answer_nor_cancel_alices_job_by_url(
                          await client.post(f"/jobs/{job}/cancel", data={"csrf": csrf})):
             assert response.status_code == 404, response.text
             assert "no such job, or it is not yours" in response.text
-        record = await ResearchJobs.of(s.runtime).get(job)
+        record = await s.runtime.jobs.get(job)
         assert record.status == "in_progress" and record.detail["waiting_for"]
         # The admin sees it, with its user.
         await log_in(client, s.tokens["root"])
@@ -199,7 +198,7 @@ async def test_cancel_from_the_job_page(sim: Simulator, make_config: Callable[..
         assert "Cancel this job" in page.text
         response = await client.post(f"/jobs/{job}/cancel", data={"csrf": csrf_of(page.text)})
         assert response.status_code == 303
-        assert (await ResearchJobs.of(s.runtime).get(job)).status == "cancelled"
+        assert (await s.runtime.jobs.get(job)).status == "cancelled"
         after = await client.get(response.headers["location"].removeprefix(ROOT))
         assert "cancelled" in after.text and "Cancel this job" not in after.text
 

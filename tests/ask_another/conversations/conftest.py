@@ -31,4 +31,4 @@ async def runtime(make_config: Callable[..., Config], pages: PageServer
 
 @pytest.fixture
 def conversations(runtime: Runtime) -> Conversations:
-    return Conversations.of(runtime)
+    return runtime.conversations

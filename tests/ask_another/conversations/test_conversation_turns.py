@@ -30,6 +30,7 @@ from ask_another.conversations import (
 from ask_another.errors import RateLimited
 from ask_another.gateway import GatewayActor, ThreadTransport
 from ask_another.runtime import Runtime
+from ask_another.services import Services
 from ask_another.simulator import Fail, Reply, Simulator, Slow
 from ask_another.store import StoreActor
 from ask_another.store.conversations import conversation_messages, get_conversation
@@ -83,7 +84,7 @@ async def test_a_conversation_stays_with_its_model(make_config: Callable[..., Co
 
     config = make_config(MODEL_OTHER=f"openai/m2;k;{sim.openai_base}")
     async with open_runtime(config, prewarm_after=0) as rt:
-        conversations = Conversations.of(rt)
+        conversations = rt.conversations
         first = await conversations.turn("sim", "hi")
         with pytest.raises(ConversationModelMismatch, match=f"Conversation {first.conversation_id}"
                            " is with openai/m1, not openai/m2.*model 'openai/m1'"):
@@ -217,10 +218,10 @@ async def conversations_idling_after(config: Config, idle_seconds: float
         child_spec(StoreActor, config.database_path, name="store", registry=registry),
         child_spec(GatewayActor, functools.partial(ThreadTransport, config.secrets()),
                    config.secrets(), 0, name="gateway", registry=registry),
-        conversations_spec(config, registry, idle_seconds=idle_seconds),
+        conversations_spec(Services(config, registry), idle_seconds=idle_seconds),
     ]
     async with open_supervisor(children, "one_for_one"):
-        yield Conversations(config, registry), registry
+        yield Conversations(Services(config, registry)), registry
 
 
 async def test_an_idle_conversation_stops_and_wakes_from_the_store(

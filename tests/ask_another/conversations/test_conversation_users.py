@@ -8,8 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from ask_another.config import Config
-from ask_another.consensus import Consensus
-from ask_another.conversations import Conversations, NoSuchConversation, conversation_name
+from ask_another.conversations import NoSuchConversation, conversation_name
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.simulator import Simulator
 from ask_another.store.conversations import get_conversation
@@ -31,7 +30,7 @@ async def runtime(make_config: Callable[..., Config], sim: Simulator) -> AsyncIt
 async def test_another_users_conversation_is_none_and_gets_nothing_sent_or_stored(
     runtime: Runtime, sim: Simulator
 ):
-    alice, bob = Conversations.of(runtime, ALICE), Conversations.of(runtime, BOB)
+    alice, bob = runtime.conversations_for(ALICE), runtime.conversations_for(BOB)
     first = await alice.turn("sim", "alice's secret plan")
     cid = first.conversation_id
     await alice.turn("sim", "and its details", cid)  # her second turn wakes her actor
@@ -46,7 +45,7 @@ async def test_another_users_conversation_is_none_and_gets_nothing_sent_or_store
         bob.discuss("http://example.test/a", "sim", cid),
         bob.get(cid),
         bob.messages(cid),
-        Consensus.of(runtime, BOB).ask(["sim", "sim2"], "and now?", conversation_id=cid),
+        runtime.consensus_for(BOB).ask(["sim", "sim2"], "and now?", conversation_id=cid),
     ]
     # One answer for another user's conversation and for none: "Forbidden" told that it exists.
     with pytest.raises(NoSuchConversation) as missing:
@@ -65,7 +64,7 @@ async def test_another_users_conversation_is_none_and_gets_nothing_sent_or_store
     with pytest.raises(NoSuchConversation):
         await bob.turn("sim", "again?", cid)
     # An admin may take part; the conversation stays alice's, the call is the admin's.
-    await Conversations.of(runtime, ADMIN).turn("sim", "admin here", cid)
+    await runtime.conversations_for(ADMIN).turn("sim", "admin here", cid)
     stored = await get_conversation(db, cid)
     assert stored is not None and stored.user_id == "alice"
     usage = await db.fetchall("SELECT user_id FROM usage ORDER BY id")

@@ -16,7 +16,6 @@ import psycopg
 import pytest
 
 from ask_another.config import Config
-from ask_another.conversations import Conversations
 from ask_another.runtime import open_runtime
 from ask_another.simulator import Simulator
 
@@ -64,7 +63,7 @@ async def test_a_one_shot_completion_is_one_transaction_of_three_statements(
             conn.execute(f'ALTER DATABASE "{name}" SET log_statement = \'all\'')
         extra["ASK_ANOTHER_DATABASE_URL"] = url
     async with open_runtime(make_config(**extra), prewarm_after=0) as runtime:
-        conversations = Conversations.of(runtime)
+        conversations = runtime.conversations
         await conversations.turn("sim", "warm up")  # connections opened, handles found
         db = await runtime.database()
         if log_path is None:

@@ -43,4 +43,4 @@ async def runtime(research_config: Callable[..., Config],
 
 @pytest.fixture
 def jobs(runtime: Runtime) -> ResearchJobs:
-    return ResearchJobs.of(runtime)
+    return runtime.jobs

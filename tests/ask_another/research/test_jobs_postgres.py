@@ -12,7 +12,6 @@ import trio
 from research_helpers import GEMINI_AGENT
 
 from ask_another.config import Config
-from ask_another.research import ResearchJobs
 from ask_another.runtime import open_runtime
 from ask_another.simulator import Simulator
 
@@ -24,21 +23,21 @@ async def test_a_cancel_given_on_one_node_reaches_the_owner_node_within_a_second
     config = research_config(ASK_ANOTHER_DATABASE_URL=postgres_url)
     async with open_runtime(config, prewarm_after=0) as one, \
             open_runtime(config, prewarm_after=0) as two:
-        owner_one = await ResearchJobs.of(one).lease()
-        owner_two = await ResearchJobs.of(two).lease()
+        owner_one = await one.jobs.lease()
+        owner_two = await two.jobs.lease()
         assert owner_one.owner != owner_two.owner
-        record = await ResearchJobs.of(one).start("gdr", "a question for node one")
-        seen = await ResearchJobs.of(two).get(record.id)  # from the shared store
+        record = await one.jobs.start("gdr", "a question for node one")
+        seen = await two.jobs.get(record.id)  # from the shared store
         assert seen.owner == owner_one.owner and not seen.finished
         with trio.fail_after(10):  # the interaction runs at the provider
             while not sim.interactions:  # noqa: ASYNC110 - the simulator has no event to wait on
                 await trio.sleep(0.01)
         began = trio.current_time()
-        outcome = await ResearchJobs.of(two).cancel(record.id)
+        outcome = await two.jobs.cancel(record.id)
         took = trio.current_time() - began
         assert outcome.cancelled, outcome
         assert took < 1.0, f"the cancel took {took:.2f} s to reach its owner and come back"
-        final = await ResearchJobs.of(one).wait(record.id, 10)
+        final = await one.jobs.wait(record.id, 10)
         assert final.status == "cancelled"
         (interaction,) = sim.interactions.values()
         assert interaction.cancelled  # the owner stopped it at the provider

@@ -108,7 +108,7 @@ async def test_only_the_job_polls_its_gemini_interaction(research_config, sim: S
     sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"] * 5 + ["completed"])
     async with open_runtime(research_config(ASK_ANOTHER_POLL_SECONDS="9"),
                             prewarm_after=0) as rt:
-        jobs = ResearchJobs.of(rt)
+        jobs = rt.jobs
         record = await jobs.start("gdr", "who polls?")
         with trio.fail_after(20):
             while (await jobs.get(record.id)).provider_handle is None:  # noqa: ASYNC110
@@ -252,7 +252,7 @@ async def test_gemini_deadline_fails_the_job_and_cancels_the_interaction(
     sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
     config = research_config(ASK_ANOTHER_RESEARCH_DEADLINE="0.3")
     async with open_runtime(config, prewarm_after=0) as rt:
-        jobs = ResearchJobs.of(rt)
+        jobs = rt.jobs
         final = await jobs.wait((await jobs.start("gdr", "q")).id, 30)
     assert final.status == "failed" and "deadline" in (final.error or "")
     (interaction,) = sim.interactions.values()

@@ -1,4 +1,4 @@
-"""Research jobs belong to the user who started them (`ResearchJobs.of(runtime, user)`), and a
+"""Research jobs belong to the user who started them (`runtime.jobs_for(user)`), and a
 named user's running jobs are limited: real actors, a real SQLite file, the simulator."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from research_helpers import GEMINI_AGENT
 
 from ask_another.config import Config
 from ask_another.errors import LimitReached
-from ask_another.research import ResearchJobs, UnknownJob
+from ask_another.research import UnknownJob
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.simulator import Simulator
 from ask_another.spend.budget import BudgetExceeded, check_budget
@@ -30,7 +30,7 @@ async def test_another_users_job_is_no_job_to_every_method_and_left_as_it_was(
     runtime: Runtime, sim: Simulator
 ):
     sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])  # runs until cancelled
-    alice, bob = ResearchJobs.of(runtime, ALICE), ResearchJobs.of(runtime, BOB)
+    alice, bob = runtime.jobs_for(ALICE), runtime.jobs_for(BOB)
     record = await alice.start("gdr", "alice's question")
     assert record.user_id == "alice"
     stored = await get_job(await runtime.database(), record.id)
@@ -63,7 +63,7 @@ async def test_another_users_job_is_no_job_to_every_method_and_left_as_it_was(
     assert status == "in_progress"
     assert [r.id for r in await alice.list()] == [record.id]
     # An admin, and the local user (an admin too), see and act on every job.
-    admin = ResearchJobs.of(runtime, ADMIN)
+    admin = runtime.jobs_for(ADMIN)
     assert [r.id for r in await admin.list()] == [record.id]
     assert [r.id for r in await runtime.jobs.list()] == [record.id]
     assert (await admin.cancel(record.id)).cancelled
@@ -76,7 +76,7 @@ async def test_a_named_users_running_jobs_are_limited_and_the_error_says_by_what
     async with open_runtime(config, prewarm_after=0) as runtime:
         for _ in range(6):
             sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])
-        alice, bob = ResearchJobs.of(runtime, ALICE), ResearchJobs.of(runtime, BOB)
+        alice, bob = runtime.jobs_for(ALICE), runtime.jobs_for(BOB)
         first = await alice.start("gdr", "one")
         await alice.start("gdr", "two")
         with pytest.raises(LimitReached) as refused:
@@ -103,9 +103,10 @@ async def test_budget_ceilings_count_each_users_own_spend(
         await record_usage(await runtime.database(), UsageRow(
             kind="completion", model="openai/m1", cost_usd=0.90, user_id="alice"))
         with pytest.raises(BudgetExceeded, match=r"per day per user; spent this day: \$0.900000"):
-            await check_budget(runtime, TWENTY_CENTS, "this completion", "alice")
-        await check_budget(runtime, TWENTY_CENTS, "this completion", "bob")  # bob spent nothing
-        await check_budget(runtime, TWENTY_CENTS, "this completion", LOCAL_USER.id)
+            await check_budget(runtime.services, TWENTY_CENTS, "this completion", "alice")
+        # bob spent nothing
+        await check_budget(runtime.services, TWENTY_CENTS, "this completion", "bob")
+        await check_budget(runtime.services, TWENTY_CENTS, "this completion", LOCAL_USER.id)
 
 
 @pytest.mark.slow
@@ -122,7 +123,7 @@ async def test_a_burst_of_starts_all_start_or_meet_the_limit_never_a_full_mailbo
     refused: list[str] = []
     failed: list[str] = []
     async with open_runtime(config, prewarm_after=0) as runtime:
-        alice = ResearchJobs.of(runtime, ALICE)
+        alice = runtime.jobs_for(ALICE)
 
         async def start(n: int) -> None:
             try:

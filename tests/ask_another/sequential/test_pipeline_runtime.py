@@ -13,7 +13,7 @@ import trio
 from pipeline_script import FAILURE, MODEL, REPAIR_MARK, SLOW, query_of, responder
 
 from ask_another.config import Config
-from ask_another.research import JobContext, ResearchJobs
+from ask_another.research import JobContext
 from ask_another.research.methods.sequential import QUERY_ATTEMPTS, run_pipeline
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.simulator import Simulator
@@ -114,7 +114,7 @@ async def test_pipeline_plans_runs_phases_repairs_and_compiles(runtime: Runtime,
 @pytest.mark.slow  # seconds of real provider latency
 async def test_sequential_job_completes_and_cancel_stops_its_queries(runtime: Runtime,
                                                                      sim: Simulator):
-    jobs = ResearchJobs.of(runtime)
+    jobs = runtime.jobs
     record = await jobs.start("sim", "photonic computing", method="sequential")
     final = await jobs.wait(record.id, timeout=60)
     assert final.status == "completed", final.error
