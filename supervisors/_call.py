@@ -1,18 +1,27 @@
 """Calls and deferred replies: the `Caller` a `handle_call` receives, and the call itself.
 
 A call queues ``(CALL, caller)`` in the callee's mailbox and parks the calling task until
-`Caller.reply` (or a failure) reschedules it. A timeout is a trio cancel scope around that wait,
-so a caller that gives up is released by trio's own machinery: nothing else holds it. A caller
-that gave up on a deferred reply is forgotten by the callee at once (its message and task with
-it), and a late `reply()` is dropped.
+`Caller.reply` (or a failure) reschedules it. A caller that gave up on a deferred reply is
+forgotten by the callee at once (its message and task with it), and a late `reply()` is dropped.
+
+A call's timeout is an entry in one timer per trio run (`_Timers`, a system task found through
+a `RunVar`), not a cancel scope per call, which cost as much as the call itself: calls with the
+same timeout expire in the order they were made, so each timeout value has a FIFO queue, and
+the timer sleeps until the earliest head. An entry is cut loose from its caller when the call
+ends (it then holds nothing but its deadline) and a caller pops the ended entries at the head
+of its queue, so in the usual case the queue holds only the calls in flight. A request that
+may wait for room in the mailbox (a supervisor's) keeps a cancel scope: it may park elsewhere.
 """
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from typing import TYPE_CHECKING, Any, Final, final
 
 import outcome
 import trio
+import trio.lowlevel
 
 from ._errors import ActorExited, CallTimeout, CallToSelf, InvalidSpec
 from ._reasons import Crash, ExitReason
@@ -130,9 +139,98 @@ async def call(process: Process, msg: Any, timeout: float | None, *, wait_for_ro
     caller = Caller(msg, task, process)
     if timeout is None:
         return await _send_and_wait(process, caller, wait_for_room)
-    with trio.move_on_after(timeout):
-        return await _send_and_wait(process, caller, wait_for_room)
-    raise CallTimeout(repr(process.ref), timeout)
+    if wait_for_room:
+        with trio.move_on_after(timeout):
+            return await _send_and_wait(process, caller, wait_for_room)
+        raise CallTimeout(repr(process.ref), timeout)
+    try:
+        timers = _TIMERS.get()
+    except LookupError:
+        timers = _Timers.start()
+    entry: list[Any] = [trio.current_time() + timeout, caller, timeout]
+    queue = timers.add(entry)
+    try:
+        return await _send_and_wait(process, caller, False)
+    finally:
+        entry[1] = None
+        while queue and queue[0][1] is None:
+            queue.popleft()
+
+
+class _Timers:
+    """The call timeouts of one trio run (see the module docstring)."""
+
+    __slots__ = ("parked", "queues", "scope", "until")
+
+    def __init__(self) -> None:
+        self.queues: dict[float, deque[list[Any]]] = {}
+        self.until = math.inf
+        self.parked: trio.lowlevel.Task | None = None
+        self.scope: trio.CancelScope | None = None
+
+    @classmethod
+    def start(cls) -> _Timers:
+        timers = cls()
+        _TIMERS.set(timers)
+        trio.lowlevel.spawn_system_task(timers.run, name="supervisors call timeouts")
+        return timers
+
+    def add(self, entry: list[Any]) -> deque[list[Any]]:
+        """Queue `entry` ``[deadline, caller, timeout]``; its queue, for the caller to trim."""
+        queue = self.queues.get(entry[2])
+        if queue is None:
+            queue = self.queues[entry[2]] = deque()
+        queue.append(entry)
+        if entry[0] < self.until:  # earlier than the timer's next wake-up (rare)
+            self.until = entry[0]
+            if self.parked is not None:
+                task, self.parked = self.parked, None
+                trio.lowlevel.reschedule(task)
+            elif self.scope is not None:
+                self.scope.deadline = entry[0]
+        return queue
+
+    async def run(self) -> None:
+        while True:
+            now = trio.current_time()
+            nearest = math.inf
+            for timeout, queue in list(self.queues.items()):
+                while queue and (queue[0][1] is None or queue[0][0] <= now):
+                    caller = queue.popleft()[1]
+                    if caller is not None:
+                        _expire(caller, timeout)
+                if queue:
+                    nearest = min(nearest, queue[0][0])
+                else:
+                    del self.queues[timeout]
+            self.until = nearest
+            if nearest == math.inf:
+                self.parked = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(self._abort)
+            else:
+                with trio.CancelScope(deadline=nearest) as self.scope:
+                    await trio.sleep_forever()
+                self.scope = None
+
+    def _abort(self, _: Any) -> trio.lowlevel.Abort:
+        self.parked = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+_TIMERS: Final = trio.lowlevel.RunVar[_Timers]("supervisors_call_timers")
+
+
+def _expire(caller: Caller, timeout: float) -> None:
+    """The call's timeout passed while it still waited: it raises `CallTimeout`. A message
+    still queued is handled as usual (the request was sent); a deferred one is forgotten."""
+    if caller._state != _WAITING:
+        return
+    task, callee = caller._task, caller._callee
+    assert task is not None and callee is not None
+    caller._state = _ABANDONED
+    if caller._release():
+        caller.msg = None
+    trio.lowlevel.reschedule(task, outcome.Error(CallTimeout(repr(callee.ref), timeout)))
 
 
 async def _send_and_wait(process: Process, caller: Caller, wait_for_room: bool) -> Any:

@@ -232,3 +232,25 @@ async def test_actor_calling_itself_gets_a_clear_error(nursery: trio.Nursery) ->
 
     ref = await spawn(nursery, Narcissus)
     assert "called itself" in await ref.call("go")
+
+
+async def test_call_timeouts_fire_at_their_own_deadlines_whatever_the_order_they_were_made(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # One timer serves every call's timeout: a shorter timeout made after a longer one, and a
+    # second call with the same timeout, each still fire on time.
+    ref = await spawn(nursery, Echo)
+    fired: list[tuple[str, float]] = []
+
+    async def waits(tag: str, seconds: float) -> None:
+        with pytest.raises(CallTimeout):
+            await ref.call(("sleep", 100), timeout=seconds)
+        fired.append((tag, trio.current_time()))
+
+    async with trio.open_nursery() as callers:
+        callers.start_soon(waits, "long", 10)
+        await trio.testing.wait_all_tasks_blocked()
+        callers.start_soon(waits, "short", 1)
+        await trio.sleep(2)
+        callers.start_soon(waits, "long again", 10)
+    assert fired == [("short", 1.0), ("long", 10.0), ("long again", 12.0)]
