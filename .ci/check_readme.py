@@ -5,11 +5,16 @@ A fresh clone of this repository's HEAD in a temporary directory, with its own v
 first `uv run` makes it), its own tool directory for `uv tool install` and its own
 ASK_ANOTHER_HOME; no MODEL_* variable from the caller. Every step names the command as the
 README (or docs/server.md) writes it, and the check fails if that text is no longer there: the
-README and this script change together. Two substitutions only: `/path/to/ask-another` is the
-clone, and the simulator's port 8765 is a free one.
+README and this script change together. Three substitutions only: `/path/to/ask-another` is the
+clone, `/home/you/.local/bin` the directory `uv tool install` put `ask-another` in, and the
+simulator's port 8780 is a free one.
+
+Last, the README's test command runs on the fresh clone: the whole suite, as a newcomer runs it
+(the TypeScript client installs itself there; PostgreSQL and Chromium come from the machine).
+`.ci/run` relies on this run instead of one of its own, so CI runs the suite once.
 
 Run it with any Python 3.11+ (standard library only): `python3 .ci/check_readme.py`. `.ci/run`
-runs it after the tests. Exit 0 when every step printed what it should.
+runs it last. Exit 0 when every step printed what it should.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DOCS = (REPO / "README.md").read_text() + (REPO / "docs" / "server.md").read_text()
 WHEEL = "dist/ask_another-0.1.0-py3-none-any.whl"
+TEST_COMMAND = "uv run pytest -n auto"  # the README's Development block: the whole suite
 
 
 class CheckFailed(Exception):
@@ -53,7 +59,10 @@ class Walk:
         self.clone = root / "ask-another"
         self.port = free_port()
         self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("MODEL_", "ASK_ANOTHER_", "VIRTUAL_ENV", "UV_PROJECT"))}
+                    if not k.startswith(("MODEL_", "ASK_ANOTHER_", "VIRTUAL_ENV", "UV_PROJECT"))
+                    # CI's setting, not a newcomer's: with it every server the suite starts
+                    # would compile the MCP SDK again.
+                    and k != "PYTHONDONTWRITEBYTECODE"}
         self.env.update(ASK_ANOTHER_HOME=str(root / "home"), UV_TOOL_DIR=str(root / "tools"),
                         UV_TOOL_BIN_DIR=str(root / "bin"), NO_COLOR="1")
         self.steps = 0
@@ -61,7 +70,8 @@ class Walk:
     def text(self, command: str) -> str:
         """The README's command as run here."""
         return (command.replace("/path/to/ask-another", str(self.clone))
-                .replace("8765", str(self.port)))
+                .replace("/home/you/.local/bin", str(self.root / "bin"))
+                .replace("8780", str(self.port)))
 
     def run(self, command: str, *expected: str, where: str = "stdout", code: int = 0,
             env: dict[str, str] | None = None, argv: list[str] | None = None,
@@ -139,13 +149,15 @@ def answers_initialize(walk: Walk, label: str, argv: list[str], env: dict[str, s
 
 
 def client_setups(walk: Walk) -> None:
-    """The README's Claude Code line and its JSON set-up (Claude Desktop, Gemini CLI), run."""
+    """The README's Claude Code line and its JSON set-up (Claude Desktop, Gemini CLI), run with
+    the command `uv tool install` installed (on PATH for Claude Code, by full path in JSON)."""
     readme = (REPO / "README.md").read_text()
     claude = re.search(r"claude mcp add ask-another (.*?)\n  -- (.*?)\n", readme)
     if claude is None:
         raise CheckFailed("the README's `claude mcp add` line is gone: update the check")
+    on_path = {"PATH": f"{walk.root / 'bin'}{os.pathsep}{walk.env.get('PATH', '')}"}
     answers_initialize(walk, "claude mcp add ... -- " + claude.group(2),
-                       shlex.split(walk.text(claude.group(2))), {})
+                       shlex.split(walk.text(claude.group(2))), on_path)
     block = re.search(r"```json\n(.*?)```", readme, re.DOTALL)
     if block is None:
         raise CheckFailed("the README's JSON client set-up is gone: update the check")
@@ -161,14 +173,19 @@ def walk_the_readme(root: Path) -> int:
     print(f"fresh clone of {REPO} HEAD in {walk.clone}", flush=True)
 
     # Install: run from the clone (the first `uv run` makes a fresh .venv in it).
-    walk.run("uv run ask-another --help", "serve MCP on stdio", "MODEL_<NAME>",
+    walk.run("uv run --no-dev ask-another --help", "serve MCP on stdio", "MODEL_<NAME>",
              "ASK_ANOTHER_HOME", "ask-another demo")
     if not (walk.clone / ".venv").is_dir():
         raise CheckFailed("`uv run` made no .venv in the fresh clone")
     # Quick start.
-    walk.run("uv run ask-another demo", "SIMULATED provider", "── completion",
+    walk.run("uv run --no-dev ask-another demo", "SIMULATED provider", "── completion",
              "[simulated sim-chat] answer to: Is 1729", "── cancel_research", timeout=300)
-    simulator = "uv run python -m ask_another.simulator --port 8765"
+    # The run commands install the runtime only: no test tools in the clone's .venv yet.
+    tools = sorted(p.name for p in (walk.clone / ".venv" / "bin").iterdir()
+                   if p.name in ("pytest", "ruff", "mypy"))
+    if tools:
+        raise CheckFailed(f"the README's run commands installed the test tools: {tools}")
+    simulator = "uv run --no-dev python -m ask_another.simulator --port 8780"
     documented(simulator)
     served = subprocess.Popen(shlex.split(walk.text(simulator)), cwd=walk.clone, env=walk.env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -179,26 +196,26 @@ def walk_the_readme(root: Path) -> int:
             raise CheckFailed(f"{simulator!r} did not say it listens: {listening!r}")
         walk.steps += 1
         print(f"ok  {simulator}", flush=True)
-        model = 'export MODEL_SIM="openai/m1;any-key;http://127.0.0.1:8765/v1"'
+        model = 'export MODEL_SIM="openai/m1;any-key;http://127.0.0.1:8780/v1"'
         documented(model)
-        walk.env["MODEL_SIM"] = walk.text("openai/m1;any-key;http://127.0.0.1:8765/v1")
-        walk.run("uv run ask-another doctor", "configuration OK",
+        walk.env["MODEL_SIM"] = walk.text("openai/m1;any-key;http://127.0.0.1:8780/v1")
+        walk.run("uv run --no-dev ask-another doctor", "configuration OK",
                  "model: openai/m1 (shorthand: sim, openai)")
-        walk.run("uv run ask-another models", "Allowed models (1):", "openai/m1")
-        walk.run('uv run ask-another ask sim "Is 1 prime?"',
+        walk.run("uv run --no-dev ask-another models", "Allowed models (1):", "openai/m1")
+        walk.run('uv run --no-dev ask-another ask sim "Is 1 prime?"',
                  "[simulated m1] answer to: Is 1 prime?")
-        walk.run('uv run ask-another research sim "Why are there tides?"',
+        walk.run('uv run --no-dev ask-another research sim "Why are there tides?"',
                  "# Research Report: Why are there tides?", timeout=300)
-        by_hand_on_a_tty(walk, "uv run ask-another", "ask-another is an MCP server",
+        by_hand_on_a_tty(walk, "uv run --no-dev ask-another", "ask-another is an MCP server",
                          "waiting on stdin", "ask-another demo")
 
         # The other installs: the clone by path, installed as a tool, and a built wheel.
         walk.run("uvx --from /path/to/ask-another ask-another --help", "MODEL_<NAME>",
                  "serve MCP on stdio")
-        client_setups(walk)
         walk.run("uv tool install /path/to/ask-another", "ask-another", where="stderr")
+        client_setups(walk)
         installed = str(root / "bin" / "ask-another")
-        walk.run("uv run ask-another models", "openai/m1", argv=[installed, "models"],
+        walk.run("ask-another models", "openai/m1", argv=[installed, "models"],
                  label="ask-another models  (the installed tool)")
         walk.run("uv build", WHEEL, where="stderr")
         if not (walk.clone / WHEEL).is_file():
@@ -207,11 +224,11 @@ def walk_the_readme(root: Path) -> int:
                        "UV_TOOL_BIN_DIR": str(root / "wheel-bin")}
         walk.run(f"uv tool install {WHEEL}", "ask-another", where="stderr", env=wheel_tools)
         from_wheel = str(root / "wheel-bin" / "ask-another")
-        walk.run("uv run ask-another doctor", "configuration OK",
+        walk.run("ask-another doctor", "configuration OK",
                  argv=[from_wheel, "doctor"], env=wheel_tools,
                  label="ask-another doctor  (installed from the wheel)")
         # A wheel has no docs/: its --help carries the reference itself.
-        help_text = walk.run("uv run ask-another --help", "ASK_ANOTHER_PERMISSIONS",
+        help_text = walk.run("uv run --no-dev ask-another --help", "ASK_ANOTHER_PERMISSIONS",
                              argv=[from_wheel, "--help"], env=wheel_tools,
                              label="ask-another --help  (installed from the wheel)")
         if "See docs/" in help_text:
@@ -220,10 +237,12 @@ def walk_the_readme(root: Path) -> int:
         served.terminate()
         served.wait(timeout=30)
 
-    # Development: the fast subset is selected by the marker (the suite itself runs in .ci/run).
-    walk.run('uv run pytest -m "not slow"', "deselected",
+    # Development: the fast subset is selected by the marker; the README's test command runs the
+    # whole suite on this fresh clone (.venv gets the dev group now, tests/ts its node_modules).
+    walk.run('uv run pytest -n auto -m "not slow"', "deselected",
              argv=["uv", "run", "pytest", "-m", "not slow", "--collect-only", "-q"],
              label='uv run pytest -m "not slow" --collect-only')
+    walk.run(TEST_COMMAND, " passed", timeout=1800)
     print(f"README check: {walk.steps} commands printed what the README says", flush=True)
     return 0
 

@@ -50,10 +50,16 @@ def _text(result: Any) -> str:
     return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
+# What the server process needs of the user's environment to run at all; everything else (their
+# MODEL_*, SEARCH_* and ASK_ANOTHER_* settings, provider keys such as OPENAI_API_KEY, LITELLM_*,
+# proxies) stays out: the demo promises that nothing leaves the machine.
+_KEPT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "TZ", "SYSTEMROOT",
+         "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONPYCACHEPREFIX",
+         "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8", "NO_COLOR")
+
+
 def _server_env(sim_url: str, home: Path) -> dict[str, str]:
-    # The user's own MODEL_* variables (and keys) are left out: the demo uses only the simulator.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    env = {k: v for k, v in os.environ.items() if k in _KEPT or k.startswith("LC_")}
     env.update({
         "ASK_ANOTHER_HOME": str(home),
         "ASK_ANOTHER_POLL_SECONDS": "0.4",

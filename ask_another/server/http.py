@@ -330,6 +330,10 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         raise ConfigError("ASK_ANOTHER_OAUTH_ISSUER needs ASK_ANOTHER_PUBLIC_URL when serving on "
                           f"{host}: the MCP endpoint's URL as clients reach it, such as "
                           "https://ask.example.com/mcp")
+    # Who could sign in is checked before binding: "run `ask-another token add NAME`" must not
+    # hide behind "address already in use" (the real port, for an OAuth audience, comes next).
+    plan_auth(config, host, config.public_url or f"http://{_url_host(host)}:{port}{MCP_PATH}",
+              no_auth=no_auth)
     sock = _listen(host, port)
     port = sock.getsockname()[1]
     local_url = f"http://{_url_host(host)}:{port}{MCP_PATH}"

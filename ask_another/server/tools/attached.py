@@ -12,8 +12,9 @@ exactly the question it asked before.
 
 A client without the elicitation capability is never asked: the job shows what it waits for in
 check_research and in the progress messages, and waits for answer_permission / answer_choice.
-A job waiting for its spend to be confirmed ends such a call's wait at once (its answer says
-how to confirm), since nothing would happen before an answer_permission call.
+A job waiting for a person (its spend to be confirmed, an agent's permission request or
+question) ends such a call's wait at once, and its answer names the call to make: nothing would
+happen before that call, so waiting on would only hang until the call's time is up.
 A question answered some other way first (or expired) is not asked; an elicited answer that
 arrives after that is refused by the job and changes nothing.
 """
@@ -39,7 +40,6 @@ from pydantic import BaseModel, Field, create_model
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate
-from ask_another.research.job import CONFIRM_SPEND
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
 from ask_another.server.elicitation import MAX_ELICITED, Approval, can_elicit, resolver_chain
 from ask_another.server.lifespan import ServerState
@@ -205,20 +205,21 @@ async def _deliver(ctx: Context[ServerState], att: Attachment, index: int,
 async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Finished | Question:
     """Wait on the job: until it finishes, the call's time is up, or (when `elicit`) a question
     opens that this call has not asked yet. Progress goes to the client meanwhile. A client
-    that cannot elicit gets its answer as soon as the job waits for its spend to be confirmed:
-    nothing happens until someone calls answer_permission, so waiting on would only hang."""
+    that cannot elicit gets its answer as soon as the job waits for a person (its spend to be
+    confirmed, a permission, a question): nothing happens until someone calls answer_permission
+    or answer_choice, so waiting on would only hang."""
     jobs = runtime_of(ctx).jobs_for(user_of(ctx))
     remaining = att.deadline - trio.current_time()
     if remaining <= 0:
         return Finished(await jobs.get(att.record.id))
     found: Question | None = None
     final: JobRecord | None = None
-    unconfirmed = False
+    waits_for_a_person = False
     asking = can_elicit(ctx)
     with trio.CancelScope() as scope:
 
         async def progress(update: JobUpdate) -> None:
-            nonlocal found, unconfirmed
+            nonlocal found, waits_for_a_person
             waiting = update.detail.get("waiting_for") or []
             fresh = [w for w in waiting
                      if (w["tool_call_id"], w["kind"]) not in att.asked_keys()]
@@ -226,8 +227,8 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
                 found = question_of(att.record.id, fresh[0])
                 scope.cancel()
                 return
-            if not asking and any(w["tool_call_id"] == CONFIRM_SPEND for w in waiting):
-                unconfirmed = True
+            if not asking and waiting:
+                waits_for_a_person = True
                 scope.cancel()
                 return
             await ctx.report_progress(min(time.monotonic() - att.began, att.timeout),
@@ -236,7 +237,7 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
         final = await jobs.wait(att.record.id, remaining, on_progress=progress)
     if found is not None:
         return found
-    if unconfirmed:
+    if waits_for_a_person:
         return Finished(await jobs.get(att.record.id))
     return Finished(final if final is not None else await jobs.get(att.record.id))
 

@@ -270,6 +270,13 @@ def register(server: MCPServer[ServerState]) -> None:
             unconfirmed = unconfirmed_text(final)
             if unconfirmed is not None:
                 return unconfirmed
+            waiting = final.detail.get("waiting_for") or []
+            if waiting:  # a client without elicitation: the call to make, at once
+                return (f"Research job {final.id} ({final.model}) waits for "
+                        f"{waiting_text(final.id, waiting)}. Ask the user, then make that call; "
+                        f"the job goes on in the background meanwhile (check_research with "
+                        f"job_id='{final.id}' shows what it waits for and, later, the report). "
+                        f"{estimate}")
             return f"{background_text(final, time.monotonic() - began)} {estimate}"
 
     @server.tool(name="answer_permission", description=ANSWER_PERMISSION, structured_output=False,

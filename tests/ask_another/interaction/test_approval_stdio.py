@@ -193,12 +193,18 @@ async def test_detached_questions_answer_tools_late_answers_and_cancel(
     with (tmp_path / "stderr.log").open("w") as stderr:
         async with connect(env, stderr) as client:  # no elicitation capability
             # 1. Detached: the job shows what it waits for; answer_permission lets it go on.
+            # The call returns as soon as the job waits for a person, naming the call to make
+            # (it waited out its whole timeout, then said "check back in a minute or two").
             sim.script("m1", [read_call(f"{articles.url}/fast/one", "call-1"),
                               Reply("Read it.")])
+            began = trio.current_time()
             error, text = await call(client, "start_research", model="sim", query="q",
-                                     method="agent", timeout=0)
+                                     method="agent", timeout=100)
             assert not error, text
+            assert trio.current_time() - began < 60
             job = job_id_in(text)
+            assert "waits for permission to run read_article" in text, text
+            assert f"answer_permission(job_id='{job}', tool_call_id='call-1'" in text
             waiting = await check_until(client, job, "Waiting for")
             # 127.0.0.1 is in ASK_ANOTHER_ALLOW_HOSTS: a model reading it is an internal read.
             assert "permission to run read_article (class internal, server ask-another)" in waiting

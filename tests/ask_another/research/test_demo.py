@@ -16,6 +16,10 @@ pytestmark = pytest.mark.slow  # starts real server processes
 def test_demo_runs_the_whole_stack_against_the_simulator_and_exits_0():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
     env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    # The user's own settings stay out of the demo: a search engine that would be used first
+    # (by name), a provider key litellm would read.
+    env["SEARCH_AAA"] = "tavily;tvly-users-own;http://127.0.0.1:9"
+    env["OPENAI_API_KEY"] = "sk-users-own"
     began = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "ask_another", "demo"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
@@ -30,6 +34,7 @@ def test_demo_runs_the_whole_stack_against_the_simulator_and_exits_0():
     assert "· progress" in out and "completed in" in out
     assert "continues in the background" in out
     assert "| job_id | model | status |" in out
+    assert "SEARCH_AAA" not in out and "Web search engines (1," in out
     assert "the simulator saw the cancel" in out and "is cancelled" in out
     # The local pipeline with an ordinary model finishes with a cited report and its usage.
     assert "planned 3 queries in 2 phases (the model)" in out

@@ -9,6 +9,7 @@ a session of scenarios in order.
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,15 @@ async def test_token_commands_and_refusals_are_one_line(tmp_path: Path):
     assert refused.returncode == 1
     assert "run `ask-another token add NAME`" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
+    # ... also on a port that is taken (the README's simulator once sat on serve's default):
+    # "address already in use" hid what to run.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        refused = run_cli(env, "serve", "--http", "--port", str(taken.getsockname()[1]))
+    assert refused.returncode == 1
+    assert "run `ask-another token add NAME`" in refused.stderr, refused.stderr
+    assert "cannot listen" not in refused.stderr
 
     # --no-auth only on loopback.
     refused = run_cli(env, "serve", "--http", "--host", "0.0.0.0", "--port", "0", "--no-auth")
