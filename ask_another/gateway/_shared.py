@@ -25,8 +25,10 @@ kernel took just before that gets it closed before the worker's `Ready`, and con
 (the home was removed).
 
 Where a socket cannot be used (the home's path is too long for one, the file system refuses it,
-the worker does not start or never gets ready), the server falls back to a private worker and
-says so once in its log.
+the worker does not start or never gets ready), or could be another user's (the home or
+`gateway/` is not this user's, or others may write in it; the socket's listener, by
+`SO_PEERCRED`, is another user), the server falls back to a private worker and says so once in
+its log. The worker, in turn, closes a connection from another user before reading anything.
 
 Everything else is `ProcessTransport`'s: the connection is warm at `warm()` and closed after the
 idle time without a call. A connection that drops (the worker was killed) fails the calls in
@@ -51,7 +53,7 @@ from pathlib import Path
 import trio
 
 from ask_another.gateway._process import WORKER_MODULE, ProcessTransport, WorkerStopped, _Worker
-from ask_another.gateway._wire import HEADER, Hello, Ready, frame
+from ask_another.gateway._wire import HEADER, Hello, Ready, frame, peer_uid
 from ask_another.logs import get_logger
 
 log = get_logger("ask_another.gateway")
@@ -138,10 +140,29 @@ def _connect(path: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
+        # Before anything is sent: the Hello carries this server's keys.
+        uid = peer_uid(sock)
+        if uid is not None and uid != os.geteuid():
+            raise Unshareable(f"the shared gateway worker's socket {path} is another user's "
+                              f"(uid {uid}); nothing was sent to it")
     except BaseException:
         sock.close()
         raise
     return sock
+
+
+def _not_private(directory: Path) -> str | None:
+    """Why another user could put a socket of their own in `directory`, or None."""
+    try:
+        found = directory.stat()
+    except FileNotFoundError:
+        return None
+    if found.st_uid != os.geteuid():
+        return f"{directory} belongs to another user (uid {found.st_uid})"
+    if found.st_mode & 0o022:
+        return (f"{directory} can be written by other users (mode "
+                f"{found.st_mode & 0o7777:04o})")
+    return None
 
 
 def _start_worker(path: Path, log_level: str, idle: float) -> None:
@@ -177,7 +198,9 @@ def socket_problem(path: Path) -> str | None:
         return f"the home's path is too long for a unix socket ({path})"
     if path.parent.exists() and not path.parent.is_dir():
         return f"{path.parent} is not a directory"
-    return None
+    # Another user who can write in the home or gateway/ could listen in the worker's place:
+    # the next session would send them its keys and prompt, and show their answer.
+    return _not_private(path.parent.parent) or _not_private(path.parent)
 
 
 def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket:
@@ -188,6 +211,9 @@ def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket:
         raise Unshareable(problem)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        problem = _not_private(path.parent)  # made by another user first, say
+        if problem is not None:
+            raise Unshareable(problem)
         lock = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         raise Unshareable(f"{path.parent} is not usable: {exc.strerror or exc}") from None

@@ -13,6 +13,8 @@ Shared by the parent's side (_process.py) and the worker's (_worker.py); no lite
 
 from __future__ import annotations
 
+import socket
+import struct
 from typing import Any
 
 import msgspec
@@ -92,3 +94,17 @@ def frame(encoder: msgspec.msgpack.Encoder, message: msgspec.Struct) -> bytes:
 def error_class(name: str) -> type[ProviderError]:
     kind = getattr(errors, name, None)
     return kind if isinstance(kind, type) and issubclass(kind, ProviderError) else ProviderError
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The user id of the process at the other end of the unix socket `sock` (`SO_PEERCRED`:
+    for a listening socket, whoever called listen), or None where the system has no such option.
+    Both ends of a shared worker's connection check it before anything is sent: the server's
+    `Hello` carries its keys, and the worker's answers its prompts' replies."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option,
+                                                          struct.calcsize("3i")))
+    return int(uid)
+

@@ -44,8 +44,9 @@ from ask_another.gateway._wire import (
     Searched,
     ToWorker,
     frame,
+    peer_uid,
 )
-from ask_another.logs import configure_logging, register_secrets
+from ask_another.logs import configure_logging, get_logger, register_secrets
 
 
 def _load() -> tuple[Any, str | None]:
@@ -155,6 +156,13 @@ async def _shared_main(path: Path, idle: float, started: int) -> None:
     async def connection(sock: socket.socket) -> None:
         nonlocal quiet_since, connections
         try:
+            uid = peer_uid(sock)
+            if uid is not None and uid != os.geteuid():  # nothing read from it, nothing sent
+                get_logger("ask_another.gateway").warning(
+                    "gateway.peer_refused", uid=uid,
+                    reason="a connection from another user: closed before anything was read")
+                sock.close()
+                return
             reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 26)
             await loaded.wait()
             await _serve(reader, writer, litellm, error)

@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import socket
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 from http_server import http_server, process_env, run_cli
-from stdio_server import REPO
+from stdio_server import REPO, stdio_client_for
+from tool_results import call
 
 from ask_another.simulator import Simulator
 
@@ -86,3 +91,122 @@ async def test_an_existing_open_home_is_tightened_at_start_with_a_log_line(
     assert mode(home) == 0o700
     assert "home.tightened" in log and "was=0755" in log and "now=0700" in log
     assert as_nobody("ls", str(home)).returncode != 0
+
+
+def _workers_of(home: Path) -> list[int]:
+    needle = f"--shared\0{home / 'gateway'}/".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _kill_workers(home: Path) -> None:
+    for pid in _workers_of(home):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+async def test_a_home_another_account_made_gets_no_shared_worker(sim: Simulator, open_dir: Path):
+    # An ASK_ANOTHER_HOME in a shared directory that another account made first (or one made
+    # under umask 000): they could listen on the worker's socket, and the next session sent
+    # them its keys (the Hello) and its prompt, and showed their answer.
+    home = open_dir / "home"
+    os.chmod(open_dir, 0o1777)  # a shared temporary directory, as /tmp
+    made = as_nobody("sh", "-c", f"umask 000 && mkdir -p {home}/gateway")
+    assert made.returncode == 0, made.stderr
+    env = {"ASK_ANOTHER_HOME": str(home), "PATH": os.environ["PATH"],
+           "MODEL_SIM": f"openai/m1;sk-test-LOCAL-WORKER-1234;{sim.openai_base}"}
+    try:
+        with (open_dir / "stdio.log").open("w") as log:
+            async with stdio_client_for(env, log) as client:
+                error, text = await call(client, "completion", model="sim", prompt="hi")
+        shared = _workers_of(home)
+    finally:
+        _kill_workers(home)
+    assert not error and "answer to: hi" in text, text
+    assert shared == [] and list((home / "gateway").iterdir()) == []
+    log_text = (open_dir / "stdio.log").read_text()
+    assert "gateway.shared_unavailable" in log_text and "belongs to another user" in log_text
+
+
+LISTENER = """
+import socket, sys
+listener = socket.socket(fileno=int(sys.argv[1]))
+listener.listen(1)
+print("listening", flush=True)
+listener.settimeout(30)
+conn, _ = listener.accept()
+conn.settimeout(3)
+received = b""
+try:
+    while chunk := conn.recv(65536):
+        received += chunk
+except TimeoutError:
+    pass
+print(len(received), flush=True)
+"""
+
+
+def test_a_worker_socket_another_user_listens_on_is_sent_nothing(open_dir: Path) -> None:
+    # The socket is in a private gateway/ directory, but the process listening on it is
+    # another account's (SO_PEERCRED: whoever called listen): the server must not send its
+    # Hello, which carries its keys, and must fall back to a private worker.
+    from ask_another.gateway._shared import Unshareable, connect_or_start
+
+    home = open_dir / "home"
+    (home / "gateway").mkdir(parents=True, mode=0o700)
+    home.chmod(0o700)
+    path = home / "gateway" / "k.sock"
+    bound = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    bound.bind(str(path))
+    fd = bound.fileno()
+    with subprocess.Popen([*NOBODY, sys.executable, "-c", LISTENER, str(fd)],
+                          stdout=subprocess.PIPE, text=True, pass_fds=[fd],
+                          stdin=subprocess.DEVNULL) as listener:
+        assert listener.stdout is not None
+        bound.close()
+        assert listener.stdout.readline() == "listening\n"
+        with pytest.raises(Unshareable, match=r"another user's \(uid 65534\); nothing was sent"):
+            connect_or_start(path, "WARNING", 30)
+        received = listener.stdout.readline()
+    assert received == "0\n"
+
+
+async def test_the_shared_worker_closes_a_connection_from_another_user(sim: Simulator,
+                                                                         open_dir: Path):
+    from ask_another.config import Config
+    from ask_another.gateway import open_gateway
+    from ask_another.gateway._shared import SharedTransport
+
+    key = "sk-test-LOCAL-PEER-1234"
+    home = open_dir / "home"
+    home.mkdir(mode=0o700)
+    transport = SharedTransport(home, [key], idle_exit=30)
+    entry = Config.from_env({"MODEL_X": f"openai/m1;{key};{sim.openai_base}",
+                             "ASK_ANOTHER_HOME": str(home)}).models[0]
+    try:
+        async with open_gateway(transport, [key]) as gateway:
+            await gateway.completion(entry, "the worker runs")
+            # As if the modes had been loosened by hand: another account can now connect.
+            for directory in (home, home / "gateway"):
+                directory.chmod(0o711)
+            transport.socket_path.chmod(0o666)
+            probe = ("import socket, sys\n"
+                     "s = socket.socket(socket.AF_UNIX)\n"
+                     f"s.connect({str(transport.socket_path)!r})\n"
+                     "s.settimeout(20)\n"
+                     "print(len(s.recv(65536)), flush=True)\n")
+            done = await trio.to_thread.run_sync(as_nobody, sys.executable, "-c", probe)
+    finally:
+        _kill_workers(home)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "0\n"  # closed at once: not even the Ready
+    assert "gateway.peer_refused" in (home / "gateway" / "gateway.log").read_text()
