@@ -9,6 +9,7 @@ and acts through the library faces the MCP tools use, as the logged-in user (doc
 from ask_another.console._app import ROOT as ROOT
 from ask_another.console._app import Console as Console
 from ask_another.console._app import Login as Login
+from ask_another.console._metrics import Metrics as Metrics
 from ask_another.console._questions import Pending as Pending
 from ask_another.console._questions import pending_of as pending_of
 from ask_another.console._questions import pending_questions as pending_questions
@@ -21,6 +22,7 @@ __all__ = [
     "Console",
     "Login",
     "LoginCodes",
+    "Metrics",
     "Pending",
     "Sessions",
     "load_key",

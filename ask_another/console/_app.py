@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 from urllib.parse import quote, urlsplit
 
 import jinja2
+import trio
 from mcp.server.auth.provider import TokenVerifier
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -30,6 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ask_another.console._questions import Pending, pending_of, pending_questions
+from ask_another.console._runtime import find, supervision_tree
 from ask_another.console._session import (
     COOKIE,
     LoginCodes,
@@ -38,6 +40,7 @@ from ask_another.console._session import (
     token_digest,
     token_proof,
 )
+from ask_another.console._spending import PERIODS, chart_svg, spending, spending_csv
 from ask_another.errors import AskAnotherError, error_text
 from ask_another.logs import get_logger
 from ask_another.research import ResearchJobs, UnknownJob
@@ -83,6 +86,19 @@ def _seconds(value: float) -> str:
     return f"{value // 3600} h {value % 3600 // 60} min"
 
 
+def _who(user_id: str | None) -> str:
+    """A row's user as people know them: the name in a principal id (users.py), or its issuer's
+    subject; "(local)" for the local user."""
+    if user_id is None:
+        return "(local)"
+    kind, _, rest = user_id.partition(":")
+    if kind == "token":
+        return rest.rsplit(":", 1)[0]
+    if kind == "oauth":
+        return rest.rsplit("#", 1)[-1]
+    return rest or user_id
+
+
 def _cost(record: JobRecord) -> str:
     usage = record.detail.get("usage")
     if not isinstance(usage, dict):
@@ -109,7 +125,7 @@ class Console:
             loader=jinja2.PackageLoader("ask_another.console", "templates"),
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
         self.templates.globals.update(root=ROOT, poll_ms=int(POLL_SECONDS * 1000))
-        self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost,
+        self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost, who=_who,
                                       usage=usage_text)
         page = self._page
         self.app = Starlette(routes=[
@@ -123,6 +139,10 @@ class Console:
             Route("/approvals", page(self._approvals)),
             Route("/approvals/{job_id}/{tool_call_id}", page(self._approval),
                   methods=["GET", "POST"]),
+            Route("/spending", page(self._spending)),
+            Route("/spending.csv", page(self._spending_csv)),
+            Route("/runtime", page(self._runtime)),
+            Route("/runtime/kill", page(self._kill), methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("ask_another.console", "static")])),
         ])
 
@@ -330,6 +350,68 @@ class Console:
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
         return await jobs.answer_permission(job_id, call_id, answer)
+
+
+    # ----- spending ---------------------------------------------------------------------------
+
+    async def _spending(self, request: Request, session: Session) -> Response:
+        figures = await spending(self.runtime.services, session.user,
+                                 request.query_params.get("period", "month"))
+        totals = figures.totals
+        tables = [("model", totals.by_model), ("tool", totals.by_tool)]
+        if session.user.admin:
+            tables.append(("user", totals.by_user))
+        title = f"Known spend by day, {figures.label}"
+        return self.render(request, session, "spending", s=figures, periods=PERIODS,
+                           chart=chart_svg(totals.by_day, title),
+                           tables=tables)
+
+    async def _spending_csv(self, request: Request, session: Session) -> Response:
+        figures = await spending(self.runtime.services, session.user,
+                                 request.query_params.get("period", "month"))
+        return Response(spending_csv(figures), media_type="text/csv; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="ask-another-{figures.period}.csv"',
+            "Cache-Control": "no-store"})
+
+
+    # ----- runtime (admins) --------------------------------------------------------------------
+
+    def _admin(self, request: Request, session: Session) -> Response | None:
+        if session.user.admin:
+            return None
+        return self._error(request, session, 403, "The runtime pages are for admins (a token "
+                           "made with `ask-another token add NAME --admin`).")
+
+    async def _runtime(self, request: Request, session: Session) -> Response:
+        refused = self._admin(request, session)
+        if refused is not None:
+            return refused
+        tree = await supervision_tree(self.runtime.supervisor, self.runtime.registry)
+        wanted = request.query_params.get("process")
+        try:
+            with trio.move_on_after(2):
+                gateway = (await self.runtime.gateway()).statistics()
+        except AskAnotherError:
+            gateway = None
+        return self.render(request, session, "runtime", tree=tree, gateway=gateway,
+                           selected=find(tree, wanted) if wanted is not None else None,
+                           allow_stop=self.allow_stop)
+
+    async def _kill(self, request: Request, session: Session) -> Response:
+        refused = self._admin(request, session)
+        if refused is not None:
+            return refused
+        path = str((await request.form()).get("process") or "")
+        if not self.allow_stop:
+            return self._error(request, session, 403, "Stopping a process needs the service "
+                               "started with --console-allow-stop.")
+        tree = await supervision_tree(self.runtime.supervisor, self.runtime.registry)
+        node = find(tree, path) if path else None
+        if node is None or node.ref is None:
+            return self._error(request, session, 404, f"No running process {path!r}.")
+        log.warning("console.kill", process=path, user=session.user.id)
+        node.ref.kill()
+        return RedirectResponse(f"{ROOT}/runtime?process={quote(path)}", status_code=303)
 
 
 def _waiting(records: list[JobRecord]) -> dict[str, int]:

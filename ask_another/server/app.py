@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -115,9 +116,25 @@ class _Server(AskAnotherServer):
         schemas = output_schemas()
         return [describe_tool(tool, schemas) for tool in await super().list_tools()]
 
+    metrics: Any = None  # serve --http: the /metrics counters (console/_metrics.py)
+
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[ServerState] | None = None,
                         ) -> CallToolResult | InputRequiredResult:
+        if self.metrics is None:
+            return await self._call_tool(name, arguments, context)
+        began = time.perf_counter()
+        failed = True
+        try:
+            result = await self._call_tool(name, arguments, context)
+            failed = isinstance(result, CallToolResult) and result.is_error
+            return result
+        finally:
+            self.metrics.observe(name, time.perf_counter() - began, failed)
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any],
+                         context: Context[ServerState] | None = None,
+                         ) -> CallToolResult | InputRequiredResult:
         check_rate(context)  # the one place every tool call passes: the per-user rate limit
         try:
             return await super().call_tool(name, arguments, context)
@@ -131,13 +148,15 @@ class _Server(AskAnotherServer):
 def build_server(config: Config, *, prewarm_after: float | None = 0,
                  auth: AuthSettings | None = None,
                  token_verifier: TokenVerifier | None = None,
-                 opened: Runtime | Unavailable | None = None) -> MCPServer[ServerState]:
+                 opened: Runtime | Unavailable | None = None,
+                 metrics: Any = None) -> MCPServer[ServerState]:
     """The MCP server with every tool registered; its lifespan opens the runtime
     (`open_lifespan`), or holds `opened`, a lifespan its caller opened and closes, in the
     server's one `ServerState`.
 
     `auth` and `token_verifier` are for Streamable HTTP (server/http.py, server/auth.py); stdio
-    has no authentication: the user who started the process is the caller.
+    has no authentication: the user who started the process is the caller. `metrics` (a
+    `console.Metrics`, for /metrics) counts every tool call and its latency.
 
     Provider calls run in the gateway's worker process (runtime.py picks the transport), so
     this process never imports litellm.
@@ -155,7 +174,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
         async with open_lifespan(config, prewarm_after=prewarm_after) as state:
             yield ServerState(state)
 
-    server: MCPServer[ServerState] = _Server(
+    server = _Server(
         "ask-another",
         title="ask-another",
         description="Ask other models for a second opinion, through litellm.",
@@ -170,6 +189,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
         extensions=tasks.extensions(),
         middleware=tasks.middleware(),
     )
+    server.metrics = metrics
     models.register(server)
     completion.register(server)
     consensus.register(server)

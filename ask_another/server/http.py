@@ -62,9 +62,21 @@ from ask_another.server.context import token_user
 from ask_another.server.lifespan import Unavailable, open_lifespan
 from ask_another.server.stdio import AnsweringStdin
 
-__all__ = ["DEFAULT_PORT", "HEALTH_PATH", "MCP_PATH", "SESSIONS_PER_MINUTE", "Drain", "HttpAuth",
-           "SessionRate", "WholeBodies", "is_loopback",
-           "plan_auth", "serve_http", "transport_security"]
+__all__ = [
+    "DEFAULT_PORT",
+    "HEALTH_PATH",
+    "MCP_PATH",
+    "METRICS_PATH",
+    "SESSIONS_PER_MINUTE",
+    "Drain",
+    "HttpAuth",
+    "SessionRate",
+    "WholeBodies",
+    "is_loopback",
+    "plan_auth",
+    "serve_http",
+    "transport_security",
+]
 
 log = get_logger("ask_another.server.http")
 
@@ -72,6 +84,7 @@ DEFAULT_PORT: Final = 8765
 MCP_PATH: Final = "/mcp"
 HEALTH_PATH: Final = "/health"
 HEALTH_SECONDS: Final = 5.0
+METRICS_PATH: Final = "/metrics"
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
@@ -351,8 +364,13 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
             # database not up yet), while a service manager restarts an exited node.
             sock.close()
             raise opened.error
+        from ask_another.console import Metrics
+
+        metrics = Metrics()
         server = build_server(config, auth=auth.settings, token_verifier=auth.verifier,
-                              opened=opened)
+                              opened=opened, metrics=metrics)
+        server.custom_route(METRICS_PATH, methods=["GET"], include_in_schema=False)(
+            MetricsRoute(opened, metrics, auth.verifier).respond)
 
         # A bound method: Starlette calls a plain callable object as an ASGI app instead.
         server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(
@@ -388,6 +406,29 @@ def console_mount(config: Config, runtime: Runtime, auth: HttpAuth, *, no_auth: 
     console = Console(runtime, load_key(config.home / "console.key"), login,
                       secure=public.startswith("https://"), allow_stop=allow_stop)
     return Mount(ROOT, app=console.app)
+
+
+class MetricsRoute:
+    """`GET /metrics` (Prometheus text format, console/_metrics.py) for an admin's bearer token
+    (a scraper's `authorization` setting); anyone's with `--no-auth`."""
+
+    def __init__(self, runtime: Runtime, metrics: Any, verifier: TokenVerifier | None) -> None:
+        self.runtime = runtime
+        self.metrics = metrics
+        self.verifier = verifier
+
+    async def respond(self, request: Request) -> Response:
+        if self.verifier is not None:
+            scheme, _, token = request.headers.get("authorization", "").partition(" ")
+            access = (await self.verifier.verify_token(token.strip())
+                      if scheme.lower() == "bearer" and token.strip() else None)
+            if access is None or not token_user(access).admin:
+                return JSONResponse({"error": "/metrics needs an admin's bearer token"},
+                                    status_code=401 if access is None else 403,
+                                    headers={"WWW-Authenticate": "Bearer"})
+        from ask_another.console._metrics import CONTENT_TYPE
+
+        return Response(await self.metrics.render(self.runtime), media_type=CONTENT_TYPE)
 
 
 class Health:

@@ -50,10 +50,10 @@ class Served:
 
 
 @contextmanager
-def serve_http(env: dict[str, str], log: Path) -> Iterator[Served]:
-    """A real `serve --http` on a free port, killed afterwards."""
+def serve_http(env: dict[str, str], log: Path, *args: str) -> Iterator[Served]:
+    """A real `serve --http` on a free port (extra `args`), killed afterwards."""
     with log.open("w") as err:
-        process = subprocess.Popen(server_command(), stdin=subprocess.DEVNULL,
+        process = subprocess.Popen(server_command(*args), stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=err,
                                    env=process_env(env), cwd=REPO)
     try:

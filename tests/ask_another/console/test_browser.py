@@ -54,8 +54,10 @@ def page(browser: Browser) -> Iterator[Page]:
 
 
 @pytest.fixture
-def team(sim: Simulator, tmp_path: Path) -> Iterator[tuple[Served, dict[str, str]]]:
-    """`serve --http` with alice, bob and an admin; agent reads ask first."""
+def team(sim: Simulator, tmp_path: Path, request: pytest.FixtureRequest
+         ) -> Iterator[tuple[Served, dict[str, str]]]:
+    """`serve --http` with alice, bob and an admin; agent reads ask first (a test marked
+    `allow_stop` gets --console-allow-stop)."""
     home = tmp_path / "home"
     file = TokensFile(home / "tokens.json")
     tokens = {"alice": file.add("alice"), "bob": file.add("bob"),
@@ -65,8 +67,10 @@ def team(sim: Simulator, tmp_path: Path) -> Iterator[tuple[Served, dict[str, str
            "MODEL_GDR": f"{GEMINI};{KEY};{sim.url}",
            "ASK_ANOTHER_PERMISSIONS": "read=ask",
            "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
-           "ASK_ANOTHER_RATE_PER_MINUTE": "0"}
-    with serve_http(env, tmp_path / "serve.log") as served:
+           "ASK_ANOTHER_RATE_PER_MINUTE": "0",
+           "ASK_ANOTHER_BUDGET_MONTH_USD": "5"}
+    args = ("--console-allow-stop",) if getattr(request, "param", None) == "allow_stop" else ()
+    with serve_http(env, tmp_path / "serve.log", *args) as served:
         yield served, tokens
 
 
@@ -137,6 +141,10 @@ def test_log_in_allow_a_read_once_and_see_the_job_complete_with_its_citation(
             "href", article)
         expect(page.locator(".report .text")).to_contain_text("cancellation reasons")
         shot(page, "job")
+        page.get_by_role("link", name="Spending").click()
+        expect(page.get_by_role("heading", name="By model")).to_be_visible()
+        expect(page.get_by_role("cell", name="openai/m1")).to_be_visible()
+        shot(page, "spending")
 
 
 def test_an_approval_link_opens_its_request_after_login_and_then_says_it_expired(
@@ -216,3 +224,17 @@ def test_a_form_posted_without_its_csrf_token_is_refused(
     page.get_by_role("button", name="Allow once").click()
     expect(page.get_by_role("alert")).to_contain_text("did not carry this session's CSRF token")
     assert "call-1" in mcp(served.mcp, tokens["alice"], "check_research", job_id=job)
+
+
+@pytest.mark.parametrize("team", ["allow_stop"], indirect=True)
+def test_the_runtime_page_shows_a_killed_actors_restart_count_rising(
+    team: tuple[Served, dict[str, str]], page: Page
+):
+    served, tokens = team
+    log_in(page, served, tokens["root"], "/console/runtime")
+    page.locator("a.node[data-process='store']").click()
+    expect(page.locator("#restarts")).to_have_text("0")
+    page.get_by_role("button", name="Kill this process").click()
+    expect(page.locator("#restarts")).to_have_text("1")
+    expect(page.locator("a.node[data-process='store'] .restarts")).to_have_text("restarts 1")
+    shot(page, "runtime")

@@ -16,11 +16,12 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from ask_another.config import Config
-from ask_another.console import ROOT, Console, Login, LoginCodes
+from ask_another.console import ROOT, Console, Login, LoginCodes, Metrics
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.auth import TokensFile, TokensFileVerifier
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
-from ask_another.users import User
+from ask_another.store.usage import UsageRow, record_usage
+from ask_another.users import LOCAL_USER, User
 
 ARTICLE = "http://127.0.0.1:9/article"
 
@@ -43,8 +44,10 @@ class Served:
 
 @asynccontextmanager
 async def served(make_config: Callable[..., Config], mode: str = "token",
-                 codes: LoginCodes | None = None) -> AsyncIterator[Served]:
-    config = make_config(ASK_ANOTHER_PERMISSIONS="read=ask", ASK_ANOTHER_CONFIRM_USD="1000")
+                 codes: LoginCodes | None = None, allow_stop: bool = False,
+                 **settings: str) -> AsyncIterator[Served]:
+    config = make_config(ASK_ANOTHER_PERMISSIONS="read=ask", ASK_ANOTHER_CONFIRM_USD="1000",
+                         **settings)
     file = TokensFile(config.tokens_path)
     tokens = {"alice": file.add("alice"), "bob": file.add("bob"),
               "root": file.add("root", admin=True)}
@@ -52,7 +55,8 @@ async def served(make_config: Callable[..., Config], mode: str = "token",
     login = (Login("token", verifier=verifier, tokens=verifier) if mode == "token"
              else Login("code", codes=codes))
     async with open_runtime(config, prewarm_after=None) as runtime:
-        yield Served(runtime, Console(runtime, secrets.token_bytes(32), login), tokens)
+        yield Served(runtime, Console(runtime, secrets.token_bytes(32), login,
+                                      allow_stop=allow_stop), tokens)
 
 
 async def log_in(client: httpx.AsyncClient, token: str) -> None:
@@ -217,3 +221,84 @@ async def test_a_one_time_login_link_works_once(make_config: Callable[..., Confi
         # No token login on this console.
         refused = await client.post("/login", data={"token": s.tokens["alice"]})
         assert "set-cookie" not in refused.headers
+
+
+async def spend(runtime: Runtime, user: str, model: str, usd: float) -> None:
+    """A priced call of the tokens-file user named `user`, in the ledger."""
+    (principal,) = (u.principal for u in TokensFile(runtime.config.tokens_path).users()
+                    if u.name == user)
+    await record_usage(await runtime.database(), UsageRow(
+        kind="completion", model=model, prompt_tokens=100, completion_tokens=20, cost_usd=usd,
+        tool="completion", user_id=principal))
+
+
+async def test_spending_shows_each_user_their_own_and_an_admin_everyones_with_ceilings_and_csv(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config, ASK_ANOTHER_BUDGET_DAY_USD="2") as s, s.browser() as client:
+        await spend(s.runtime, "alice", "openai/alice-model", 0.5)
+        await spend(s.runtime, "bob", "openai/bob-model", 0.25)
+        await log_in(client, s.tokens["alice"])
+        page = await client.get("/spending")
+        assert page.status_code == 200
+        assert "openai/alice-model" in page.text and "bob-model" not in page.text
+        assert "ASK_ANOTHER_BUDGET_DAY_USD = $2.00 per day" in page.text
+        assert "(25.0%)" in page.text and "<svg" in page.text
+        table = (await client.get("/spending.csv?period=today")).text.splitlines()
+        assert table[0].startswith("by,key,known_usd")
+        assert "model,openai/alice-model,0.500000,0,1,100,20" in table
+        assert not any("bob" in line for line in table)
+        bad = await client.get("/spending?period=fortnight")
+        assert bad.status_code == 409 and "unknown period" in bad.text
+        await log_in(client, s.tokens["root"])
+        page = await client.get("/spending")
+        assert "openai/bob-model" in page.text and "By user" in page.text
+
+
+async def test_runtime_is_for_admins_and_a_kill_needs_allow_stop(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        await log_in(client, s.tokens["alice"])
+        assert (await client.get("/runtime")).status_code == 403
+        await log_in(client, s.tokens["root"])
+        page = await client.get("/runtime?process=store")
+        assert page.status_code == 200
+        assert "registered as store" in page.text and "research.owner" in page.text
+        assert "--console-allow-stop" in page.text and "Kill this process" not in page.text
+        refused = await client.post("/runtime/kill", data={"process": "store",
+                                                           "csrf": csrf_of(page.text)})
+        assert refused.status_code == 403
+
+
+async def test_a_killed_process_is_restarted_and_the_runtime_page_shows_its_restarts_rise(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config, allow_stop=True) as s, s.browser() as client:
+        await log_in(client, s.tokens["root"])
+        page = await client.get("/runtime?process=store&part=live")
+        assert 'id="restarts">0<' in page.text and "Kill this process" in page.text
+        killed = await client.post("/runtime/kill", data={"process": "store",
+                                                          "csrf": csrf_of(page.text)})
+        assert killed.status_code == 303
+        with trio.fail_after(10):
+            while 'id="restarts">1<' not in page.text:
+                await trio.sleep(0.05)
+                page = await client.get("/runtime?process=store&part=live")
+        assert (await s.runtime.jobs_for(LOCAL_USER).list()) == []  # the new store answers
+
+
+async def test_metrics_count_jobs_by_state_and_what_they_wait_for(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s:
+        await waiting_job(sim, s.runtime, "alice")
+        await spend(s.runtime, "bob", "openai/m1", 0.25)
+        metrics = Metrics()
+        metrics.observe("completion", 0.2, failed=False)
+        text = (await metrics.render(s.runtime)).decode()
+        assert 'ask_another_research_jobs{state="in_progress"} 1.0' in text
+        assert "ask_another_approvals_waiting 1.0" in text
+        assert 'ask_another_spend_usd{period="day"} 0.25' in text
+        assert 'ask_another_process_restarts{process="store"} 0.0' in text
+        assert 'ask_another_tool_calls_total{outcome="ok",tool="completion"} 1.0' in text

@@ -75,6 +75,7 @@ async def test_console_prints_a_one_time_link_serves_the_home_and_ctrl_c_leaves_
 async def test_serve_http_serves_the_console_behind_its_tokens(tmp_path: Path):
     home = tmp_path / "home"
     token = TokensFile(home / "tokens.json").add("alice")
+    root = TokensFile(home / "tokens.json").add("root", admin=True)
     async with http_server({"ASK_ANOTHER_HOME": str(home)}, tmp_path / "stderr.log") as server, \
             httpx.AsyncClient(base_url=server.base) as client:
         assert (await client.get("/console/jobs")).status_code == 303
@@ -88,3 +89,12 @@ async def test_serve_http_serves_the_console_behind_its_tokens(tmp_path: Path):
         other = await client.post("/console/login", data={"token": token},
                                   headers={"Origin": "https://evil.example"})
         assert other.status_code == 403 and "set-cookie" not in other.headers
+
+        # /metrics: an admin's bearer token only.
+        assert (await client.get("/metrics")).status_code == 401
+        headers = {"Authorization": f"Bearer {token}"}
+        assert (await client.get("/metrics", headers=headers)).status_code == 403
+        metrics = await client.get("/metrics", headers={"Authorization": f"Bearer {root}"})
+        assert metrics.status_code == 200
+        assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
+        assert 'ask_another_process_restarts{process="gateway"} 0.0' in metrics.text
