@@ -167,7 +167,7 @@ class DynamicSupervisor(_SupervisorBase):
                 return
             child.status = "restarting"
             try:
-                ref = await self._start(child)
+                ref = await self._start(child, restart=True)
             except StartError as exc:
                 logger().error(
                     "supervisor.restart_failed",

@@ -158,10 +158,14 @@ class _SupervisorBase(Actor):
         if start.registry is not None and child.spec.restart != "temporary":
             unclaim_name(start.registry, start.name, process_of(self.ref))
 
-    async def _start(self, child: _Child, *, monitor: bool = True) -> ActorRef | None:
-        """Start `child`; None (and the child stays stopped) if its init returned `IGNORE`."""
+    async def _start(
+        self, child: _Child, *, monitor: bool = True, restart: bool = False
+    ) -> ActorRef | None:
+        """Start `child`; None (and the child stays stopped) if its init returned `IGNORE`. A
+        restart into a nursery being cancelled fails (`_children_cancelled`); a first start
+        there would only be cancelled at once, so it is not checked (a property lookup less)."""
         spec = child.spec
-        if self._children_cancelled():
+        if restart and self._children_cancelled():
             raise StartError(
                 spec.id, Killed(), f"in {self.ref!r}: its children's nursery is cancelled"
             )
@@ -344,7 +348,7 @@ class Supervisor(_SupervisorBase):
                     raise _CallError(
                         SupervisorError(f"child {child_id!r} of {self.ref!r} is already running")
                     )
-                ref = await self._start(child)
+                ref = await self._start(child, restart=True)
                 _log_started(self.ref, child)
                 return ref
             case ("start_child", ChildSpec() as spec):
@@ -444,7 +448,7 @@ class Supervisor(_SupervisorBase):
     async def _restart(self, child: _Child) -> None:
         while True:
             try:
-                await self._start(child)
+                await self._start(child, restart=True)
             except StartError as exc:
                 logger().error(
                     "supervisor.restart_failed",
