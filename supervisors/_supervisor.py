@@ -489,6 +489,8 @@ def _count(children: Sequence[_Child]) -> ChildCounts:
 
 
 def _log_started(sup: ActorRef, child: _Child) -> None:
+    if child.ref is None:  # its init returned IGNORE: nothing started (OTP reports nothing)
+        return
     # Debug, like the dynamic supervisor's: an application's start would otherwise open its
     # log with one line per child.
     logger().debug(

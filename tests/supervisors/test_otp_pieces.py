@@ -110,7 +110,7 @@ class Declines(Actor):
 
 
 async def test_a_static_supervisor_keeps_an_ignored_child_as_not_running(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, events: list[dict[str, Any]]
 ) -> None:
     journal: Journal = []
     children = [child_spec(Declines, journal, id="ignored"), child_spec(Echo, journal, id="echo")]
@@ -122,6 +122,8 @@ async def test_a_static_supervisor_keeps_an_ignored_child_as_not_running(
         counts = await sup.count_children()
         assert (counts.specs, counts.active) == (2, 1)
     assert journal.count(("declined", None)) == 2
+    started = [e["child"] for e in events if e["event"] == "supervisor.child_started"]
+    assert started == ["'echo'"]  # nothing is reported started for the ignored child
 
 
 async def test_a_dynamic_supervisor_starts_nothing_for_an_ignored_child(
