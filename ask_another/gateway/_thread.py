@@ -135,6 +135,7 @@ class ThreadTransport:
             return
         try:
             self._litellm = _litellm.load()
+            _litellm.inline_prelude(self._litellm, loop)
             # litellm leaves about a million long-lived objects behind its import; without this
             # every full collection walks them all and pauses the whole process (trio loop
             # included) for 100-800 ms under load.

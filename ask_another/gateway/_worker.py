@@ -136,6 +136,8 @@ async def _worker_main(frames_out: int) -> None:
         asyncio.streams.FlowControlMixin, os.fdopen(frames_out, "wb", buffering=0))
     writer = asyncio.StreamWriter(transport, protocol, reader, loop)
     litellm, error = _load()
+    if litellm is not None:
+        _litellm.inline_prelude(litellm, loop)
     await _serve(reader, writer, litellm, error)
     if litellm is not None:
         await _litellm.close_clients(litellm)
@@ -202,6 +204,8 @@ async def _shared_main(path: Path, idle: float, started: int) -> None:
     os.close(started)
     accepting = loop.create_task(accept())
     litellm, error = _load()
+    if litellm is not None:
+        _litellm.inline_prelude(litellm, loop)
     loaded.set()
 
     def ours() -> bool:

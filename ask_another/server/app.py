@@ -112,9 +112,16 @@ class _Server(AskAnotherServer):
     errors worded like ours and its tool list carrying titles, numeric limits and output
     schemas (server/metadata.py)."""
 
+    _listed: list[MCPTool] | None = None
+
     async def list_tools(self) -> list[MCPTool]:
-        schemas = output_schemas()
-        return [describe_tool(tool, schemas) for tool in await super().list_tools()]
+        # Fixed once built (every tool is registered in build_server, before any request), so
+        # described once: clients list the tools before calls, and building the output schemas
+        # and the limits each time was a few per cent of the server's CPU under load.
+        if self._listed is None:
+            schemas = output_schemas()
+            self._listed = [describe_tool(tool, schemas) for tool in await super().list_tools()]
+        return self._listed
 
     metrics: Any = None  # serve --http: the /metrics counters (console/_metrics.py)
 

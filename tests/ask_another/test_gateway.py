@@ -209,3 +209,34 @@ def test_the_warm_up_runs_litellms_first_completion_without_sending_anything():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert done.stdout.strip() == "True"
+
+
+def test_litellms_completion_prelude_runs_inline_and_its_errors_still_reach_the_caller(
+    sim: Simulator,
+):
+    # acompletion hands completion() to the loop's executor only to get its coroutine back:
+    # for a provider keyed by a header that prelude runs inline (no thread), and what it
+    # raises is raised where acompletion awaits it, as from a thread.
+    import asyncio
+
+    from ask_another.gateway import _litellm
+
+    litellm = _litellm.load()
+    request = {"model": "openai/m1", "api_key": "sk-inline", "api_base": sim.openai_base,
+               "max_retries": 0, "num_retries": 0}
+
+    async def main() -> None:
+        executor = _litellm.inline_prelude(litellm, asyncio.get_running_loop())
+        result = await _litellm.complete(
+            litellm, {**request, "messages": [{"role": "user", "content": "inline?"}]},
+            "openai/m1", lambda text: None)
+        assert result.text.endswith("inline?")
+        assert executor.inline == 1  # the prelude ran here, not in a thread
+        # Refused in the prelude itself (before any request), mapped by litellm as ever.
+        with pytest.raises(litellm.APIConnectionError, match="Unsupported response_format"):
+            await litellm.acompletion(**request, messages=[{"role": "user", "content": "x"}],
+                                      response_format="nope")
+        assert executor.inline == 2
+        await _litellm.close_clients(litellm)
+
+    asyncio.run(main())
