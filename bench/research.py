@@ -177,7 +177,6 @@ async def _burst(url: str, home: Path, size: int) -> dict[str, object]:
     `WARM_JOBS` warm-up jobs)."""
     from ask_another.config import Config
     from ask_another.errors import LimitReached
-    from ask_another.research import ResearchJobs
     from ask_another.runtime import open_runtime
     from ask_another.server.tools.research import job_text
     from ask_another.users import User
@@ -195,7 +194,7 @@ async def _burst(url: str, home: Path, size: int) -> dict[str, object]:
     failures: list[str] = []
     checks: list[float] = []
     async with open_runtime(config, prewarm_after=0) as runtime:
-        jobs = ResearchJobs.of(runtime, User("burst", admin=False))
+        jobs = runtime.jobs_for(User("burst", admin=False))
         # Warm: litellm's interactions code imported and run in the worker, our paths once.
         warm = [await jobs.start("gdr", f"[[sim:polls=100000]] warm-up {n}")
                 for n in range(WARM_JOBS)]
