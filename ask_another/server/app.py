@@ -13,6 +13,7 @@ SDK installs its own root handler otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -22,6 +23,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import structlog
+import trio
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
@@ -173,13 +175,19 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
     # call with why): a few system calls.
     unusable = home_problem(config.home)
 
+    # research://JOB_ID updates for listeners of both eras, watched for while the runtime runs.
+    updates = tasks.JobUpdates()
+
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
-        if opened is not None:
-            yield ServerState(opened)
-            return
-        async with open_lifespan(config, prewarm_after=prewarm_after) as state:
-            yield ServerState(state)
+        async with contextlib.AsyncExitStack() as stack:
+            state = opened if opened is not None else await stack.enter_async_context(
+                open_lifespan(config, prewarm_after=prewarm_after))
+            async with trio.open_nursery() as nursery:
+                if isinstance(state, Runtime):
+                    nursery.start_soon(updates.run, state)
+                yield ServerState(state)
+                nursery.cancel_scope.cancel()
 
     server = _Server(
         "ask-another",
@@ -195,8 +203,10 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
         # MCP Tasks over research jobs, in both protocol eras (server/tasks.py).
         extensions=tasks.extensions(),
         middleware=tasks.middleware(),
+        subscriptions=updates,
     )
     server.metrics = metrics
+    tasks.live_resources(server, updates)
     models.register(server)
     completion.register(server)
     consensus.register(server)

@@ -33,11 +33,16 @@ Two wire forms, both served here:
   done and the job's questions as ``inputRequests``; tasks/update delivers ``inputResponses``
   to the job as answer_permission / answer_choice do; tasks/cancel.
 
+It also pushes `research://JOB_ID` updates (`JobUpdates`): through the subscription bus to
+2026-07-28 listen streams, through resources/subscribe to 2025-11-25 sessions, to the job's user
+only, raised by each node from what it reads in the store.
+
 The SDK (mcp 2.3) has the 2025 task types but no tasks runtime, so this leans on provisional
 parts of it: `MCPServer(middleware=...)` (a middleware runs before params validation and owns
 its short-circuited result, so a 2025 task answer escapes the result sieve that would drop it
 from a tools/call handler's result), `Extension` with `MethodBinding` and
-`intercept_tool_call`, and the fields of `ServerRequestContext`. `seam_problems()` names each
+`intercept_tool_call`, the fields of `ServerRequestContext`, `MCPServer(subscriptions=...)` and
+`_lowlevel_server` (resources/subscribe has no decorator). `seam_problems()` names each
 one an SDK upgrade moved; tests/ask_another/server/test_task_seams.py fails with those names.
 """
 
@@ -45,7 +50,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -55,6 +60,8 @@ import trio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import MCPServer
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import ResourceUpdated, ServerEvent
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.methods import SPEC_CLIENT_METHODS
@@ -70,8 +77,8 @@ from ask_another.server.context import user_of
 from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.server.tools.attached import question_of, waiting_text
 from ask_another.server.tools.research import result_json
-from ask_another.store.jobs import JobRecord
-from ask_another.users import User
+from ask_another.store.jobs import JobRecord, get_job, unfinished_jobs
+from ask_another.users import LOCAL_USER, User
 
 __all__ = [
     "RELATED_TASK",
@@ -520,7 +527,149 @@ class TasksExtension(Extension):
         return {}
 
 
+# ----- live job resources: research://JOB_ID updates -----------------------------------------
+
+
+RESOURCE_PREFIX: Final = "research://"
+WATCH_EVERY: Final = 1.0
+"""Seconds between two reads of the store for changed jobs, while anyone listens."""
+MAX_LEGACY_SUBSCRIPTIONS: Final = 10_000
+
+Listener = Callable[[ServerEvent], None]
+
+
+def _job_state(record: JobRecord) -> tuple[str, str | None, tuple[str, ...]]:
+    return (record.status, record.step,
+            tuple(str(w.get("tool_call_id")) for w in _waiting(record)))
+
+
+class JobUpdates:
+    """Pushes `research://JOB_ID` updates to the people who may read that job, in both eras.
+
+    - 2026-07-28: it is the server's subscription bus (`MCPServer(subscriptions=...)`): each
+      `subscriptions/listen` stream registers through `subscribe`, which notes the caller's
+      user, and a job's update reaches only the streams whose user may see the job (the SDK's
+      listen handler then keeps to the URIs each stream asked for).
+    - 2025-11-25: `resources/subscribe` / `resources/unsubscribe` (registered on the low-level
+      server), refused for another user's job; an update is `notifications/resources/updated`.
+
+    `run` watches the store, not this process's actors, while anyone listens: every node
+    raises the updates of its own listeners for whatever changed, wherever the job runs.
+    """
+
+    def __init__(self) -> None:
+        self._listeners: dict[object, tuple[Listener, User]] = {}
+        self._legacy: dict[tuple[int, str], tuple[Any, User]] = {}
+        self._wake = trio.Event()
+
+    # the SubscriptionBus protocol (mcp.server.subscriptions)
+    async def publish(self, event: ServerEvent) -> None:
+        """An event the SDK raises (a list change): to every listener."""
+        for listener, _user in list(self._listeners.values()):
+            _deliver(listener, event)
+        await trio.lowlevel.checkpoint()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        token = object()
+        self._listeners[token] = (listener, user_of())  # the listen request's caller
+        self._wake.set()
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    # resources/subscribe and resources/unsubscribe (2025-11-25)
+    async def on_subscribe(self, ctx: ServerRequestContext[Any, Any],
+                           params: types.SubscribeRequestParams) -> dict[str, Any]:
+        uri = str(params.uri)
+        if not uri.startswith(RESOURCE_PREFIX):
+            raise MCPError(types.INVALID_PARAMS, f"only research://JOB_ID resources change, "
+                           f"not {uri!r}")
+        user = user_of()
+        try:
+            await _runtime(ctx).jobs_for(user).get(uri.removeprefix(RESOURCE_PREFIX))
+        except MCPError:
+            raise
+        except Exception as exc:
+            raise _refused(exc) from None
+        if len(self._legacy) >= MAX_LEGACY_SUBSCRIPTIONS:
+            raise MCPError(types.INTERNAL_ERROR, "too many resource subscriptions on this "
+                           "server; unsubscribe from finished jobs")
+        self._legacy[(id(ctx.session._connection), uri)] = (ctx.session, user)
+        self._wake.set()
+        return {}
+
+    async def on_unsubscribe(self, ctx: ServerRequestContext[Any, Any],
+                             params: types.UnsubscribeRequestParams) -> dict[str, Any]:
+        self._legacy.pop((id(ctx.session._connection), str(params.uri)), None)
+        return {}
+
+    async def job_changed(self, record: JobRecord) -> None:
+        """Tell whoever may see `record` that `research://ID` may read differently now."""
+        uri = RESOURCE_PREFIX + record.id
+        event = ResourceUpdated(uri=uri)
+        for listener, user in list(self._listeners.values()):
+            if user.can_see(record.user_id):
+                _deliver(listener, event)
+        for key, (session, user) in list(self._legacy.items()):
+            if key[1] != uri or not user.can_see(record.user_id):
+                continue
+            try:
+                await session.send_resource_updated(uri)
+            except Exception as exc:  # the session is gone: its subscriptions with it
+                log.info("tasks.subscription_dropped", uri=uri, reason=str(exc))
+                self._legacy.pop(key, None)
+
+    async def run(self, runtime: Runtime) -> None:
+        """Read the store every `WATCH_EVERY` seconds while anyone listens, and raise an update
+        for each job whose status, step or questions changed (and each that ended)."""
+        seen: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
+        first = True
+        while True:
+            if not (self._listeners or self._legacy):
+                self._wake = trio.Event()
+                await self._wake.wait()
+                seen, first = {}, True
+            try:
+                seen = await self._look(runtime, seen, announce=not first)
+                first = False
+            except Exception:  # a store hiccup must not end the watch: try again next turn
+                log.exception("tasks.watch_failed")
+            await trio.sleep(WATCH_EVERY)
+
+    async def _look(self, runtime: Runtime, seen: dict[str, Any], *, announce: bool
+                    ) -> dict[str, Any]:
+        db = await runtime.database()
+        current = {r.id: r for r in await unfinished_jobs(db, LOCAL_USER)}  # every user's
+        for job_id in seen.keys() - current.keys():  # ended since the last look
+            ended = await get_job(db, job_id)
+            if ended is not None and announce:
+                await self.job_changed(ended)
+        for job_id, record in current.items():
+            if announce and seen.get(job_id) != _job_state(record):
+                await self.job_changed(record)
+        return {job_id: _job_state(record) for job_id, record in current.items()}
+
+
+def _deliver(listener: Listener, event: ServerEvent) -> None:
+    try:
+        listener(event)
+    except Exception:  # one bad listener must not starve the others
+        log.exception("tasks.listener_failed")
+
+
 # ----- wiring and the SDK seams --------------------------------------------------------------
+
+
+def live_resources(server: MCPServer[Any], updates: JobUpdates) -> None:
+    """Serve 2025-11-25 resources/subscribe and resources/unsubscribe from `updates` (on the
+    low-level server: `MCPServer` has no decorator for them)."""
+    lowlevel = server._lowlevel_server
+    lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams,
+                                 updates.on_subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams,
+                                 updates.on_unsubscribe)
 
 
 def middleware() -> list[Any]:
@@ -552,6 +701,13 @@ def seam_problems() -> list[str]:
     if intercept != ["self", "params", "ctx", "call_next"]:
         problems.append(f"Extension.intercept_tool_call(params, ctx, call_next) changed: "
                         f"{intercept}")
+    lowlevel = getattr(MCPServer("probe"), "_lowlevel_server", None)
+    if lowlevel is None or not callable(getattr(lowlevel, "add_request_handler", None)):
+        problems.append("MCPServer._lowlevel_server.add_request_handler is gone")
+    if "_connection" not in ServerSession.__init__.__code__.co_names:
+        problems.append("ServerSession._connection (a 2025 subscription's connection) is gone")
+    if "subscriptions" not in init:
+        problems.append("MCPServer(subscriptions=...) (the subscription bus) is gone")
     claimed = sorted({"tasks/get", "tasks/update", "tasks/cancel"} & SPEC_CLIENT_METHODS)
     if claimed:
         problems.append(f"the SDK now serves {claimed} itself: MethodBinding refuses them")

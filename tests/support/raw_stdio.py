@@ -38,6 +38,7 @@ class RawClient:
         self.on_request = on_request
         self.notifications: list[dict[str, Any]] = []
         self.initialize_result: dict[str, Any] = {}
+        self._arrived = trio.Event()
         self._next = 0
         self._waiting: dict[int, trio.MemorySendChannel[dict[str, Any]]] = {}
         self._lock = trio.Lock()
@@ -88,6 +89,18 @@ class RawClient:
             nursery.start_soon(self._answer, message)
         else:
             self.notifications.append(message)
+            self._arrived.set()
+            self._arrived = trio.Event()
+
+    async def notified(self, method: str, **params: Any) -> dict[str, Any]:
+        """The first notification `method` whose params include `params`, waited for."""
+        while True:
+            for message in self.notifications:
+                given = message.get("params") or {}
+                if message["method"] == method and all(given.get(k) == v
+                                                       for k, v in params.items()):
+                    return message
+            await self._arrived.wait()
 
     async def _answer(self, message: dict[str, Any]) -> None:
         if self.on_request is None:

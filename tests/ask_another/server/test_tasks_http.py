@@ -4,8 +4,9 @@ Real processes throughout (PostgreSQL, two server subprocesses, the loopback sim
 
 - 2026-07-28, an `mcp.Client` per user and node declaring the tasks extension: a task started
   on node 1 is read and answered (tasks/update) on node 2; another user's task id is refused on
-  every tasks/* method; node 1 is killed mid-job and node 2, which takes the job over once its
-  lease expires, completes the task with the report check_research shows.
+  every tasks/* method as an unknown one; its `research://` updates reach its user only; node 1
+  is killed mid-job and node 2, which takes the job over once its lease expires, completes the
+  task with the report check_research shows.
 - 2025-11-25, the official TypeScript SDK's tasks client (tests/ts/tasks.mjs) on node 2: a task
   streamed to its result, an approval asked through tasks/result and answered, a cancel that
   reaches the provider, the user's own tasks listed and another user's refused.
@@ -76,6 +77,18 @@ async def until(client: Client, task_id: str, *statuses: str, seconds: float = 6
     raise AssertionError(f"task {task_id} never reached {statuses} in {seconds:g} s: {task}")
 
 
+async def listen(client: Client, uri: str, heard: list[str], told: trio.Event,
+                 scope: trio.CancelScope, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Collect the URIs of the updates `client` hears for `uri` (2026-07-28 listen) until
+    `scope` is cancelled; `told` is set at the first."""
+    with scope:
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+            task_status.started()
+            async for event in subscription:
+                heard.append(str(getattr(event, "uri", event)))
+                told.set()
+
+
 async def test_tasks_across_nodes_users_and_a_killed_node(sim: Simulator, tmp_path: Path,
                                                          postgres_url: str,
                                                          nursery: trio.Nursery):
@@ -94,6 +107,14 @@ async def test_tasks_across_nodes_users_and_a_killed_node(sim: Simulator, tmp_pa
                 assert isinstance(handle, TaskHandle)
                 job_id = handle.task_id
                 assert (await tasks_get(two, job_id))["status"] == "working"
+                # Its resource's updates, raised by node 2 from the store: to Alice only.
+                uri = f"research://{job_id}"
+                heard: dict[str, list[str]] = {"alice": [], "bob": []}
+                told = {"alice": trio.Event(), "bob": trio.Event()}
+                listening = {"alice": trio.CancelScope(), "bob": trio.CancelScope()}
+                for who, client in (("alice", two), ("bob", other)):
+                    await nursery.start(listen, client, uri, heard[who], told[who],
+                                        listening[who])
 
                 # 2. Bob cannot read, answer or cancel Alice's task on any node.
                 for method, params in (("tasks/get", {}), ("tasks/cancel", {}),
@@ -101,8 +122,9 @@ async def test_tasks_across_nodes_users_and_a_killed_node(sim: Simulator, tmp_pa
                     with pytest.raises(MCPError) as refused:
                         await request(other, method, {"taskId": job_id, **params})
                     assert refused.value.error.code == -32602
-                    assert refused.value.error.message.startswith("Forbidden:"), method
-                    assert "alice" not in refused.value.error.message
+                    # The answer for an id that does not exist: nothing says it is someone's.
+                    assert refused.value.error.message.startswith(
+                        f"No research job has the id '{job_id}'"), method
 
                 # 3. An approval asked by a job on node 1, answered by tasks/update on node 2.
                 url = pages.add("/tides", Page(ARTICLE))
@@ -129,6 +151,15 @@ async def test_tasks_across_nodes_users_and_a_killed_node(sim: Simulator, tmp_pa
         assert done["status"] == "completed" and done["result"]["isError"] is False
         error, shown = await call(two, "check_research", job_id=job_id)
         assert not error and done["result"]["content"][0]["text"] == shown
+        with trio.fail_after(10):
+            await told["alice"].wait()
+        assert uri in heard["alice"] and heard["bob"] == []
+        for scope in listening.values():
+            scope.cancel()
+        async with http_client_for(second.url, bob, mode="legacy") as legacy:
+            with pytest.raises(MCPError) as refused:
+                await request(legacy, "resources/subscribe", {"uri": uri})
+            assert refused.value.error.message.startswith("No research job has the id")
         bobs = await create_task(other, "start_research", {"model": "gdr",
                                                            "query": "bob's own"})
         assert isinstance(bobs, TaskHandle)
@@ -167,7 +198,8 @@ async def test_tasks_across_nodes_users_and_a_killed_node(sim: Simulator, tmp_pa
     assert remote and remote[0].cancel_called
     assert research[0]["taskId"] in seen["listed"] and job_id in seen["listed"]
     assert bobs.task_id not in seen["listed"]
-    assert seen["others"]["code"] == -32602 and "Forbidden" in seen["others"]["message"]
+    assert seen["others"]["code"] == -32602
+    assert "No research job has the id" in seen["others"]["message"]
     for log in ("node1.log", "node2.log"):
         text = (tmp_path / log).read_text()
         assert FAKE_KEY not in text and alice not in text and bob not in text

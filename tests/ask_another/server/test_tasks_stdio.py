@@ -66,10 +66,11 @@ async def modern_until(client: Client, task_id: str, *statuses: str) -> dict[str
 
 
 async def provider_has(sim: Simulator, query: str) -> None:
-    """Until the simulated provider has the job's interaction (so a cancel reaches it)."""
+    """Until the job polls its interaction at the simulated provider: it knows the
+    interaction's id then, so a cancel reaches it."""
     with trio.fail_after(30):
         while True:
-            if [i for i in sim.interactions.values() if i.input_text == query]:
+            if [i for i in sim.interactions.values() if i.input_text == query and i.polls]:
                 return
             await trio.sleep(0.05)
 
@@ -110,6 +111,8 @@ async def test_2025_tasks_over_stdio(sim: Simulator, tmp_path: Path, nursery: tr
             assert task["ttl"] == 3_600_000 and task["pollInterval"] == 2000
             assert task["createdAt"].endswith("Z") and "content" not in created
             job_id = task["taskId"]
+            assert rpc.initialize_result["capabilities"]["resources"]["subscribe"] is True
+            await rpc.request("resources/subscribe", {"uri": f"research://{job_id}"})
             done = await raw_until(rpc, job_id, "completed", "failed")
             assert done["status"] == "completed", done
             result = await rpc.request("tasks/result", {"taskId": job_id})
@@ -118,6 +121,13 @@ async def test_2025_tasks_over_stdio(sim: Simulator, tmp_path: Path, nursery: tr
             assert result["content"][0]["text"] == await check_research(job_id)
             assert json.loads(result["content"][0]["text"])["report"].startswith(
                 "# [simulated deep-research")
+            # Its resource's update was pushed (the store is read every second).
+            with trio.fail_after(10):
+                await rpc.notified("notifications/resources/updated",
+                                   uri=f"research://{job_id}")
+            with pytest.raises(RpcError) as unknown_job:
+                await rpc.request("resources/subscribe", {"uri": "research://r-0000000000"})
+            assert unknown_job.value.code == -32602
             listed = (await rpc.request("tasks/list"))["tasks"]
             assert [t["status"] for t in listed if t["taskId"] == job_id] == ["completed"]
 
@@ -199,7 +209,14 @@ async def test_2026_tasks_over_stdio_survive_a_restart(sim: Simulator, tmp_path:
             extra = handle.model_extra or {}
             assert extra["ttlMs"] == 3_600_000 and extra["pollIntervalMs"] == 2000
             job_id = handle.task_id
-            done = await modern_until(client, job_id, "completed")
+            heard: list[Any] = []
+            async with client.listen(resource_subscriptions=[f"research://{job_id}"]) as sub:
+                done = await modern_until(client, job_id, "completed")
+                with trio.fail_after(10):  # the update, pushed on the listen stream
+                    async for event in sub:
+                        heard.append(event)
+                        if getattr(event, "uri", None) == f"research://{job_id}":
+                            break
             assert done["resultType"] == "complete" and done["result"]["isError"] is False
             error, shown = await call(client, "check_research", job_id=job_id)
             assert not error and done["result"]["content"][0]["text"] == shown
