@@ -33,6 +33,7 @@ import json
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,6 +253,52 @@ def _parse(path: Path, text: str) -> TokensBody:
 def _access_token(token: str, user: TokenUser) -> AccessToken:
     return AccessToken(token=token, client_id=user.name, subject=user.principal,
                        scopes=[ADMIN_SCOPE] if user.admin else [])
+
+
+LOCAL_TOKEN_FILE: Final = "local-token"
+"""`serve --http --no-auth`'s token, in the home: readable by the local user only."""
+LOCAL_CLAIM: Final = "ask-another/local"
+"""The claim of the local token's `AccessToken`: its user is the local user (context.py)."""
+
+
+def local_token(home: Path) -> tuple[Path, str]:
+    """The token `serve --http --no-auth` requires, from `home/local-token` (made 0600 when it
+    is missing, or not this user's own private file). Without it every local account could use
+    a loopback server as the local user, an admin who spends the keys. `ConfigError` (one line)
+    when it cannot be kept."""
+    path = home / LOCAL_TOKEN_FILE
+    try:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            found = os.lstat(path)
+            if stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid() \
+                    and not found.st_mode & 0o077:
+                token = path.read_text(encoding="utf-8").strip()
+                if token.startswith(TOKEN_PREFIX) and len(token) > 20:
+                    return path, token
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(token + "\n")
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise ConfigError(f"--no-auth needs its token file {path}, which cannot be written: "
+                          f"{exc.strerror or exc}") from None
+    return path, token
+
+
+class LocalTokenVerifier(TokenVerifier):
+    """The one token of `local_token`, whose user is the local user."""
+
+    def __init__(self, token: str) -> None:
+        self._digest = _digest(token)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if not hmac.compare_digest(_digest(token), self._digest):
+            return None
+        return AccessToken(token=token, client_id="(local)", scopes=[ADMIN_SCOPE],
+                           claims={LOCAL_CLAIM: True})
 
 
 class TokensFileVerifier(TokenVerifier):

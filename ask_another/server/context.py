@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from ask_another.errors import AskAnotherError, InvalidArgument, error_text
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
+from ask_another.server.auth import LOCAL_CLAIM
 from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.users import ADMIN_SCOPE, LOCAL_USER, User
 
@@ -60,6 +61,8 @@ def user_of(ctx: Context[ServerState] | None = None) -> User:
 
 def token_user(token: AccessToken) -> User:
     """The user of a verified access token (see `user_of`)."""
+    if (token.claims or {}).get(LOCAL_CLAIM):  # `serve --http --no-auth`'s own token
+        return LOCAL_USER
     return User(token.subject or token.client_id, admin=ADMIN_SCOPE in token.scopes,
                 name=token.client_id)
 

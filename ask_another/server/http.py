@@ -9,8 +9,9 @@ opened once, in the app's lifespan, and shared by all sessions and requests.
   that header to the node that issued it. Stateful, not stateless, because only a session has the
   back channel that elicitation needs in that era (docs/deploy.md).
 - Authentication (server/auth.py): a bearer token on every request, checked by the SDK's
-  middleware (401 with `WWW-Authenticate` otherwise). No authentication only with `--no-auth`,
-  and only on a loopback address.
+  middleware (401 with `WWW-Authenticate` otherwise). With `--no-auth` (a loopback address
+  only) the one token is the local user's, kept in `local-token` in the home (0600): other
+  accounts on the machine reach a loopback port too.
 - Shutdown: SIGTERM or SIGINT stops the listener at once, closes the open GET event streams (they
   carry no call's answer) and lets calls in flight finish for `ASK_ANOTHER_SHUTDOWN_SECONDS`;
   then the lifespan closes the runtime, whose research jobs hand their leases back. A second
@@ -55,8 +56,10 @@ from ask_another.server.app import build_server
 from ask_another.server.auth import (
     AnyOfVerifiers,
     JwtVerifier,
+    LocalTokenVerifier,
     TokensFileVerifier,
     auth_settings,
+    local_token,
 )
 from ask_another.server.context import token_user
 from ask_another.server.lifespan import Unavailable, open_lifespan
@@ -117,7 +120,12 @@ def plan_auth(config: Config, host: str, resource_url: str, *, no_auth: bool) ->
                               f" localhost), not {host}: anyone who can reach {host} would use "
                               "the server's provider keys; add a token with `ask-another token "
                               "add NAME` instead")
-        return HttpAuth(None, None, "none (--no-auth, loopback only)")
+        # Not no token at all: every local account can reach a loopback port, and would use
+        # the server as the local user (an admin, who spends the keys).
+        path, token = local_token(config.home)
+        return HttpAuth(auth_settings(resource_url or "http://127.0.0.1/mcp", None),
+                        LocalTokenVerifier(token),
+                        f"the local user's token in {path} (--no-auth, loopback only)")
     tokens = TokensFileVerifier(config.tokens_path)  # reads the file: a bad one fails here
     verifiers: list[TokenVerifier] = []
     described = []

@@ -210,3 +210,29 @@ async def test_the_shared_worker_closes_a_connection_from_another_user(sim: Simu
     assert done.returncode == 0, done.stderr
     assert done.stdout == "0\n"  # closed at once: not even the Ready
     assert "gateway.peer_refused" in (home / "gateway" / "gateway.log").read_text()
+
+
+async def test_no_auth_on_loopback_does_not_serve_other_local_accounts(sim: Simulator,
+                                                                      open_dir: Path):
+    # uid 65534 listed the owner's jobs and could spend the keys: --no-auth served every local
+    # account as the local user, an admin.
+    home = open_dir / "home"
+    env = {"ASK_ANOTHER_HOME": str(home),
+           "MODEL_SIM": f"openai/m1;sk-test-LOCAL-NOAUTH-1234;{sim.openai_base}"}
+    initialize = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+                  '"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"0"}}}')
+    async with http_server(env, open_dir / "server.log", "--no-auth") as server:
+        def post_as_nobody(*headers: str) -> subprocess.CompletedProcess[str]:
+            return as_nobody("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                             "-H", "Content-Type: application/json", "-H",
+                             "Accept: application/json, text/event-stream", *headers,
+                             "-d", initialize, server.url)
+
+        refused = await trio.to_thread.run_sync(post_as_nobody)
+        token_file = home / "local-token"
+        read = as_nobody("cat", str(token_file))
+        owner = await trio.to_thread.run_sync(
+            post_as_nobody, "-H", f"Authorization: Bearer {token_file.read_text().strip()}")
+    assert refused.stdout == "401", refused
+    assert read.returncode != 0 and "Permission denied" in read.stderr
+    assert owner.stdout == "200", owner  # the token, not the account, is what counts

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -245,13 +246,25 @@ async def test_token_commands_and_refusals_are_one_line(tmp_path: Path):
     assert [u.name for u in TokensFile(elsewhere).users()] == ["carol"]
 
 
-async def test_no_auth_on_loopback_serves_without_a_token(sim: Simulator, tmp_path: Path):
+async def test_no_auth_on_loopback_serves_the_local_user_with_the_homes_token(
+        sim: Simulator, tmp_path: Path):
+    # Not without any token: every local account reaches a loopback port (test_hostile_local.py
+    # shows another one refused). The token is in the home, readable by the local user only.
     env = server_env(sim, tmp_path / "home")  # no tokens file at all
     async with http_server(env, tmp_path / "stderr.log", "--no-auth") as server:
-        assert "auth='none (--no-auth, loopback only)'" in server.log()
-        async with http_client_for(server.url) as client:
-            error, text = await call(client, "completion", model="sim", prompt="no token")
-            assert not error and "answer to: no token" in text
+        token_file = tmp_path / "home" / "local-token"
+        assert f"the local user's token in {token_file}" in server.log()
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        async with http_client_for(server.url, token) as client:
+            error, text = await call(client, "completion", model="sim", prompt="local")
+            assert not error and "answer to: local" in text
+            error, usage = await call(client, "usage")
+            assert not error and "By user" not in usage  # the local user's own calls
+        assert (await post(server.url, None, INITIALIZE)).status_code == 401
+    # A restart keeps the token: a client's configuration stays valid.
+    async with http_server(env, tmp_path / "stderr.log", "--no-auth") as server:
+        assert token_file.read_text().strip() == token
 
 
 def test_serve_http_whose_runtime_cannot_open_exits_with_one_line(sim: Simulator,
