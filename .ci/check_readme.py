@@ -164,7 +164,8 @@ def client_setups(walk: Walk) -> None:
     server = json.loads(block.group(1))["mcpServers"]["ask-another"]
     env = {k: walk.text(v) for k, v in server["env"].items()}
     answers_initialize(walk, "the README's mcpServers JSON",
-                       [server["command"], *(walk.text(a) for a in server["args"])], env)
+                       [walk.text(server["command"]), *(walk.text(a) for a in server["args"])],
+                       env)
 
 
 def walk_the_readme(root: Path) -> int:
