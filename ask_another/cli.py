@@ -170,7 +170,11 @@ def _parser() -> argparse.ArgumentParser:
                                "requests and questions are asked at this terminal")
     research.add_argument("--depth", default="standard", choices=["shallow", "standard", "deep"],
                           help="how many queries the local pipeline plans (default standard)")
-    commands.add_parser("doctor", help="check the configuration; exit 1 if anything is wrong")
+    doctor = commands.add_parser("doctor", help="check the configuration; exit 1 if anything is "
+                                 "wrong")
+    doctor.add_argument("--stop-workers", action="store_true",
+                        help="first stop every shared gateway worker of the home (the next "
+                             "provider call starts one again)")
     feedback = commands.add_parser("feedback", help="record feedback or a bug report in the "
                                    "local store (what the MCP feedback tool does)")
     feedback.add_argument("issue", help="what happened, or what could work better")
@@ -243,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "research":
             return trio.run(_research, config, args)
         if command == "doctor":
-            return trio.run(_doctor, config)
+            return trio.run(_doctor, config, args.stop_workers)
         if command == "usage":
             return trio.run(_usage, config, args.period)
         if command == "feedback":
@@ -516,10 +520,18 @@ async def _usage(config: Config, period: str) -> int:
     return 0
 
 
-async def _doctor(config: Config) -> int:
+async def _doctor(config: Config, stop_workers: bool = False) -> int:
     """Each problem once, on a PROBLEM line (the runtime's log lines are off for this command)."""
     from ask_another.catalog import Catalog
+    from ask_another.gateway._workers import home_workers
+    from ask_another.gateway._workers import stop_workers as stop
     from ask_another.runtime import describe_gateway, open_runtime
+
+    home = config.home.absolute()
+    if stop_workers:
+        for worker, gone in await trio.to_thread.run_sync(stop, home):
+            print(f"{'stopped' if gone else 'asked to stop (still running)'}: worker "
+                  f"{worker.describe(home)}")
 
     print(f"home: {config.home}")
     print(f"timeout: {config.timeout:g} s, poll: {config.poll_seconds:g} s, "
@@ -553,6 +565,10 @@ async def _doctor(config: Config) -> int:
             for info in catalog.all():
                 print(f"model: {info.describe()}")
             print(f"provider calls: {describe_gateway(config)}")
+            # Every worker of the home, whichever environment started it: a client's sessions
+            # may have another than this terminal's (`--stop-workers` stops them all).
+            for worker in await trio.to_thread.run_sync(home_workers, home):
+                print(f"worker: {worker.describe(home)}")
     for entry in config.models:
         if not entry.api_key:
             print(f"note: {entry.variable} has an empty API key (fine for local providers)")

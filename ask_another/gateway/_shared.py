@@ -11,14 +11,18 @@ its calls and cancels; they are its own, and its connection closing cancels them
 The key (`worker_key`) is a digest of what the worker would otherwise take from the first server
 that started it: this code and litellm's version, the Python running it, the log level and idle
 time, and the environment, less the variables that only tell client sessions apart (`PWD`, a
-terminal's session id, ...). So a server never sends its calls to a worker that would see other
-proxies, certificates or provider settings: it gets a worker of its own kind. The worker runs in
+terminal's session id, ...) and those that only say how the program was launched (`PATH`,
+`VIRTUAL_ENV`, uv's; the Python by its version, not its path), so a clone's `uv run`, `uvx
+--from` and `uv tool install` of the same code share one. So a server never sends its calls to a
+worker that would see other proxies, certificates or provider settings: it gets a worker of its
+own kind. The worker runs in
 the home, not in the directory of the server that started it.
 
 Who starts the worker is decided under an flock on `<key>.lock`: a server takes it, tries to
 connect, and only if nobody listens removes the stale socket file and starts a worker, detached
 (its own session; its stderr goes to `gateway/gateway.log`), which outlives the server that
-started it. The worker exits after its idle time with no connection, taking the same lock to
+started it. The worker exits `SHARED_LINGER` (2 minutes, or ASK_ANOTHER_GATEWAY_IDLE if that is
+shorter) after its last connection closed, taking the same lock to
 remove its socket, so no server connects to a worker that is leaving; one whose connection the
 kernel took just before that gets it closed before the worker's `Ready`, and connects again
 (nothing was sent on it). It also exits, once nobody is connected, when its socket file is gone
@@ -77,6 +81,16 @@ SESSION_VARIABLES = frozenset({
 })
 SESSION_PREFIXES = ("CLAUDE_CODE_", "VSCODE_", "GHOSTTY_", "WEZTERM_", "KONSOLE_", "ALACRITTY_",
                     "KITTY_", "ZELLIJ_")
+# Variables that say how the program was launched (a clone's `uv run`, `uvx --from`, `uv tool
+# install`): each sets its own virtualenv, PATH and uv's bookkeeping. A worker of the same code,
+# litellm and Python serves them alike, so they share it: each got a 220 MiB worker of its own.
+LAUNCH_VARIABLES = frozenset({"PATH", "VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "UV"})
+LAUNCH_PREFIXES = ("UV_",)
+_LEFT_OUT = SESSION_VARIABLES | LAUNCH_VARIABLES
+# How long a worker stays once its last server has let go of it (at most ASK_ANOTHER_GATEWAY_IDLE):
+# long enough for the next command a person types, short enough that finished sessions leave no
+# 220 MiB process behind for a quarter of an hour.
+SHARED_LINGER = 120.0
 # Our own settings: the server reads them and sends what a call needs with the call (its key, its
 # API base); the worker reads none of them, so sessions with other models share it.
 OUR_PREFIXES = ("MODEL_", "SEARCH_", "ASK_ANOTHER_")
@@ -111,10 +125,11 @@ def worker_key(environ: Mapping[str, str], log_level: str, idle: float) -> str:
     same worker code, litellm, Python, settings and environment (less the variables that tell
     sessions apart and our own, which the worker does not read)."""
     digest = hashlib.sha256(_sources_digest())
-    for part in (_litellm_version(), sys.executable, log_level, repr(idle)):
+    # The Python's version, not its path: each way of launching runs another virtualenv's.
+    for part in (_litellm_version(), sys.version, log_level, repr(idle)):
         digest.update(part.encode() + b"\0")
     for name in sorted(environ):
-        if name in SESSION_VARIABLES or name.startswith(SESSION_PREFIXES + OUR_PREFIXES):
+        if name in _LEFT_OUT or name.startswith(SESSION_PREFIXES + OUR_PREFIXES + LAUNCH_PREFIXES):
             continue
         digest.update(os.fsencode(name) + b"=" + os.fsencode(environ[name]) + b"\0")
     return digest.hexdigest()[:16]
@@ -320,8 +335,8 @@ class _Connection(_Worker):
 class SharedTransport(ProcessTransport):
     """litellm in the one worker shared by every server on `home` whose environment (`environ`,
     this process's by default) has the same `worker_key`; started by whichever server needs it
-    first. The connection closes after `idle_exit` seconds without a call, the worker after as
-    long with no connection."""
+    first. The connection closes after `idle_exit` seconds without a call, the worker after
+    `SHARED_LINGER` (or `idle_exit`, if shorter) with no connection."""
 
     def __init__(self, home: Path, secrets: Sequence[str] = (), *, log_level: str = "WARNING",
                  idle_exit: float, environ: Mapping[str, str] | None = None) -> None:
@@ -329,7 +344,7 @@ class SharedTransport(ProcessTransport):
         key = worker_key(os.environ if environ is None else environ, log_level, idle_exit)
         # Absolute: the worker runs in the home, where a relative path would mean another place.
         self.socket_path = home.absolute() / SHARED_DIRECTORY / f"{key}.sock"
-        self.worker_idle = idle_exit
+        self.worker_idle = min(idle_exit, SHARED_LINGER)
         self.fallback: str | None = None  # why this server runs a private worker instead
 
     def fall_back(self, reason: str) -> None:
