@@ -15,7 +15,8 @@ import trio
 
 from bench.report import Row, print_table, write_json
 
-SUITES = ["supervisors", "server", "research", "research_quality", "consensus", "http"]
+SUITES = ["supervisors", "server", "research", "research_quality", "consensus", "http",
+          "console"]
 
 
 def main() -> int:

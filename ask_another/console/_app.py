@@ -56,8 +56,10 @@ __all__ = ["ROOT", "Console", "Login"]
 log = get_logger("ask_another.console")
 
 ROOT: Final = "/console"
-POLL_SECONDS: Final = 2.0
-"""How often an open page refreshes its live part (paused while the tab is hidden)."""
+POLL_SECONDS: Final = 5.0
+"""How often an open page refreshes its live part at most (paused while the tab is hidden,
+slower while nothing changes): ten open pages cost the node under 1% of a core (bench/console.py;
+every 2 s they cost 1.5%)."""
 
 @dataclass(frozen=True)
 class Login:

@@ -1,31 +1,39 @@
 // The ask-another console's only script: refresh the live part of a page (the element with
-// data-live) by fetching its fragment every few seconds, paused while the tab is hidden.
-// Without JavaScript the pages still work; they are only not refreshed.
+// data-live) by fetching its fragment every few seconds (the server's pace, data-poll-ms),
+// paused while the tab is hidden and slower while nothing changes. Without JavaScript the
+// pages still work; they are only not refreshed.
 (function () {
   "use strict";
-  var every = 2000;
-  function refresh(node) {
-    if (document.hidden) { return; }
-    if (node.contains(document.activeElement) && document.activeElement.tagName === "INPUT") {
-      return; // someone is typing a reason: do not replace the form under them
+  function watch(node, base) {
+    var every = base;
+    function next() { setTimeout(refresh, every); }
+    function refresh() {
+      if (document.hidden ||
+          (node.contains(document.activeElement) && document.activeElement.tagName === "INPUT")) {
+        next(); // hidden, or someone is typing in a form of it: do not replace it under them
+        return;
+      }
+      fetch(node.getAttribute("data-live"), { credentials: "same-origin", cache: "no-store" })
+        .then(function (response) {
+          if (response.redirected) { location.reload(); return null; } // logged out
+          return response.ok ? response.text() : null;
+        })
+        .then(function (html) {
+          if (html !== null && html !== node.getAttribute("data-last")) {
+            node.setAttribute("data-last", html);
+            node.innerHTML = html;
+            every = base;
+          } else {
+            every = Math.min(every * 1.5, base * 2); // nothing new: look less often
+          }
+          next();
+        })
+        .catch(function () { every = base * 3; next(); }); // the server restarts
     }
-    fetch(node.getAttribute("data-live"), { credentials: "same-origin", cache: "no-store" })
-      .then(function (response) {
-        if (response.status === 303 || response.redirected) { location.reload(); return null; }
-        return response.ok ? response.text() : null;
-      })
-      .then(function (html) {
-        if (html !== null && html !== node.getAttribute("data-last")) {
-          node.setAttribute("data-last", html);
-          node.innerHTML = html;
-        }
-      })
-      .catch(function () { /* the server restarts: try again next time */ });
+    next();
   }
   document.addEventListener("DOMContentLoaded", function () {
-    var nodes = document.querySelectorAll("[data-live]");
-    nodes.forEach(function (node) {
-      setInterval(function () { refresh(node); }, every);
-    });
+    var base = parseInt(document.body.getAttribute("data-poll-ms"), 10) || 5000;
+    document.querySelectorAll("[data-live]").forEach(function (node) { watch(node, base); });
   });
 })();
