@@ -202,7 +202,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
         log_level=config.log_level,  # type: ignore[arg-type]
         # MCP Tasks over research jobs, in both protocol eras (server/tasks.py).
         extensions=tasks.extensions(),
-        middleware=tasks.middleware(),
+        middleware=tasks.middleware(updates),
         subscriptions=updates,
     )
     server.metrics = metrics

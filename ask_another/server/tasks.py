@@ -121,6 +121,11 @@ def _waiting(record: JobRecord) -> list[dict[str, Any]]:
     return list(record.detail.get("waiting_for") or [])
 
 
+def _waiting_ids(record: JobRecord) -> tuple[str, ...]:
+    """The tool calls whose questions `record` waits on: what tells one waiting from another."""
+    return tuple(str(w.get("tool_call_id")) for w in _waiting(record))
+
+
 def task_status(record: JobRecord, *, modern: bool) -> str:
     """The task status of a job (the table in the module docstring)."""
     if record.status == "completed" or (record.status == "failed" and modern):
@@ -299,7 +304,11 @@ def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 class LegacyTasks:
     """Tasks for 2025-11-25 sessions (see the module docstring). Every other request, and every
-    request of a 2026-07-28 connection, passes through untouched."""
+    request of a 2026-07-28 connection, passes through untouched. The tasks a session creates
+    are watched by `updates`, which sends it notifications/tasks/status on each change."""
+
+    def __init__(self, updates: JobUpdates | None = None) -> None:
+        self.updates = updates
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
                        ) -> HandlerResult:
@@ -343,6 +352,8 @@ class LegacyTasks:
             record = await _start(runtime, user_of(), params.get("arguments") or {})
         except Exception as exc:
             raise _refused(exc) from None
+        if self.updates is not None:
+            self.updates.watch_task(ctx.session, record.id)
         return {"task": task_fields(record, runtime.config, modern=False),
                 "_meta": {IMMEDIATE_RESPONSE: _immediate(record)}}
 
@@ -389,7 +400,7 @@ class LegacyTasks:
 async def _until_change(jobs: ResearchJobs, record: JobRecord) -> None:
     """Wait until the job ends, or its status, step or questions differ from `record`'s, or
     `LOOK_AGAIN` seconds pass (it may run on another node, where nothing here is told)."""
-    known = (record.status, record.step, [w.get("tool_call_id") for w in _waiting(record)])
+    known = (record.status, record.step, list(_waiting_ids(record)))
     with trio.CancelScope() as scope:
 
         async def changed(update: JobUpdate) -> None:
@@ -539,8 +550,7 @@ Listener = Callable[[ServerEvent], None]
 
 
 def _job_state(record: JobRecord) -> tuple[str, str | None, tuple[str, ...]]:
-    return (record.status, record.step,
-            tuple(str(w.get("tool_call_id")) for w in _waiting(record)))
+    return record.status, record.step, _waiting_ids(record)
 
 
 class JobUpdates:
@@ -560,6 +570,8 @@ class JobUpdates:
     def __init__(self) -> None:
         self._listeners: dict[object, tuple[Listener, User]] = {}
         self._legacy: dict[tuple[int, str], tuple[Any, User]] = {}
+        self._tasks: dict[str, list[Any]] = {}  # task id -> the 2025 sessions that created it
+        self._config: Config | None = None
         self._wake = trio.Event()
 
     # the SubscriptionBus protocol (mcp.server.subscriptions)
@@ -605,8 +617,31 @@ class JobUpdates:
         self._legacy.pop((id(ctx.session._connection), str(params.uri)), None)
         return {}
 
+    def watch_task(self, session: Any, task_id: str) -> None:
+        """Send `session` (a 2025-11-25 one, which created the task) notifications/tasks/status
+        on each change of the task, until it ends."""
+        self._tasks.setdefault(task_id, []).append(session)
+        self._wake.set()
+
+    async def _task_changed(self, record: JobRecord) -> None:
+        sessions = self._tasks.pop(record.id, []) if record.finished \
+            else self._tasks.get(record.id, [])
+        if not sessions or self._config is None:
+            return
+        params = types.TaskStatusNotificationParams.model_validate(
+            task_fields(record, self._config, modern=False), by_name=False)
+        for session in list(sessions):
+            try:
+                await session.send_notification(types.TaskStatusNotification(params=params))
+            except Exception as exc:  # the session is gone (it was optional anyway)
+                log.info("tasks.status_not_sent", task_id=record.id, reason=str(exc))
+                if session in sessions:
+                    sessions.remove(session)
+
     async def job_changed(self, record: JobRecord) -> None:
-        """Tell whoever may see `record` that `research://ID` may read differently now."""
+        """Tell whoever may see `record` that `research://ID` may read differently now, and
+        the sessions that created it as a task its new status."""
+        await self._task_changed(record)
         uri = RESOURCE_PREFIX + record.id
         event = ResourceUpdated(uri=uri)
         for listener, user in list(self._listeners.values()):
@@ -626,8 +661,9 @@ class JobUpdates:
         for each job whose status, step or questions changed (and each that ended)."""
         seen: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
         first = True
+        self._config = runtime.config
         while True:
-            if not (self._listeners or self._legacy):
+            if not (self._listeners or self._legacy or self._tasks):
                 self._wake = trio.Event()
                 await self._wake.wait()
                 seen, first = {}, True
@@ -646,6 +682,12 @@ class JobUpdates:
             ended = await get_job(db, job_id)
             if ended is not None and announce:
                 await self.job_changed(ended)
+        for job_id in self._tasks.keys() - current.keys() - seen.keys():  # ended unseen
+            ended = await get_job(db, job_id)
+            if ended is None:
+                self._tasks.pop(job_id, None)
+            elif ended.finished:
+                await self._task_changed(ended)
         for job_id, record in current.items():
             if announce and seen.get(job_id) != _job_state(record):
                 await self.job_changed(record)
@@ -672,9 +714,10 @@ def live_resources(server: MCPServer[Any], updates: JobUpdates) -> None:
                                  updates.on_unsubscribe)
 
 
-def middleware() -> list[Any]:
-    """For `MCPServer(middleware=...)`."""
-    return [LegacyTasks()]
+def middleware(updates: JobUpdates | None = None) -> list[Any]:
+    """For `MCPServer(middleware=...)`; `updates` sends the status of the tasks a 2025-11-25
+    session created to it as they change."""
+    return [LegacyTasks(updates)]
 
 
 def extensions() -> list[Extension]:

@@ -115,6 +115,11 @@ async def test_2025_tasks_over_stdio(sim: Simulator, tmp_path: Path, nursery: tr
             await rpc.request("resources/subscribe", {"uri": f"research://{job_id}"})
             done = await raw_until(rpc, job_id, "completed", "failed")
             assert done["status"] == "completed", done
+            # The session that created the task was told its status, unasked (the store is
+            # read every second).
+            with trio.fail_after(10):
+                await rpc.notified("notifications/tasks/status", taskId=job_id,
+                                   status="completed")
             result = await rpc.request("tasks/result", {"taskId": job_id})
             assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": job_id}
             assert result["isError"] is False
