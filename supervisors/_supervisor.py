@@ -569,8 +569,11 @@ class SupervisorRef(ActorRef):
         return result
 
     async def delete_child(self, child_id: Hashable, timeout: float | None = None) -> None:  # noqa: ASYNC109
-        """Forget a stopped child's spec (OTP's delete_child/2). Raises `UnknownChild`, or
-        `SupervisorError` if it is running (`terminate_child` it first)."""
+        """Forget a stopped child's spec (OTP's delete_child/2); its registry name is no longer
+        claimed, so `Registry.call` to it fails at once with `NoProcess`. Raises
+        `UnknownChild`, or `SupervisorError` if it is running (`terminate_child` it first).
+        Cancellation: a caller cancelled while waiting abandons the reply; the request may still
+        be handled."""
         await _request(self, ("delete_child", child_id), timeout)
 
 
