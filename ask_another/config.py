@@ -48,6 +48,7 @@ DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characte
 DEFAULT_GATEWAY_IDLE: Final = 900.0  # the gateway worker exits after this long without a call
 DEFAULT_CONFIRM_USD: Final = 1.00  # estimates above this ask a person to confirm
 DEFAULT_SHUTDOWN_SECONDS: Final = 20.0  # serve --http: how long in-flight calls may finish
+DEFAULT_BODY_SECONDS: Final = 30.0  # serve --http: how long a request's body may take to arrive
 # Per-user limits of a shared service (limits.py); never applied to the local user of stdio.
 DEFAULT_RATE_PER_MINUTE: Final = 120  # tool calls a user may make in any 60 s, per node
 DEFAULT_MAX_JOBS_PER_USER: Final = 10  # research jobs a user may have running at once
@@ -236,6 +237,7 @@ class Config:
     oauth: OAuthSettings | None = None
     public_url: str | None = None  # ASK_ANOTHER_PUBLIC_URL: the MCP endpoint as clients see it
     shutdown_seconds: float = DEFAULT_SHUTDOWN_SECONDS
+    body_seconds: float = DEFAULT_BODY_SECONDS
     rate_per_minute: int = DEFAULT_RATE_PER_MINUTE  # 0: no limit
     max_jobs_per_user: int = DEFAULT_MAX_JOBS_PER_USER  # 0: no limit
     database_url: DatabaseUrl | None = None  # None: SQLite under `home`
@@ -278,6 +280,8 @@ class Config:
         tokens_raw = env.get("ASK_ANOTHER_TOKENS_FILE", "").strip()
         shutdown_seconds = _parse_positive(env, "ASK_ANOTHER_SHUTDOWN_SECONDS",
                                            DEFAULT_SHUTDOWN_SECONDS, problems)
+        body_seconds = _parse_positive(env, "ASK_ANOTHER_BODY_SECONDS", DEFAULT_BODY_SECONDS,
+                                       problems)
         rate_per_minute = _parse_limit(env, "ASK_ANOTHER_RATE_PER_MINUTE",
                                        DEFAULT_RATE_PER_MINUTE, problems)
         max_jobs = _parse_limit(env, "ASK_ANOTHER_MAX_JOBS_PER_USER", DEFAULT_MAX_JOBS_PER_USER,
@@ -315,6 +319,7 @@ class Config:
             oauth=oauth,
             public_url=public_url,
             shutdown_seconds=shutdown_seconds,
+            body_seconds=body_seconds,
             rate_per_minute=rate_per_minute,
             max_jobs_per_user=max_jobs,
             database_url=database_url,

@@ -20,6 +20,7 @@ opened once, in the app's lifespan, and shared by all sessions and requests.
 
 from __future__ import annotations
 
+import collections
 import ipaddress
 import logging
 import math
@@ -47,7 +48,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 
-from ask_another.config import Config
+from ask_another.config import DEFAULT_BODY_SECONDS, Config
 from ask_another.errors import AskAnotherError, ConfigError, LimitReached
 from ask_another.limits import WINDOW, RequestRate
 from ask_another.logs import get_logger
@@ -232,16 +233,61 @@ class WholeBodies:
       stdio answers it, with its id when that can be read: the 2026-07-28 handler parses with
       Python's `json`, which accepts a lone surrogate (`"\\ud800"`) that then failed deep in a
       tool as "Internal error (UnicodeEncodeError)".
+    - Slow clients: a body must arrive within `seconds` (`ASK_ANOTHER_BODY_SECONDS`), else
+      `408`; and at most `BODIES_PER_USER` bodies per token user and `BODIES_PER_ADDRESS` per
+      client address are read at once, more are answered `429` at once. A token holder sending
+      bodies at 1 byte/s held connections for ever: 1,100 of them filled the node's 1,024 files
+      and other users' calls and `/health` timed out. (hypercorn's `read_timeout` does not
+      help: it bounds each read, which a byte a second meets, and would also end the long SSE
+      answers during which a client sends nothing.)
     A body over the SDK's limit is handed on as it comes (the SDK answers it `413`)."""
 
-    def __init__(self, app: ASGIApp, limit: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
+    def __init__(self, app: ASGIApp, seconds: float = DEFAULT_BODY_SECONDS,
+                 limit: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
         self.app = app
+        self.seconds = seconds
         self.limit = limit
+        self.reading: collections.Counter[str] = collections.Counter()  # bodies being read
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != MCP_PATH:
             await self.app(scope, receive, send)
             return
+        user = scope.get("user")
+        client = scope.get("client")
+        readers = [f"address {client[0]}"] if client else []
+        if isinstance(user, AuthenticatedUser):
+            readers.append(f"user {token_user(user.access_token).id}")
+        for reader in readers:
+            bound = BODIES_PER_ADDRESS if reader.startswith("address") else BODIES_PER_USER
+            if self.reading[reader] >= bound:
+                log.info("http.too_many_bodies", reader=reader, bound=bound)
+                await _refuse(scope, receive, send, 429,
+                              f"too many requests still sending their body from this "
+                              f"{reader.split()[0]} (at most {bound} at once); retry when "
+                              "one is sent", {"Retry-After": "1"})
+                return
+        self.reading.update(readers)
+        try:
+            with trio.move_on_after(self.seconds) as deadline:
+                replay = await self._read(scope, receive, send)
+        finally:
+            self.reading.subtract(readers)
+            for reader in readers:
+                if self.reading[reader] <= 0:
+                    del self.reading[reader]
+        if deadline.cancelled_caught:
+            log.info("http.slow_body", seconds=self.seconds,
+                     address=client[0] if client else None)
+            await _refuse(scope, receive, send, 408,
+                          f"the request's body did not arrive within {self.seconds:g} s "
+                          "(ASK_ANOTHER_BODY_SECONDS)", {"Connection": "close"})
+            return
+        if replay is not None:
+            await self.app(scope, replay, send)
+
+    async def _read(self, scope: Scope, receive: Any, send: Any) -> Any:
+        """The body, as a `receive` that replays it; None when it was answered here."""
         body = bytearray()
         held: list[dict[str, Any]] = []
         while True:
@@ -250,7 +296,7 @@ class WholeBodies:
                 log.info("http.client_gone", path=scope["path"], received_bytes=len(body),
                          reason="the client closed the connection before its request's body "
                                 "was complete")
-                return
+                return None
             body += message.get("body", b"")
             more = bool(message.get("more_body", False))
             if len(body) > self.limit:  # the SDK's to answer (413): hand on what came
@@ -263,14 +309,28 @@ class WholeBodies:
                              reason=answer.error.message)
                     await JSONResponse(answer.model_dump(mode="json", exclude_unset=True),
                                        status_code=400)(scope, receive, send)
-                    return
+                    return None
                 held.append({"type": "http.request", "body": bytes(body), "more_body": False})
                 break
 
         async def replay() -> Any:
             return held.pop(0) if held else await receive()
 
-        await self.app(scope, replay, send)
+        return replay
+
+
+BODIES_PER_USER: Final = 16
+"""Request bodies one token user may be sending at once on a node (a client sends its body in
+well under a millisecond, so only one holding connections by sending slowly gets near it)."""
+BODIES_PER_ADDRESS: Final = 32
+"""Request bodies one client address may be sending at once on a node (several tokens)."""
+
+
+async def _refuse(scope: Scope, receive: Any, send: Any, status: int, message: str,
+                  headers: dict[str, str]) -> None:
+    await JSONResponse({"jsonrpc": "2.0", "id": None,
+                        "error": {"code": -32000, "message": message}},
+                       status_code=status, headers=headers)(scope, receive, send)
 
 
 def _unreadable(body: bytes, headers: dict[bytes, bytes]) -> JSONRPCError | None:
@@ -389,7 +449,7 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
             transport_security=transport_security(host, config.public_url))
         # After the SDK's authentication: a request without a valid token is answered 401
         # before its body is read.
-        mcp_app.user_middleware.append(Middleware(WholeBodies))
+        mcp_app.user_middleware.append(Middleware(WholeBodies, seconds=config.body_seconds))
         if config.rate_per_minute > 0:
             # Innermost, after the SDK's authentication, which names the user.
             mcp_app.user_middleware.append(Middleware(SessionRate, rate=RequestRate(

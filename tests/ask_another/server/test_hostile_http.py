@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from http_server import http_server, run_cli, wait_for_line
+from http_server import http_client_for, http_server, run_cli, wait_for_line
+from tool_results import call
 
 from ask_another.simulator import Simulator
 
@@ -83,3 +84,80 @@ async def test_a_lone_surrogate_is_a_parse_error_in_both_eras_and_a_hang_up_one_
     assert "Traceback" not in log and "ClientDisconnect" not in log, log
     gone = [line for line in log.splitlines() if "http.client_gone" in line]
     assert len(gone) == 5 and all("[info" in line for line in gone), gone
+
+
+async def slow_body(url: str, token: str, results: list[tuple[int | None, float]]) -> None:
+    """One request whose body comes a byte every half second, from 127.0.0.2 (another client
+    address than the test's other calls); its status and how long it took go to `results`."""
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    stream = await trio.open_tcp_stream(host, int(port), local_address="127.0.0.2")
+    started = trio.current_time()
+    data = b""
+    try:
+        await stream.send_all(
+            f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+            "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+            "Content-Length: 1000\r\n\r\n{".encode())
+        async with trio.open_nursery() as nursery:
+            async def drip() -> None:
+                while True:
+                    await trio.sleep(0.5)
+                    try:
+                        await stream.send_all(b" ")
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        return
+
+            nursery.start_soon(drip)
+            while b"\r\n" not in data:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    break
+                data += chunk
+            nursery.cancel_scope.cancel()
+    finally:
+        await stream.aclose()
+    results.append((int(data.split()[1]) if data else None, trio.current_time() - started))
+
+
+async def test_slow_bodies_are_bounded_and_timed_out_while_others_are_served(
+        sim: Simulator, tmp_path: Path):
+    from ask_another.server.http import BODIES_PER_ADDRESS, BODIES_PER_USER
+
+    env = {**server_env(sim, tmp_path / "home"), "ASK_ANOTHER_BODY_SECONDS": "4",
+           "ASK_ANOTHER_RATE_PER_MINUTE": "0"}
+    tokens = {name: run_cli(env, "token", "add", name, check=True).stdout.strip()
+              for name in ("mallory", "trudy", "oscar", "alice")}
+    # Three tokens from one address: each may hold BODIES_PER_USER, the address fewer.
+    per_token = BODIES_PER_USER + 4
+    results: dict[str, list[tuple[int | None, float]]] = {"mallory": [], "trudy": [],
+                                                          "oscar": []}
+    async with http_server(env, tmp_path / "server.log") as server, \
+            http_client_for(server.url, tokens["alice"]) as client:
+        error, text = await call(client, "completion", model="sim", prompt="warm")
+        assert not error, text  # the gateway worker has imported litellm
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                for name in results:
+                    for _ in range(per_token):
+                        nursery.start_soon(slow_body, server.url, tokens[name], results[name])
+                await trio.sleep(1)  # they are all connected, dripping
+                # /health and another user's call stay fast meanwhile.
+                async with httpx.AsyncClient(timeout=10) as http:
+                    before = trio.current_time()
+                    assert (await http.get(server.base + "/health")).status_code == 200
+                    health_seconds = trio.current_time() - before
+                before = trio.current_time()
+                error, text = await call(client, "completion", model="sim", prompt="hi")
+                call_seconds = trio.current_time() - before
+        log = server.log()
+    assert not error and "answer to: hi" in text, text
+    assert health_seconds < 2 and call_seconds < 5, (health_seconds, call_seconds)
+    every = [result for got in results.values() for result in got]
+    held = [seconds for status, seconds in every if status == 408]
+    refused = [seconds for status, seconds in every if status == 429]
+    assert len(held) == BODIES_PER_ADDRESS and len(refused) == len(every) - len(held), every
+    for name, got in results.items():
+        assert sum(status == 408 for status, _ in got) <= BODIES_PER_USER, (name, got)
+    assert all(3.5 < seconds < 10 for seconds in held), held  # the body's 4 s, then 408
+    assert all(seconds < 2 for seconds in refused), refused  # at once
+    assert "http.slow_body" in log and "http.too_many_bodies" in log
