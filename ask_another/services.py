@@ -20,10 +20,17 @@ from ask_another.gateway import Gateway, GetGateway
 from ask_another.store import Database, GetDatabase
 from supervisors import ActorExited, CallTimeout, NoProcess, Registry
 
-__all__ = ["RESTART_WAIT", "Services"]
+__all__ = ["RESTART_WAIT", "STARTS_AT_ONCE", "Services"]
 
 RESTART_WAIT: Final = 10.0
 """How long a caller waits for the store or the gateway while its supervisor restarts it."""
+
+
+STARTS_AT_ONCE: Final = 64
+"""Research job starts running at once in one runtime. A burst of thousands queues behind them:
+each start is a store write, a supervisor call and the job's first steps, and thousands at once
+in one pass of the event loop kept every other request (a check_research) waiting behind them
+for hundreds of milliseconds."""
 
 
 @dataclass
@@ -38,6 +45,9 @@ class Services:
     # One lookup at a time: a burst of thousands of callers finding no handle (the first calls
     # after a start or a restart) asks the actor once, not once each into its bounded mailbox.
     _looking: trio.Lock = field(default_factory=trio.Lock, repr=False, compare=False)
+    starting: trio.CapacityLimiter = field(
+        default_factory=lambda: trio.CapacityLimiter(STARTS_AT_ONCE), repr=False, compare=False)
+    """Research job starts in progress at once; the others queue (research/jobs.py)."""
 
     async def gateway(self) -> Gateway:
         """The gateway handle (from the `gateway` actor; refreshed after a restart)."""

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import trio
 
-from ask_another.config import is_research_agent, no_chat_call
+from ask_another.config import ModelEntry, is_research_agent, no_chat_call
 from ask_another.errors import AskAnotherError, InvalidArgument, LimitReached
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
@@ -190,6 +190,12 @@ class ResearchJobs:
         if ceilings(self.services):
             estimate = await estimate_research(self.services, entry.model, query, method)
             await check_budget(self.services, estimate, "this research job", self.user.id)
+        async with self.services.starting:  # a burst queues here (services.py)
+            return await self._store_and_start(entry, query, method, depth,
+                                               JobOptions(interaction, tools))
+
+    async def _store_and_start(self, entry: ModelEntry, query: str, method: str, depth: str,
+                               options: JobOptions) -> JobRecord:
         lease = await self.lease()
         taken = lease.wall()
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
@@ -207,7 +213,7 @@ class ResearchJobs:
                 f"(ASK_ANOTHER_MAX_JOBS_PER_USER); you have {running} running. Retry when one "
                 "finishes (check_research lists them), or stop one with cancel_research")
         try:
-            await self._start_child(record, JobOptions(interaction, tools))
+            await self._start_child(record, options)
         except (StartError, AskAnotherError) as exc:
             now = time.time()
             reason = f"the job could not be started: {exc}"
