@@ -15,7 +15,8 @@
     │   ├── ProviderUnavailable      HTTP 5xx, a dropped connection
     │   │   └── ProviderUnreachable  no connection at all (refused, no route): names the URL tried
     │   └── MalformedResponse        an answer that could not be parsed
-    └── StoreError                   the SQLite store failed
+    └── StoreError                   the store (SQLite or PostgreSQL) failed
+        └── StoreUnavailable         the database cannot be reached now (down, restarting)
 
 Other modules add their own subclasses next to the failure they own (the article reader, research
 jobs); they all end up here through `AskAnotherError`.
@@ -140,9 +141,16 @@ class MalformedResponse(ProviderError):
 
 
 class StoreError(AskAnotherError):
-    """The SQLite store failed (disk full, locked, unreadable file)."""
+    """The store failed (disk full, locked, unreadable file, a refused statement)."""
 
     may_be_a_bug = True
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached now (a server down or restarting, a dropped connection):
+    worth waiting for, unlike a statement the database refused (store/outage.py)."""
+
+    may_be_a_bug = False
 
 
 def error_text(exc: BaseException) -> str:

@@ -271,15 +271,18 @@ async def take_turn(services: Services, record: ConversationRecord, turn: Turn, 
     purpose = Purpose(tool="discuss" if turn.article_url is not None else "completion",
                       conversation_id=record.id, user_id=turn.user_id)
     updated = msgspec.structs.replace(record, system=system or None)
+    row = usage_row("completion", entry.model, result.usage, purpose)
     try:
         written = await append_messages(
             db, updated, [*added, NewMessage(role="assistant", content=result.text)],
-            now=time.time(), usage=usage_row("completion", entry.model, result.usage, purpose),
-            first=not stored)
+            now=time.time(), usage=row, first=not stored)
     except StoreError as exc:
         # The provider answered and billed it: the ledger row goes on its own (record_call
-        # logs it if that fails too), and losing the answer too would cost twice.
-        await record_call(services, "completion", entry.model, result.usage, purpose)
+        # waits for the database, and logs it if that fails too), under the same call id, in
+        # case the failed transaction was committed after all; losing the answer too would
+        # cost twice.
+        await record_call(services, "completion", entry.model, result.usage, purpose,
+                          call_id=row.call_id)
         log.error("conversation.not_stored", conversation_id=record.id, error=str(exc),
                   prompt_tokens=result.usage.prompt_tokens,
                   completion_tokens=result.usage.completion_tokens,

@@ -10,6 +10,15 @@ so its timings are tested on MockClock (tests/ask_another/research/test_lease_ti
 
 A failed store statement (a locked file, a full disk) is logged and the loop goes on: the next
 beat retries, and a lease lapses only after `lease.seconds` without any successful renewal.
+
+Fencing: a lease that has not been renewed for `lease.fence_after` seconds (`FENCE` of the lease,
+counted from the start of the last renewal that went through, so before the database could count
+its expiry) is about to lapse, and another node may then take the jobs over. A watchdog beside
+the loop calls `on_fenced` then, once, whatever the loop is blocked on (a statement waiting for a
+database that went away): the owner stops its jobs' work, so two nodes never run one job. Before
+this, a 10 s outage let a live node's jobs be taken over while it still ran them. The next
+renewal that goes through in time (it returns within `fence_after` of its start, so the expiry it
+set is still ahead) ends the fence: `on_unfenced(held)` starts again what was stopped.
 """
 
 from __future__ import annotations
@@ -28,12 +37,16 @@ from ask_another.errors import StoreError
 from ask_another.logs import get_logger
 from ask_another.store.jobs import JobRecord, JobRequest, JobStore
 
-__all__ = ["REQUEST_POLL", "HeartbeatStatistics", "Lease", "heartbeat", "new_owner"]
+__all__ = ["FENCE", "REQUEST_POLL", "HeartbeatStatistics", "Lease", "heartbeat", "new_owner"]
 
 log = get_logger("ask_another.research")
 
 REQUEST_POLL: Final = 0.5
 """Seconds between two looks for requests made in other processes (they wait ~0.5 s on average)."""
+FENCE: Final = 0.6
+"""The part of a lease after which an owner that could not renew stops its jobs (fencing): just
+after the second failed renewal, with 40 % of the lease left to stop in and for clocks to
+differ."""
 
 
 def new_owner() -> str:
@@ -61,6 +74,10 @@ class Lease:
     def sweep_every(self) -> float:
         return self.seconds / 2
 
+    @property
+    def fence_after(self) -> float:
+        return self.seconds * FENCE
+
 
 @dataclass(slots=True)
 class HeartbeatStatistics:
@@ -71,22 +88,66 @@ class HeartbeatStatistics:
     renew_seconds_max: float = 0.0  # the slowest renewal, from the call to its commit
     failures: int = 0  # beats whose store statements failed
     requests: int = 0  # requests from other processes taken
+    fences: int = 0  # times the jobs were stopped for want of a renewal
 
 
 RenewedFn = Callable[[set[str]], Awaitable[None]]
 RequestsFn = Callable[[list[JobRequest]], Awaitable[None]]
 ExpiredFn = Callable[[list[JobRecord]], Awaitable[None]]
+FencedFn = Callable[[], Awaitable[None]]
+
+
+async def _nothing() -> None:
+    await trio.lowlevel.checkpoint()
+
+
+@dataclass(slots=True)
+class _Renewal:
+    at: float  # trio time at which the last renewal that went through started
+    fenced: bool = False
+
+
+async def _watchdog(lease: Lease, renewal: _Renewal, on_fenced: FencedFn,
+                    stats: HeartbeatStatistics, poll: float) -> None:
+    while True:
+        deadline = renewal.at + lease.fence_after
+        if renewal.fenced or trio.current_time() < deadline:
+            await trio.sleep_until(deadline if not renewal.fenced
+                                   else trio.current_time() + poll)
+            continue
+        renewal.fenced = True
+        stats.fences += 1
+        log.warning("research.fenced", owner=lease.owner,
+                    unrenewed_for=round(trio.current_time() - renewal.at, 3),
+                    lease_seconds=lease.seconds)
+        await on_fenced()
+
+
+async def _none(_: set[str]) -> None:
+    await trio.lowlevel.checkpoint()
 
 
 async def heartbeat(store: JobStore, lease: Lease, *, on_renewed: RenewedFn,
                     on_requests: RequestsFn, on_expired: ExpiredFn,
+                    on_fenced: FencedFn = _nothing, on_unfenced: RenewedFn = _none,
                     request_poll: float = REQUEST_POLL,
                     statistics: HeartbeatStatistics | None = None) -> None:
     """Run forever (cancel it to stop): renew, take requests, sweep expired leases, each on its
-    own schedule. The first renewal and sweep happen one period after the call (the caller has
-    just claimed and swept)."""
+    own schedule, with the fencing watchdog beside them (see the module docstring). The first
+    renewal and sweep happen one period after the call (the caller has just claimed and
+    swept)."""
     stats = statistics if statistics is not None else HeartbeatStatistics()
     begin = trio.current_time()
+    renewal = _Renewal(begin)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_watchdog, lease, renewal, on_fenced, stats, request_poll)
+        await _beat(store, lease, renewal, stats, on_renewed, on_unfenced, on_requests,
+                    on_expired, request_poll, begin)
+
+
+async def _beat(store: JobStore, lease: Lease, renewal: _Renewal, stats: HeartbeatStatistics,
+                on_renewed: RenewedFn, on_unfenced: RenewedFn, on_requests: RequestsFn,
+                on_expired: ExpiredFn, request_poll: float, begin: float) -> None:
     next_renew, next_sweep = begin + lease.renew_every, begin + lease.sweep_every
     while True:
         await trio.sleep_until(min(trio.current_time() + request_poll, next_renew, next_sweep))
@@ -96,11 +157,18 @@ async def heartbeat(store: JobStore, lease: Lease, *, on_renewed: RenewedFn,
                 next_renew = now + lease.renew_every
                 wall = lease.wall()
                 held = await store.renew(lease.owner, wall + lease.seconds, wall)
+                renewal.at = now
+                unfenced = renewal.fenced and trio.current_time() < now + lease.fence_after
+                if unfenced:
+                    renewal.fenced = False
+                    log.info("research.unfenced", owner=lease.owner)
                 stats.renewals += 1
                 stats.renewed_max = max(stats.renewed_max, len(held))
                 stats.renew_seconds_max = max(stats.renew_seconds_max,
                                               trio.current_time() - now)
                 await on_renewed(held)
+                if unfenced:
+                    await on_unfenced(held)
             requests = await store.take_requests(lease.owner, lease.wall())
             if requests:
                 stats.requests += len(requests)

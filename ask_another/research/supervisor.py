@@ -20,6 +20,11 @@ processes never both take a job; the winner resumes the job when its method can 
 interaction the provider holds, polled again from its saved id) or fails it with a reason saying
 its owner stopped. Nothing is silently lost and nothing is re-run and billed twice.
 
+Fencing (research/lease.py): when this owner has not renewed its leases for most of a lease (the
+database cannot be reached), it stops every job running here, writing nothing, before another
+node can take them over; the first renewal that goes through afterwards starts again those it
+still holds (resumed, or failed with the reason: `FENCED`), and the others are another node's.
+
 The job supervisor's restart intensity is high (`JOB_RESTARTS` per `JOB_RESTART_SECONDS`): it
 is shared by all jobs, and a restart is for a bug only (retries are a loop inside the job, see
 job.py), so the bound is there to stop a runaway loop, not to count provider errors.
@@ -69,6 +74,7 @@ from supervisors import (
 )
 
 __all__ = [
+    "FENCED",
     "INTERRUPTED",
     "JOBS_SUPERVISOR",
     "JOB_OWNER",
@@ -94,6 +100,9 @@ as it stopped (SIGTERM, the end of a session), or it dates from before leases.""
 OWNER_DIED: Final = ("the ask-another server running it stopped before it finished (its lease "
                      "expired)")
 """Why a job whose owner died and that cannot resume was failed (followed by who and why)."""
+FENCED: Final = ("it was stopped while the database could not be reached, so that no other "
+                 "node would run it at the same time")
+"""Why a job stopped by the fence and that cannot resume was failed."""
 JOB_MAILBOX: Final = 256
 DELIVER_TIMEOUT: Final = 30.0
 
@@ -155,6 +164,8 @@ class JobOwner(Actor):
         self.max_attempts = max_attempts
         self.store = job_store(await services.database())
         self.statistics = HeartbeatStatistics()
+        self.fenced: set[str] = set()  # jobs stopped by the fence, to start again after it
+        self.fencing = False  # between the fence and the renewal that ends it
         # Start-up recovery, before the runtime serves a tool call: jobs whose owner died (or
         # this owner's own, when the job supervisor was restarted).
         await self._take_over(await self.store.expired(lease.wall()), at_start=True)
@@ -163,6 +174,7 @@ class JobOwner(Actor):
     async def _heartbeat(self) -> None:
         await heartbeat(self.store, self.lease, on_renewed=self._renewed,
                         on_requests=self._requests, on_expired=self._take_over,
+                        on_fenced=self._fence, on_unfenced=self._unfence,
                         statistics=self.statistics)
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
@@ -196,13 +208,14 @@ class JobOwner(Actor):
             method = METHODS.get(record.method)
             mine = msgspec.structs.replace(record, owner=self.lease.owner,
                                            lease_expires=self.lease.until())
+            reason = self._reason(record)
+            self.fenced.discard(record.id)
             if method is not None and method.resumable(record):
                 log.info("research.taken_over", job_id=record.id, previous_owner=record.owner,
                          owner=self.lease.owner)
                 await supervisor.start_child(job_spec(mine, self.services, self.max_attempts))
                 resumed += 1
                 continue
-            reason = self._reason(record)
             now = time.time()
             await self.store.finish(record.id, "failed", ended_at=now, step="failed",
                                     error=reason, event=JobEvent(job_id=record.id, at=now,
@@ -215,6 +228,8 @@ class JobOwner(Actor):
     def _reason(self, record: JobRecord) -> str:
         if record.owner is None:
             reason = INTERRUPTED  # a job from before leases were kept
+        elif record.id in self.fenced:
+            reason = FENCED
         elif record.owner == self.lease.owner:
             reason = "its job actor stopped in this process before it finished"
         else:
@@ -223,9 +238,49 @@ class JobOwner(Actor):
             return reason + ", before it started"
         return reason + "; its work cannot be resumed without running it (and billing it) again"
 
+    async def _fence(self) -> None:
+        """The leases are about to lapse unrenewed: stop every job running here, writing
+        nothing (a write could not reach the database anyway), so that a node taking them over
+        never runs one beside us."""
+        self.fencing = True
+        for name in self.services.registry.names():
+            if isinstance(name, tuple) and len(name) == 2 and name[0] == "job":
+                ref = self.services.registry.whereis(name)
+                if ref is not None:
+                    self.fenced.add(name[1])
+                    log.warning("research.job_fenced", job_id=name[1], owner=self.lease.owner)
+                    ref.send(Relinquish())
+
+    async def _unfence(self, held: set[str]) -> None:
+        """After the fence, a renewal went through in time: the stopped jobs still ours start
+        again (resumed, or failed with the reason); the others are another node's now."""
+        self.fencing = False
+        await self._restart_fenced(held)
+
+    async def _restart_fenced(self, held: set[str]) -> None:
+        """Start again the fenced jobs that `held` (a renewal's) still names and whose actor has
+        exited; one still exiting (its last write waits for the database) is started at a
+        later renewal."""
+        registry = self.services.registry
+        self.fenced &= held
+        records = []
+        for job_id in sorted(self.fenced):
+            if registry.whereis(job_name(job_id)) is not None:
+                continue  # still stopping: the next renewal starts it
+            stored = await self.store.get(job_id)
+            if stored is not None and not stored.finished:
+                records.append(stored)
+            else:
+                self.fenced.discard(job_id)
+        if records:
+            await self._take_over(records)
+
     async def _renewed(self, held: set[str]) -> None:
         """After a renewal: a job running here whose lease another process holds now (our beats
-        failed for longer than a lease) stops here, without writing anything."""
+        failed for longer than a lease) stops here, without writing anything; after a fence,
+        the jobs it stopped start again as their actors exit."""
+        if self.fenced and not self.fencing:
+            await self._restart_fenced(held)
         for name in self.services.registry.names():
             if not (isinstance(name, tuple) and len(name) == 2 and name[0] == "job"):
                 continue

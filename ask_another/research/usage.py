@@ -5,10 +5,15 @@ searches, the compile, a Gemini interaction's reported usage) to its context's `
 shows the sum while it runs (check_research: "so far") and stores it with the result ("total").
 The price is litellm's (`Usage.cost_usd`); a call whose price litellm does not know is counted in
 `unpriced_calls`, so a total is never presented as complete when it is not.
+
+Each call counted gets its ledger `call_id` as it is counted: random, or the provider's id of the
+call where another attempt or node may count the same call again (a Gemini interaction's usage,
+reported when it completes: `gemini-interaction:ID`); the ledger writes one row per id.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +36,12 @@ class JobUsage:
     unpriced_calls: int = 0
     # Calls counted but not yet written to the usage ledger: the job writes them at each budget
     # check and when its method returns (spend/).
-    unrecorded: list[tuple[Usage, bool]] = field(default_factory=list)
+    unrecorded: list[tuple[Usage, bool, str]] = field(default_factory=list)
 
-    def add(self, usage: Usage, *, search: bool = False) -> None:
-        """Count one provider call (a completion, or a web search when `search`)."""
-        self.unrecorded.append((usage, search))
+    def add(self, usage: Usage, *, search: bool = False, call_id: str | None = None) -> None:
+        """Count one provider call (a completion, or a web search when `search`); `call_id`:
+        the provider's id of the call, when another attempt may count it again."""
+        self.unrecorded.append((usage, search, call_id or secrets.token_hex(12)))
         self.provider_calls += 1
         self.searches += int(search)
         self.prompt_tokens += usage.prompt_tokens or 0
@@ -45,7 +51,7 @@ class JobUsage:
         else:
             self.cost_usd += usage.cost_usd
 
-    def add_reported(self, reported: Mapping[str, Any]) -> None:
+    def add_reported(self, reported: Mapping[str, Any], call_id: str | None = None) -> None:
         """Count one call whose provider reported its usage as a mapping (a Gemini
         interaction: ``total_input_tokens`` / ``total_output_tokens``, or OpenAI's names)."""
         def number(*names: str) -> int:
@@ -60,10 +66,12 @@ class JobUsage:
                                             "prompt_tokens"),
                        completion_tokens=number("total_output_tokens", "output_tokens",
                                                 "completion_tokens"),
-                       cost_usd=float(cost) if isinstance(cost, int | float) else None))
+                       cost_usd=float(cost) if isinstance(cost, int | float) else None),
+                 call_id=call_id)
 
-    def take_unrecorded(self) -> list[tuple[Usage, bool]]:
-        """The calls not yet in the usage ledger (and forget them): `(usage, search)` each."""
+    def take_unrecorded(self) -> list[tuple[Usage, bool, str]]:
+        """The calls not yet in the usage ledger (and forget them): `(usage, search, call_id)`
+        each."""
         taken, self.unrecorded = self.unrecorded, []
         return taken
 

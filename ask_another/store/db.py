@@ -332,6 +332,11 @@ MIGRATIONS: list[Migration] = [
         UPDATE feedback SET user_id = 'name:' || user_id WHERE user_id IS NOT NULL;
         UPDATE usage SET user_id = 'name:' || user_id WHERE user_id IS NOT NULL;
     """),
+    Migration(9, "a usage row is one provider call, written once: its call id is unique (a write "
+              "retried across a reconnect, or a taken-over job's call, is not counted again)", """
+        ALTER TABLE usage ADD COLUMN call_id TEXT;
+        CREATE UNIQUE INDEX usage_by_call ON usage (call_id);
+    """),
 ]
 
 

@@ -44,7 +44,7 @@ import trio
 from psycopg.rows import RowMaker
 
 from ask_another.config import DatabaseUrl
-from ask_another.errors import StoreError
+from ask_another.errors import StoreError, StoreUnavailable
 from ask_another.store.db import (
     Dialect,
     Migration,
@@ -161,8 +161,13 @@ class PostgresDatabase:
         try:
             return await trio.to_thread.run_sync(go, limiter=slots)
         except psycopg_pool.PoolTimeout:
-            raise StoreError(f"cannot reach the database {self.where}: no connection within "
-                             f"{POOL_WAIT} s; is the server running and reachable?") from None
+            raise StoreUnavailable(f"cannot reach the database {self.where}: no connection "
+                                   f"within {POOL_WAIT} s; is the server running and "
+                                   "reachable?") from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            # The connection went away (a restart, a dropped link): worth waiting for.
+            raise StoreUnavailable(f"lost the connection to the database {self.where}: "
+                                   f"{_one_line(_scrub(str(exc), self.url))}") from None
         except psycopg.Error as exc:
             raise StoreError(f"the database {self.where} failed: "
                              f"{_scrub(str(exc), self.url)}") from None

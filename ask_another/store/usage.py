@@ -9,16 +9,23 @@ call (`kind`), the model, tokens in and out, the price in USD, and what it serve
 value of its own, never 0, and every total keeps the count of unknown-priced calls beside the
 sum of the known ones. A call that failed before the provider answered costs nothing and is
 not recorded.
+
+Each row has a `call_id`, unique in the table (migration 9): random for a call made once, the
+provider's own id where two attempts or two nodes may see the same call (a Gemini interaction's
+id). A row whose call id is already there is not written again (`ON CONFLICT DO NOTHING`), so a
+write retried after a lost connection, or a job taken over after its first owner recorded the
+call, never counts a call twice.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ask_another.costs import cost_text
-from ask_another.store.db import Database, Row
+from ask_another.store.db import Connection, Database, Row
 from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
 
@@ -40,6 +47,8 @@ class UsageRow:
     conversation_id: str | None = None
     at: float | None = None  # None: now
     user_id: str | None = None  # whose call it was (None: the local user; users.py)
+    # The provider call's id, unique in the ledger: a row is written once, whoever retries it.
+    call_id: str = field(default_factory=lambda: secrets.token_hex(12))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +84,26 @@ def usage_insert(row: UsageRow) -> tuple[str, tuple[object, ...]]:
     other statements in one transaction (a conversation's turn, store/conversations.py)."""
     return (
         "INSERT INTO usage (at, kind, model, prompt_tokens, completion_tokens, cost_usd, tool, "
-        "job_id, conversation_id, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "job_id, conversation_id, user_id, call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (call_id) DO NOTHING",
         (row.at if row.at is not None else time.time(), row.kind, row.model, row.prompt_tokens,
          row.completion_tokens, row.cost_usd, row.tool, row.job_id, row.conversation_id,
-         row.user_id),
+         row.user_id, row.call_id),
     )
 
 
 async def record_usage(db: Database, row: UsageRow) -> int:
-    """Append one row; returns its id."""
+    """Append one row (nothing when its call id is recorded already); returns its id."""
     sql, params = usage_insert(row)
-    return await db.insert(sql + " RETURNING id", params)
+
+    def go(conn: Connection) -> int:
+        with conn:
+            written = conn.execute(sql + " RETURNING id", params).fetchone()
+            if written is None:  # this call's row was written before
+                written = conn.execute("SELECT id FROM usage WHERE call_id = ?",
+                                       (row.call_id,)).fetchone()
+            return int(written[0])
+    return await db.run(go)
 
 
 def _spent(row: Row) -> Spent:

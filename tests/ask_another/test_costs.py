@@ -41,3 +41,17 @@ def test_every_figure_uses_it():
     assert total_cost([answered(None)]) == "cost unknown"
     assert Usage(1, 1, None).describe() == "1 tokens in, 1 out, cost unknown"
     assert usage_text(JobUsage().as_dict()).endswith(", $0.000000")
+
+
+def test_a_gemini_interactions_usage_has_the_same_call_id_in_every_attempt():
+    # A job taken over after the first owner counted the interaction's usage counts it under the
+    # same ledger id: the ledger then writes it once (store/usage.py).
+    from ask_another.research.usage import JobUsage
+
+    first, second = JobUsage(), JobUsage()
+    for usage in (first, second):
+        usage.add_reported({"total_input_tokens": 10}, call_id="gemini-interaction:i-1")
+        usage.add_reported({"total_input_tokens": 10})
+    (a, b), (c, d) = first.take_unrecorded(), second.take_unrecorded()
+    assert a[2] == c[2] == "gemini-interaction:i-1"
+    assert len({b[2], d[2], a[2]}) == 3  # a call without its own id gets a random one

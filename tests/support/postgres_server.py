@@ -5,7 +5,8 @@ a free loopback port (and a private unix-socket directory), with durability swit
 synchronous_commit, full_page_writes: a test server loses nothing it needs on a crash) so that
 it starts in a couple of seconds. It waits until the server accepts a connection (polling, with
 the server's own log in the error if it dies first), and `stop()` shuts it down and deletes the
-directory (`restart()` stops and starts it, for tests of a database that went away).
+directory (`restart()` stops and starts it, and `down()` / `up()` do it in two steps, for tests
+of a database that went away).
 `new_database()` makes an empty database per test by copying `template0`, which
 takes a few milliseconds.
 
@@ -142,6 +143,15 @@ class PostgresServer:
     def restart(self) -> None:
         """Stop the server (ending every session) and start it again on the same port."""
         self._stop_server()
+        self._start_server()
+
+    def down(self) -> None:
+        """Stop the server (ending every session), keeping its data; `up()` starts it again on
+        the same port: an outage of the database, for as long as the test waits between."""
+        self._stop_server()
+
+    def up(self) -> None:
+        """Start the server stopped by `down()`; returns once it accepts connections."""
         self._start_server()
 
     def stop(self) -> None:

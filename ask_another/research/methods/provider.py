@@ -116,7 +116,9 @@ async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
             reported = getattr(response, "usage", None)
             reported = reported if isinstance(reported, dict) else getattr(
                 reported, "__dict__", None) or {}
-            ctx.usage.add_reported(reported)
+            # The interaction's id: a takeover (or a retry) that sees it complete again
+            # records no second row (store/usage.py).
+            ctx.usage.add_reported(reported, call_id=f"gemini-interaction:{interaction_id}")
             return ResearchResult(report=report, citations=cited_urls(citations, titles),
                                   detail={"usage": ctx.usage.as_dict(),
                                           "interaction_id": interaction_id, "polls": polls})

@@ -9,6 +9,7 @@ on both real backends: a SQLite file from two connections, a PostgreSQL database
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from pathlib import Path
@@ -42,9 +43,18 @@ class MemoryJobStore:
         self.requests: dict[int, dict[str, Any]] = {}
         self.renewals: list[tuple[float, int]] = []  # (trio time, jobs renewed)
         self.fail_renewals = False
+        # While set, every statement hangs until the database is back (`back.set()`): the
+        # hardest outage for a heartbeat, which then cannot even count its failures.
+        self.back: trio.Event | None = None
+
+    async def _reachable(self) -> None:
+        if self.back is not None:
+            await self.back.wait()
 
     async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
         await trio.lowlevel.checkpoint()
+        await self._reachable()
+        now = trio.current_time()  # the database's clock, when the statement runs
         job = self.jobs.get(job_id)
         if job is None or job.finished:
             return False
@@ -58,6 +68,7 @@ class MemoryJobStore:
 
     async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]:
         await trio.lowlevel.checkpoint()
+        await self._reachable()
         if self.fail_renewals:
             raise StoreError("the database is locked")
         held = {j.id for j in self.jobs.values() if j.owner == owner and not j.finished}
@@ -83,6 +94,8 @@ class MemoryJobStore:
 
     async def expired(self, now: float) -> list[JobRecord]:
         await trio.lowlevel.checkpoint()
+        await self._reachable()
+        now = trio.current_time()
         return [msgspec.structs.replace(j) for j in self.jobs.values()
                 if not j.finished and (j.owner is None or (j.lease_expires or 0) < now)]
 
@@ -94,6 +107,7 @@ class MemoryJobStore:
 
     async def take_requests(self, owner: str, now: float) -> list[JobRequest]:
         await trio.lowlevel.checkpoint()
+        await self._reachable()
         taken = []
         for request_id, r in self.requests.items():
             if r["taken"] is None and self.jobs[r["job_id"]].owner == owner:
@@ -237,3 +251,65 @@ async def test_of_two_processes_claiming_one_expired_job_exactly_one_wins(
         assert not await store.claim(job, "z", now + 15.0, now)
         assert await store.claim(job, holder, now + 30.0, now)
         assert await store.renew(holder, now + 45.0, now) == set(wins[holder])
+
+
+@pytest.mark.parametrize("outage", [4.0, 10.0, 30.0])
+async def test_an_owner_that_cannot_renew_stops_its_jobs_before_another_can_take_them(
+    autojump_clock: trio.testing.MockClock, outage: float
+):
+    # Two nodes on one database, which goes away for `outage` seconds just after A's renewal.
+    # Before fencing, an outage longer than the lease let B take over A's job while A still ran
+    # it. A now stops its job's work (on_fenced) before its lease can lapse, whatever its
+    # heartbeat is blocked on, and starts it again only on a renewal made in time.
+    store = MemoryJobStore()
+    lease_a = Lease("a", 15.0, wall=trio.current_time)
+    lease_b = Lease("b", 15.0, wall=trio.current_time)
+    store.jobs["j"] = running_job("j", "a", lease_a.until())
+    runs: list[list[Any]] = [["a", 0.0, None]]  # who ran the job, from when, until when
+
+    def stop(node: str) -> None:
+        assert runs[-1][0] == node and runs[-1][2] is None
+        runs[-1][2] = trio.current_time()
+
+    async def fenced() -> None:
+        # A stops at once; its lease, counted from its last renewal, must still hold.
+        assert store.jobs["j"].lease_expires is not None
+        assert trio.current_time() < store.jobs["j"].lease_expires
+        stop("a")
+
+    async def unfenced(held: set[str]) -> None:
+        if "j" in held:
+            runs.append(["a", trio.current_time(), None])
+
+    async def a_renewed(held: set[str]) -> None:
+        if "j" not in held and runs[-1][0] == "a" and runs[-1][2] is None:
+            stop("a")  # lost to B: relinquished
+
+    async def b_takes_over(records: list[JobRecord]) -> None:
+        for record in records:
+            won = await store.claim(record.id, "b", lease_b.until(), lease_b.wall())
+            if won:
+                runs.append(["b", trio.current_time(), None])
+
+    async with trio.open_nursery() as nursery:
+        for lease, kwargs in ((lease_a, {"on_renewed": a_renewed, "on_expired": nothing,
+                                         "on_fenced": fenced, "on_unfenced": unfenced}),
+                              (lease_b, {"on_renewed": nothing, "on_expired": b_takes_over})):
+            nursery.start_soon(functools.partial(heartbeat, store, lease, on_requests=nothing,
+                                                 **kwargs))
+        await trio.sleep(10.5)  # A renewed at 5 and 10
+        store.back = trio.Event()
+        await trio.sleep(outage)
+        store.back.set()
+        store.back = None
+        await trio.sleep(40.0)
+        nursery.cancel_scope.cancel()
+    spans = [(node, start, end if end is not None else float("inf"))
+             for node, start, end in runs]
+    for (_, _, first_end), (_, second_start, _) in itertools.pairwise(spans):
+        assert first_end <= second_start, runs  # never two runs at once
+    if outage < lease_a.fence_after - 0.5:
+        assert runs == [["a", 0.0, None]]  # a short outage stops nothing
+    else:
+        assert runs[0][0] == "a" and runs[0][2] == pytest.approx(10.0 + lease_a.fence_after)
+        assert runs[-1][2] is None  # the job runs again, on one node

@@ -30,3 +30,22 @@ async def test_totals_keep_unknown_prices_apart(store_target: Path | DatabaseUrl
         assert set(totals.by_tool) == {"completion", "consensus", "research"}
         assert (await spent_since(db, T0 + DAY)).known_usd == 1.0
         assert (await usage_totals(db, 0, T0)).total.calls == 0
+
+
+async def test_a_provider_call_is_one_row_however_often_it_is_written(
+        store_target: Path | DatabaseUrl):
+    # A retried or taken-over attempt wrote a job's usage again (28 doubled rows in a 10 s
+    # outage of two nodes' database): a row is keyed by its call id now (migration 9).
+    async with open_database(store_target) as db:
+        row = UsageRow(kind="research", model="gemini/x", cost_usd=1.5, job_id="r-1",
+                       call_id="gemini-interaction:abc", at=T0)
+        first = await record_usage(db, row)
+        again = await record_usage(db, row)  # the write retried after a lost connection
+        taken_over = await record_usage(db, UsageRow(  # another node saw it complete too
+            kind="research", model="gemini/x", cost_usd=1.5, job_id="r-1",
+            call_id="gemini-interaction:abc", at=T0 + 60))
+        assert first == again == taken_over
+        other = await record_usage(db, UsageRow(kind="completion", model="a", at=T0))
+        assert other != first
+        totals = await usage_totals(db, 0, T0 + DAY)
+        assert totals.total.calls == 2 and totals.total.known_usd == 1.5
