@@ -4,18 +4,24 @@ that quietly stops being served."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import trio
 from mcp import Client
-from tasks_client import TaskHandle, TasksClient, create_task
+from mcp.types import ElicitResult
+from tasks_client import TaskHandle, TasksClient, create_task, request
 
 from ask_another.config import Config
 from ask_another.server import build_server
 from ask_another.server.tasks import open_questions, seam_problems, task_fields, task_status
+from ask_another.simulator import Simulator
 from ask_another.store.jobs import JobRecord
+
+GEMINI = "gemini/deep-research-pro-preview-12-2025"
 
 WAITING = {"kind": "permission", "tool_call_id": "call-a", "tool": "read_article",
            "server": "ask-another", "class": "read", "arguments": {"url": "http://x/"},
@@ -89,3 +95,55 @@ async def test_the_wiring_reaches_the_wire_in_memory(make_config: Callable[..., 
             # Refused before a task exists: the tool's own one-line error.
             assert not isinstance(handle, TaskHandle) and handle.is_error
             assert "unknown research method 'nonsense'" in handle.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_spend_to_confirm_is_input_required_and_answered(
+        make_config: Callable[..., Config], sim: Simulator, mode: str):
+    # A job whose estimate is above ASK_ANOTHER_CONFIRM_USD waits for a person before it
+    # spends anything: its task is input_required until the confirmation is answered.
+    config = make_config(MODEL_GDR=f"{GEMINI};sk-test-k;{sim.url}",
+                         ASK_ANOTHER_CONFIRM_USD="0.0001", ASK_ANOTHER_POLL_SECONDS="0.05")
+    sim.script_interaction(GEMINI.split("/", 1)[1], statuses=["in_progress", "completed"])
+    arguments = {"model": "gdr", "query": "tides"}
+    server = build_server(config, prewarm_after=None)
+    answered: list[str] = []
+
+    async def on_elicit(_ctx: Any, params: Any) -> ElicitResult:
+        answered.append(params.message)
+        return ElicitResult(action="accept", content={"decision": "allow"})
+
+    async with Client(server, mode=mode, extensions=[TasksClient()],
+                      elicitation_callback=on_elicit) as client:
+        if mode == "legacy":
+            created = await client.session._dispatcher.send_raw_request(  # a task, unparsed
+                "tools/call", {"name": "start_research", "arguments": arguments, "task": {}},
+                {})
+            task_id = created["task"]["taskId"]
+            waiting = await _until(client, task_id, "input_required")
+            result = await request(client, "tasks/result", {"taskId": task_id})
+            assert json.loads(result["content"][0]["text"])["status"] == "completed"
+            assert len(answered) == 1 and "confirm_spend" in answered[0]
+        else:
+            handle = await create_task(client, "start_research", arguments)
+            assert isinstance(handle, TaskHandle)
+            task_id = handle.task_id
+            waiting = await _until(client, task_id, "input_required")
+            (key,) = waiting["inputRequests"]
+            assert key.endswith(":confirm-spend")
+            assert not sim.interactions  # nothing spent before the answer
+            await request(client, "tasks/update", {"taskId": task_id, "inputResponses": {
+                key: {"action": "accept", "content": {"decision": "allow"}}}})
+            done = await _until(client, task_id, "completed")
+            assert json.loads(done["result"]["content"][0]["text"])["status"] == "completed"
+        assert "confirm" in waiting["statusMessage"] and "deny" in waiting["statusMessage"]
+        assert len(sim.interactions) == 1
+
+
+async def _until(client: Client, task_id: str, status: str) -> dict[str, Any]:
+    with trio.fail_after(30):
+        while True:
+            task = await request(client, "tasks/get", {"taskId": task_id})
+            if task["status"] == status:
+                return task
+            await trio.sleep(0.02)
