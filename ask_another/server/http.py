@@ -235,7 +235,9 @@ class WholeBodies:
       tool as "Internal error (UnicodeEncodeError)".
     - Slow clients: a body must arrive within `seconds` (`ASK_ANOTHER_BODY_SECONDS`), else
       `408`; and at most `BODIES_PER_USER` bodies per token user and `BODIES_PER_ADDRESS` per
-      client address are read at once, more are answered `429` at once. A token holder sending
+      client address are read at once once they are slow (still arriving after `SLOW_AFTER`),
+      more are answered `429` then; a body that arrives sooner is never counted, so a burst of
+      one user's (or one load balancer's) calls is not refused. A token holder sending
       bodies at 1 byte/s held connections for ever: 1,100 of them filled the node's 1,024 files
       and other users' calls and `/health` timed out. (hypercorn's `read_timeout` does not
       help: it bounds each read, which a byte a second meets, and would also end the long SSE
@@ -255,28 +257,37 @@ class WholeBodies:
             return
         user = scope.get("user")
         client = scope.get("client")
-        readers = [f"address {client[0]}"] if client else []
-        if isinstance(user, AuthenticatedUser):
-            readers.append(f"user {token_user(user.access_token).id}")
-        for reader in readers:
-            bound = BODIES_PER_ADDRESS if reader.startswith("address") else BODIES_PER_USER
-            if self.reading[reader] >= bound:
-                log.info("http.too_many_bodies", reader=reader, bound=bound)
-                await _refuse(scope, receive, send, 429,
-                              f"too many requests still sending their body from this "
-                              f"{reader.split()[0]} (at most {bound} at once); retry when "
-                              "one is sent", {"Retry-After": "1"})
-                return
-        self.reading.update(readers)
-        try:
-            with trio.move_on_after(self.seconds) as deadline:
-                replay = await self._read(scope, receive, send)
-        finally:
-            self.reading.subtract(readers)
+        started = trio.current_time()
+        reading = _Reading()
+        # A body that arrives within SLOW_AFTER is never counted: 200 clients of one token (or
+        # behind one load balancer's address) sending theirs at the same instant are not slow.
+        with trio.move_on_after(min(SLOW_AFTER, self.seconds)):
+            replay = await self._read(scope, receive, send, reading)
+            reading.done = True
+        if not reading.done:
+            readers = [f"address {client[0]}"] if client else []
+            if isinstance(user, AuthenticatedUser):
+                readers.append(f"user {token_user(user.access_token).id}")
             for reader in readers:
-                if self.reading[reader] <= 0:
-                    del self.reading[reader]
-        if deadline.cancelled_caught:
+                bound = BODIES_PER_ADDRESS if reader.startswith("address") else BODIES_PER_USER
+                if self.reading[reader] >= bound:
+                    log.info("http.too_many_bodies", reader=reader, bound=bound)
+                    await _refuse(scope, receive, send, 429,
+                                  f"too many requests still sending their body from this "
+                                  f"{reader.split()[0]} (at most {bound} at once); retry when "
+                                  "one is sent", {"Retry-After": "1"})
+                    return
+            self.reading.update(readers)
+            try:
+                with trio.move_on_at(started + self.seconds):
+                    replay = await self._read(scope, receive, send, reading)
+                    reading.done = True
+            finally:
+                self.reading.subtract(readers)
+                for reader in readers:
+                    if self.reading[reader] <= 0:
+                        del self.reading[reader]
+        if not reading.done:
             log.info("http.slow_body", seconds=self.seconds,
                      address=client[0] if client else None)
             await _refuse(scope, receive, send, 408,
@@ -286,10 +297,10 @@ class WholeBodies:
         if replay is not None:
             await self.app(scope, replay, send)
 
-    async def _read(self, scope: Scope, receive: Any, send: Any) -> Any:
-        """The body, as a `receive` that replays it; None when it was answered here."""
-        body = bytearray()
-        held: list[dict[str, Any]] = []
+    async def _read(self, scope: Scope, receive: Any, send: Any, reading: _Reading) -> Any:
+        """The body, as a `receive` that replays it; None when it was answered here. Resumable:
+        what has arrived is kept in `reading` when a deadline cuts it short."""
+        body, held = reading.body, reading.held
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
@@ -319,6 +330,20 @@ class WholeBodies:
         return replay
 
 
+class _Reading:
+    """A body being read by `WholeBodies`: what has arrived, and whether it is complete."""
+
+    __slots__ = ("body", "done", "held")
+
+    def __init__(self) -> None:
+        self.body = bytearray()
+        self.held: list[dict[str, Any]] = []
+        self.done = False
+
+
+SLOW_AFTER: Final = 0.5
+"""Seconds after which a body still arriving counts against `BODIES_PER_USER` and
+`BODIES_PER_ADDRESS` (one that arrives sooner never does)."""
 BODIES_PER_USER: Final = 16
 """Request bodies one token user may be sending at once on a node (a client sends its body in
 well under a millisecond, so only one holding connections by sending slowly gets near it)."""

@@ -161,3 +161,29 @@ async def test_slow_bodies_are_bounded_and_timed_out_while_others_are_served(
     assert all(3.5 < seconds < 10 for seconds in held), held  # the body's 4 s, then 408
     assert all(seconds < 2 for seconds in refused), refused  # at once
     assert "http.slow_body" in log and "http.too_many_bodies" in log
+
+
+async def test_a_burst_of_one_users_fast_calls_is_not_refused_as_slow_bodies(
+        sim: Simulator, tmp_path: Path):
+    # Many clients of one token on one address (a team behind one load balancer) connecting
+    # and calling at the same instant: their bodies arrive at once, none is slow, none refused
+    # (every body in flight counted against the bounds, and past 16 the rest were told 429).
+    from ask_another.server.http import BODIES_PER_ADDRESS
+
+    env = {**server_env(sim, tmp_path / "home"), "ASK_ANOTHER_RATE_PER_MINUTE": "0"}
+    token = run_cli(env, "token", "add", "alice", check=True).stdout.strip()
+    answers: list[tuple[bool, str]] = []
+    async with http_server(env, tmp_path / "server.log") as server:
+        async with http_client_for(server.url, token) as client:
+            assert not (await call(client, "completion", model="sim", prompt="warm"))[0]
+
+        async def one(n: int) -> None:
+            async with http_client_for(server.url, token) as client:
+                answers.append(await call(client, "completion", model="sim", prompt=f"q {n}"))
+
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                for n in range(3 * BODIES_PER_ADDRESS):
+                    nursery.start_soon(one, n)
+    assert len(answers) == 3 * BODIES_PER_ADDRESS
+    assert all(not error for error, _ in answers), [text for error, text in answers if error][:1]
