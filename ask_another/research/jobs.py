@@ -407,7 +407,10 @@ class ResearchJobs:
                 with trio.move_on_at(deadline):
                     try:
                         done: JobRecord = await ref.call(AwaitResult(), timeout=None)
-                        return done
+                        if done.finished:
+                            return done
+                        # Relinquished unfinished (the fence, or another process took it):
+                        # it goes on here again or elsewhere; look again.
                     except ActorExited:
                         pass  # crashed and restarting, or finished: look again
                 if trio.current_time() < deadline:
@@ -431,10 +434,13 @@ class ResearchJobs:
                         except ActorExited:
                             exited = True  # crashed and restarting, or finished: look again
                     nursery.cancel_scope.cancel()
-            if final is not None:
+            if final is not None and final.finished:
                 return final
-            if not exited:
+            if final is None and not exited:
                 return await self.get(job_id)
+            if final is not None and trio.current_time() >= deadline:
+                return final
+            await trio.sleep(0.01)  # relinquished unfinished, or exited: look again
 
     async def _relay(self, ref: Any, receive: trio.MemoryReceiveChannel[JobUpdate],
                      on_progress: ProgressFn, every: float) -> None:
