@@ -123,7 +123,7 @@ async def test_a_spend_to_confirm_is_input_required_and_answered(
             waiting = await _until(client, task_id, "input_required")
             result = await request(client, "tasks/result", {"taskId": task_id})
             assert json.loads(result["content"][0]["text"])["status"] == "completed"
-            assert len(answered) == 1 and "confirm_spend" in answered[0]
+            assert len(answered) == 1 and "confirm-spend" in answered[0]  # its tool call
         else:
             handle = await create_task(client, "start_research", arguments)
             assert isinstance(handle, TaskHandle)
