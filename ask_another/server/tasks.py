@@ -105,6 +105,8 @@ TASK_TOOLS: Final = frozenset({"start_research"})
 LOOK_AGAIN: Final = 5.0
 """Seconds a blocked tasks/result waits on the job before it looks at the store again."""
 MISSING_CAPABILITY: Final = -32021
+LIST_PAGE: Final = 100
+"""Tasks in one page of tasks/list."""
 _TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 
 
@@ -327,8 +329,7 @@ class LegacyTasks:
         jobs = runtime.jobs_for(user_of())
         try:
             if ctx.method == "tasks/list":
-                return {"tasks": [task_fields(r, runtime.config, modern=False)
-                                  for r in await jobs.list()]}
+                return await _list(runtime, jobs, params.get("cursor"))
             task_id = _task_id(params)
             if ctx.method == "tasks/get":
                 return task_fields(await jobs.get(task_id), runtime.config, modern=False)
@@ -395,6 +396,23 @@ class LegacyTasks:
                 await answer(jobs, task_id, question, reply.action, reply.content)
                 continue
             await _until_change(jobs, record)
+
+
+async def _list(runtime: Runtime, jobs: ResearchJobs, cursor: Any) -> dict[str, Any]:
+    """One page of the user's tasks, newest first; `nextCursor` while more follow. The cursor
+    is where the next page starts (opaque to clients, as the spec asks)."""
+    start = 0
+    if cursor is not None:
+        if not (isinstance(cursor, str) and cursor.isdigit() and len(cursor) < 10):
+            raise MCPError(types.INVALID_PARAMS, f"invalid tasks/list cursor {cursor!r}: pass "
+                           "the nextCursor of the previous page, or none for the first")
+        start = int(cursor)
+    records = await jobs.list(start + LIST_PAGE + 1)
+    page: dict[str, Any] = {"tasks": [task_fields(r, runtime.config, modern=False)
+                                      for r in records[start:start + LIST_PAGE]]}
+    if len(records) > start + LIST_PAGE:
+        page["nextCursor"] = str(start + LIST_PAGE)
+    return page
 
 
 async def _until_change(jobs: ResearchJobs, record: JobRecord) -> None:

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 import trio
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult
 from tasks_client import TaskHandle, TasksClient, create_task, request
 
 from ask_another.config import Config
-from ask_another.server import build_server
+from ask_another.server import build_server, tasks
 from ask_another.server.tasks import open_questions, seam_problems, task_fields, task_status
 from ask_another.simulator import Simulator
 from ask_another.store.jobs import JobRecord
@@ -147,3 +148,30 @@ async def _until(client: Client, task_id: str, status: str) -> dict[str, Any]:
             if task["status"] == status:
                 return task
             await trio.sleep(0.02)
+
+
+async def test_tasks_list_is_paged_with_a_cursor(make_config: Callable[..., Config], sim: Simulator,
+                                                monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(tasks, "LIST_PAGE", 2)
+    config = make_config(MODEL_GDR=f"{GEMINI};sk-test-k;{sim.url}",
+                         ASK_ANOTHER_POLL_SECONDS="0.05")
+    async with Client(build_server(config, prewarm_after=None), mode="legacy") as client:
+        made = []
+        for n in range(5):
+            created = await client.session._dispatcher.send_raw_request(
+                "tools/call", {"name": "start_research", "task": {},
+                               "arguments": {"model": "gdr", "query": f"q{n}"}}, {})
+            made.append(created["task"]["taskId"])
+        seen: list[str] = []
+        cursor = None
+        for _ in range(5):
+            page = await request(client, "tasks/list", {"cursor": cursor} if cursor else {})
+            assert len(page["tasks"]) <= 2
+            seen += [t["taskId"] for t in page["tasks"]]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert seen == made[::-1]  # newest first, each once
+        with pytest.raises(MCPError) as refused:
+            await request(client, "tasks/list", {"cursor": "not-ours"})
+        assert refused.value.error.code == -32602
