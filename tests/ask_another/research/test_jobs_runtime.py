@@ -24,7 +24,7 @@ from ask_another.research import (
 )
 from ask_another.runtime import Runtime
 from ask_another.simulator import Fail, Reply, Simulator
-from ask_another.store.jobs import get_job, job_events
+from ask_another.store.jobs import get_job, job_events, job_store
 from supervisors import ActorExited
 
 
@@ -311,3 +311,41 @@ async def test_two_hundred_jobs_at_once_each_get_their_own_result(
     assert len({f.id for f in finals.values()}) == 200
     listed = await jobs.list(limit=500)
     assert len(listed) == 200 and all(r.status == "completed" for r in listed)
+
+
+@pytest.mark.slow  # waits for the owner's sweep (every 1.5 s of a 3 s lease)
+async def test_a_wait_on_a_job_stopped_by_the_fence_lasts_until_it_finishes_where_it_resumes(
+    runtime: Runtime, jobs: ResearchJobs, sim: Simulator
+):
+    # A job's actor stopped unfinished (the fence, or a lost lease: Relinquish) answered its
+    # waiters with the record as it was, and wait() returned that in_progress record at once.
+    from ask_another.research.messages import Relinquish
+
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])  # until ended below
+    record = await jobs.start("gdr", "a question stopped half-way")
+    with trio.fail_after(30):
+        while not sim.interactions:  # noqa: ASYNC110 - the simulator has no event to wait on
+            await trio.sleep(0.01)
+        while (await jobs.get(record.id)).provider_handle is None:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+    final: list[object] = []
+
+    async def waiting() -> None:
+        final.append(await jobs.wait(record.id, 30))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiting)
+        await trio.sleep(0.2)  # the wait is on the actor now
+        ref = runtime.registry.whereis(job_name(record.id))
+        assert ref is not None
+        ref.send(Relinquish())
+        await trio.sleep(0.5)
+        assert final == []  # still waiting: the job is not finished
+        # Handed back (as after a fence that outlasted the lease), the owner's next sweep takes
+        # it over: the Gemini job resumes, and its interaction ends.
+        assert runtime.registry.whereis(job_name(record.id)) is None
+        assert await job_store(await runtime.database()).release(record.id, record.owner or "")
+        (interaction_id,) = sim.interactions
+        sim.end_interaction(interaction_id)
+    (done,) = final
+    assert isinstance(done, type(record)) and done.status == "completed", done
