@@ -26,6 +26,8 @@ Measured in the same run, with the same clients and the same simulator:
   second from the release to the last answer);
 - the floor: the same N clients sending the same requests straight to the simulator with httpx
   (no MCP, no ask-another): what the provider's latency and this process's client side cost;
+- on the two nodes' database, PostgreSQL's own statement log (`log_statement = all` for that
+  database): statements and transactions per completion, heartbeats included;
 - check_research with 1,000 Gemini jobs spread over the two nodes (started through MCP, half on
   each, held in_progress by the simulator and polled rarely): p50 / p99 of `check_research(job_id)`
   from 20 concurrent clients on random nodes, split by whether the asked node owns the job (its
@@ -344,6 +346,29 @@ async def _node_load(name: str, urls: list[str], token: str, pids: list[int],
         "postgres_cpu_s": round(pg_after - pg_cpu, 2)}
 
 
+def _log_statements(database_url: str) -> None:
+    """Have PostgreSQL log every statement run on this database (its sessions from now on)."""
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        name = conn.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        conn.execute(f'ALTER DATABASE "{name[0]}" SET log_statement = \'all\'')
+
+
+def _statements(log: Path, offset: int, calls: int) -> dict[str, Any]:
+    """The statements and transactions PostgreSQL logged since `offset`, per completion of the
+    `calls` made since (the nodes' heartbeats and request polls included: a few per second per
+    node)."""
+    import re
+
+    text = log.read_bytes()[offset:].decode(errors="replace")
+    statements = re.findall(r"LOG:  (?:statement|execute [^:]*): (\S+)", text)
+    return {"pg_statements_per_call": round(len(statements) / calls, 2),
+            "pg_transactions_per_call": round(statements.count("BEGIN") / calls, 2),
+            "pg_usage_inserts_per_call": round(text.count("INSERT INTO usage") / calls, 2)}
+
+
 @asynccontextmanager
 async def _reference(kind: str, urls: Any, root: Path) -> AsyncIterator[tuple[str, int]]:
     """A reference server (bench/reference_servers.py) on the simulator: its URL and pid."""
@@ -440,9 +465,14 @@ async def _measure(clients: int, calls: int, latency: float, jobs: int, checks: 
                     loads.append(await _node_load("1 node, PostgreSQL", urls, token, pids,
                                                   pg_pid, clients, calls))
             database_url = server.new_database()
+            _log_statements(database_url)
             async with _nodes(2, root / "pg2", sim, database_url) as (urls, token, pids):
-                loads.append(await _node_load("2 nodes, one PostgreSQL", urls, token, pids,
-                                              pg_pid, clients, calls))
+                offset = server.log_path.stat().st_size
+                load = await _node_load("2 nodes, one PostgreSQL", urls, token, pids, pg_pid,
+                                        clients, calls)
+                # Every completion since the offset: the timed ones and each client's first.
+                loads.append(load | _statements(server.log_path, offset,
+                                                load["calls"] + clients))
                 research = await _check_research(urls, token, jobs, checks, database_url,
                                                  cancel_count=5 if clients < 50 else 20)
         finally:
@@ -493,6 +523,12 @@ async def run(quick: bool) -> list[Row]:
                         (sqlite if load is not sqlite else floor)["throughput"],
                         better="higher", extra=extra))
     rows += _reference_rows(interleaved, clients)
+    two = by_name.get("2 nodes, one PostgreSQL")
+    if two is not None and "pg_statements_per_call" in two:
+        rows.append(Row(SUITE, f"{clients} MCP clients, 2 nodes on one PostgreSQL: statements "
+                        "per completion", two["pg_statements_per_call"], "statements",
+                        target="<= 5 (one transaction)", passed=two["pg_transactions_per_call"]
+                        <= 1.1, extra={k: v for k, v in two.items() if k.startswith("pg_")}))
     if research is not None:
         extra_r: dict[str, object] = dict(research)
         rows.append(Row(SUITE, f"check_research p99, {research['jobs']} jobs on 2 nodes",
