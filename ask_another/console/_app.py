@@ -49,6 +49,7 @@ from ask_another.runtime import Runtime
 from ask_another.server.auth import TokensFileVerifier
 from ask_another.server.context import token_user
 from ask_another.store.jobs import JobRecord, job_events
+from ask_another.store.rules import remove_rule, rules_of, set_rule
 from ask_another.users import LOCAL_USER, User
 
 __all__ = ["ROOT", "Console", "Login"]
@@ -141,6 +142,7 @@ class Console:
             Route("/approvals", page(self._approvals)),
             Route("/approvals/{job_id}/{tool_call_id}", page(self._approval),
                   methods=["GET", "POST"]),
+            Route("/rules/revoke", page(self._revoke), methods=["POST"]),
             Route("/spending", page(self._spending)),
             Route("/spending.csv", page(self._spending_csv)),
             Route("/runtime", page(self._runtime)),
@@ -320,8 +322,15 @@ class Console:
 
     async def _approvals(self, request: Request, session: Session) -> Response:
         pending = await pending_questions(self.jobs(session))
-        return self.render(request, session, "approvals", pending=pending,
+        rules = await rules_of(await self.runtime.database(), session.user.id)
+        return self.render(request, session, "approvals", pending=pending, rules=rules,
                            users=session.user.admin)
+
+    async def _revoke(self, request: Request, session: Session) -> Response:
+        tool = str((await request.form()).get("tool") or "")
+        removed = await remove_rule(await self.runtime.database(), session.user.id, tool)
+        log.info("console.rule_revoked", tool=tool, user=session.user.id, removed=removed)
+        return RedirectResponse(f"{ROOT}/approvals", status_code=303)
 
     async def _approval(self, request: Request, session: Session) -> Response:
         job_id = request.path_params["job_id"]
@@ -347,8 +356,19 @@ class Console:
 
     async def _answer(self, jobs: ResearchJobs, question: Pending | None, job_id: str,
                       call_id: str, answer: str) -> str:
+        """Answer the question; *always allow* / *always deny* (a permission of the user's own
+        job) also stores the standing rule for its tool, which their next jobs apply."""
         if answer.startswith("option:"):
             return await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
+        standing = {"always-allow": "allow", "always-deny": "deny"}.get(answer)
+        if standing is not None:
+            if question is None or not question.standing_for(jobs.user):
+                return "Only a permission request of your own job can be answered always"
+            said = await jobs.answer_permission(job_id, call_id, standing)
+            await set_rule(await self.runtime.database(), jobs.user.id, question.tool,
+                           "allow" if standing == "allow" else "deny")
+            return (f"{said} From now on your jobs {standing} {question.tool} without asking "
+                    "(the approvals page lists it; revoke it there)")
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
         return await jobs.answer_permission(job_id, call_id, answer)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ask_another.research import ResearchJobs
 from ask_another.store.jobs import JobRecord
+from ask_another.users import User
 
 __all__ = ["SPEND_TOOL", "Pending", "pending_of", "pending_questions"]
 
@@ -36,6 +37,11 @@ class Pending:
     def url(self) -> str:
         """Its approval page, under the console's root."""
         return f"/approvals/{self.job.id}/{self.tool_call_id}"
+
+    def standing_for(self, user: User) -> bool:
+        """Whether `user` may answer it *always* (a standing rule for its tool): a permission
+        request of their own job."""
+        return self.kind == "permission" and self.job.user_id == user.id
 
     @property
     def read_url(self) -> str | None:
@@ -70,5 +76,7 @@ def pending_of(record: JobRecord) -> list[Pending]:
 
 async def pending_questions(jobs: ResearchJobs) -> list[Pending]:
     """Every question the jobs `jobs` may see wait for, oldest job first."""
-    records = [r for r in await jobs.list() if not r.finished]
+    # Each unfinished job read again through `get`: from its actor when it runs here, whose
+    # questions the store has only once the actor's next write lands.
+    records = [await jobs.get(r.id) for r in await jobs.list() if not r.finished]
     return [p for r in reversed(records) for p in pending_of(r)]

@@ -35,18 +35,27 @@ class PolicyError(AskAnotherError):
 class Policy:
     """Decides `allow`, `ask` or `deny` for a tool call from its name and class."""
 
-    __slots__ = ("_by_class", "_by_tool")
+    __slots__ = ("_by_class", "_by_tool", "_standing")
 
     def __init__(
         self,
         by_class: Mapping[str, Rule] | None = None,
         by_tool: Mapping[str, Rule] | None = None,
+        standing: Mapping[str, Rule] | None = None,
     ) -> None:
         classes: dict[str, Rule] = {"read": "allow", "effect": "ask", "internal": "ask",
                                     "after_internal": "ask"}
         classes.update(by_class or {})
         self._by_class = MappingProxyType(classes)
         self._by_tool = MappingProxyType(dict(by_tool or {}))
+        self._standing = MappingProxyType(dict(standing or {}))
+
+    def with_standing(self, standing: Mapping[str, Rule]) -> Policy:
+        """This policy with a person's standing answers by tool (*always allow* / *always
+        deny*, store/rules.py): each applies only where this policy would ask, so it never
+        allows what the configuration denies, nor a guarded class (`internal`,
+        `after_internal`), which is asked every time."""
+        return Policy(self._by_class, self._by_tool, {**self._standing, **standing})
 
     @classmethod
     def parse(cls, text: str | None) -> Policy:
@@ -76,9 +85,11 @@ class Policy:
     def decide(self, tool: str, class_: CallClass) -> Rule:
         if class_ in _GUARDED:
             return self._by_class[class_]
-        return self._by_tool.get(tool) or self._by_class[class_]
+        rule = self._by_tool.get(tool) or self._by_class[class_]
+        return self._standing.get(tool, rule) if rule == "ask" else rule
 
     def __str__(self) -> str:
+        # The standing answers are a person's, not configuration: not part of the text.
         pairs = [*self._by_class.items(), *sorted(self._by_tool.items())]
         return ",".join(f"{key}={value}" for key, value in pairs)
 
@@ -86,7 +97,8 @@ class Policy:
         return f"Policy({str(self)!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Policy) and str(self) == str(other)
+        return (isinstance(other, Policy) and str(self) == str(other)
+                and self._standing == other._standing)
 
     def __hash__(self) -> int:
         return hash(str(self))

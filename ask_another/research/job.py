@@ -50,6 +50,7 @@ import msgspec
 import trio
 
 from ask_another.errors import AskAnotherError, ProviderUnreachable, StoreUnavailable
+from ask_another.interaction.policy import Policy
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.interaction.types import Allow, Deny, PermissionRequest
@@ -93,6 +94,7 @@ from ask_another.store.jobs import (
     update_job,
 )
 from ask_another.store.outage import until_stored
+from ask_another.store.rules import rules_of
 from supervisors import (
     NOREPLY,
     Actor,
@@ -344,6 +346,7 @@ class ResearchJob(Actor):
                 save_handle=self._save_handle, interaction=self._interaction(),
                 tools=self.options.tools,
                 depth=str(self.record.detail.get("depth") or "standard"),
+                policy=await self._policy() if record.method == "agent" else None,
             )
             ctx.check_budget = self._budget_check(ctx)
             try:
@@ -543,6 +546,12 @@ class ResearchJob(Actor):
                              remote=remote)
 
     # ----- agent jobs: questions, tool calls ------------------------------------------------
+
+    async def _policy(self) -> Policy:
+        """The configured policy with the standing answers of the job's user (read at each
+        attempt, so an *always allow* given meanwhile counts from the next one)."""
+        rules = await rules_of(await self.services.database(), self.record.user_id)
+        return self.services.config.permissions.with_standing({r.tool: r.rule for r in rules})
 
     def _ask(self, question: Any, caller: Caller) -> None:
         timeout = self.services.config.permission_timeout

@@ -337,6 +337,24 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE usage ADD COLUMN call_id TEXT;
         CREATE UNIQUE INDEX usage_by_call ON usage (call_id);
     """),
+    Migration(10, "standing permission rules: a user's 'always allow' / 'always deny' of a tool "
+              "(store/rules.py; principal '' is the local user)", """
+        CREATE TABLE permission_rules (
+            principal TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            rule TEXT NOT NULL CHECK (rule IN ('allow', 'deny')),
+            created_at REAL NOT NULL,
+            PRIMARY KEY (principal, tool)
+        );
+    """, postgres="""
+        CREATE TABLE permission_rules (
+            principal TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            rule TEXT NOT NULL CHECK (rule IN ('allow', 'deny')),
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (principal, tool)
+        );
+    """),
 ]
 
 

@@ -184,7 +184,8 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
                 {"role": "user", "content": ctx.query}]
     ctx.report(f"asking {ctx.entry.model} (agent turn with tools: {', '.join(tools.names())})")
     try:
-        result = await run_turn(model, messages, tools, policy=ctx.config.permissions,
+        policy = ctx.policy if ctx.policy is not None else ctx.config.permissions
+        result = await run_turn(model, messages, tools, policy=policy,
                                 interaction=ctx.interaction)
     except ResearchFailed:
         raise

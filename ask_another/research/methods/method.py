@@ -17,6 +17,7 @@ from typing import Any, Final
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError
 from ask_another.gateway import Gateway
+from ask_another.interaction.policy import Policy
 from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.research.usage import JobUsage
@@ -102,6 +103,9 @@ class JobContext:
     """Agent jobs: a host's own tools, next to the built-in ones."""
     depth: str = "standard"
     """One of `DEPTHS`: how many queries the sequential pipeline plans."""
+    policy: Policy | None = None
+    """Agent jobs: the permission policy of the turn (the configured one with the job's user's
+    standing answers, store/rules.py); None: `config.permissions`."""
     usage: JobUsage = field(default_factory=JobUsage)
     """Every provider call of the job adds its usage here (see research/usage.py); a progress
     report with a ``usage`` detail shows the sum so far."""

@@ -238,3 +238,27 @@ def test_the_runtime_page_shows_a_killed_actors_restart_count_rising(
     expect(page.locator("#restarts")).to_have_text("1")
     expect(page.locator("a.node[data-process='store'] .restarts")).to_have_text("restarts 1")
     shot(page, "runtime")
+
+
+def test_always_allow_then_a_second_job_is_not_asked(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    served, tokens = team
+    public = "http://192.0.2.1/news"  # a public-class read (refused at fetch: no network here)
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": public}, id="call-1")]),
+                      Reply("first"),
+                      ToolCalls([ToolCall("read_article", {"url": public}, id="call-2")]),
+                      Reply("second, without asking")])
+    first = start_agent(served, tokens["alice"])
+    log_in(page, served, tokens["alice"], f"/console/approvals/{first}/call-1")
+    page.get_by_role("button", name="Always allow read_article").click()
+    expect(page.get_by_role("status")).to_contain_text("From now on your jobs allow read_article")
+    expect(page.locator("#job-status")).to_have_text("completed")
+    text = mcp(served.mcp, tokens["alice"], "start_research", model="sim", query="again",
+               method="agent", timeout=60)
+    assert "second, without asking" in text, text
+    page.get_by_role("link", name="Approvals").click()
+    expect(page.get_by_role("cell", name="always allow")).to_be_visible()
+    shot(page, "rules")
+    page.get_by_role("button", name="Revoke").click()
+    expect(page.get_by_text("None: Always allow or Always deny")).to_be_visible()

@@ -16,10 +16,12 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from ask_another.config import Config
-from ask_another.console import ROOT, Console, Login, LoginCodes, Metrics
+from ask_another.console import ROOT, Console, Login, LoginCodes, Metrics, pending_of
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.auth import TokensFile, TokensFileVerifier
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
+from ask_another.store.jobs import job_events
+from ask_another.store.rules import set_rule
 from ask_another.store.usage import UsageRow, record_usage
 from ask_another.users import LOCAL_USER, User
 
@@ -302,3 +304,61 @@ async def test_metrics_count_jobs_by_state_and_what_they_wait_for(
         assert 'ask_another_spend_usd{period="day"} 0.25' in text
         assert 'ask_another_process_restarts{process="store"} 0.0' in text
         assert 'ask_another_tool_calls_total{outcome="ok",tool="completion"} 1.0' in text
+
+
+async def test_always_allow_is_stored_listed_applied_to_the_next_job_and_revocable(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        first = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["alice"])
+        page = await client.get(f"/approvals/{first}/call-1")
+        assert "Always allow read_article" in page.text
+        answered = await client.post(f"/approvals/{first}/call-1",
+                                     data={"answer": "always-allow", "csrf": csrf_of(page.text)})
+        assert "From%20now%20on%20your%20jobs%20allow%20read_article" in \
+            answered.headers["location"]
+        listing = await client.get("/approvals")
+        assert "always allow" in listing.text and "Revoke" in listing.text
+        # The next job of alice's reads without asking.
+        (principal,) = (u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
+                        if u.name == "alice")
+        jobs = s.runtime.jobs_for(User(principal, admin=False))
+        sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": ARTICLE}, id="call-2")]),
+                          Reply("second report")])
+        second = await jobs.start("sim", "and now?", method="agent")
+        done = await jobs.wait(second.id, timeout=30)
+        assert done.status == "completed" and done.report == "second report"
+        assert not any("waiting for permission" in (e.step or "")
+                       for e in await job_events(await s.runtime.database(), second.id))
+        # Revoked: asked again.
+        revoked = await client.post("/rules/revoke", data={"tool": "read_article",
+                                                          "csrf": csrf_of(listing.text)})
+        assert revoked.status_code == 303
+        assert "Revoke" not in (await client.get("/approvals")).text
+        await waiting_job(sim, s.runtime, "alice")
+
+
+async def test_a_standing_answer_is_its_users_only(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s:
+        (principal,) = (u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
+                        if u.name == "alice")
+        await set_rule(await s.runtime.database(), principal, "read_article", "allow")
+        await waiting_job(sim, s.runtime, "bob")  # bob is still asked
+
+
+async def test_always_is_offered_only_for_a_permission_of_ones_own_job(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["root"])  # an admin answers alice's job: once only
+        page = await client.get(f"/approvals/{job}/call-1")
+        assert "Allow once" in page.text and "Always allow" not in page.text
+        said = await client.post(f"/approvals/{job}/call-1",
+                                 data={"answer": "always-allow", "csrf": csrf_of(page.text)})
+        assert "Only%20a%20permission%20request%20of%20your%20own%20job" in \
+            said.headers["location"]
+        assert pending_of(await s.runtime.jobs_for(LOCAL_USER).get(job))  # still asks

@@ -58,3 +58,17 @@ def test_internal_classes_default_to_ask_and_no_tool_rule_opens_them() -> None:
     opened = Policy.parse("internal=allow,after_internal=deny")
     assert opened.decide("read_article", "internal") == "allow"
     assert opened.decide("search_web", "after_internal") == "deny"
+
+
+def test_standing_answers_apply_only_where_the_configured_policy_asks():
+    configured = Policy.parse("read=ask,effect=ask,write_file=deny")
+    person = configured.with_standing({"read_article": "allow", "write_file": "allow",
+                                       "send_mail": "deny"})
+    assert person.decide("read_article", "read") == "allow"
+    assert person.decide("send_mail", "effect") == "deny"
+    # What the configuration denies stays denied; the user's own hosts are asked every time.
+    assert person.decide("write_file", "effect") == "deny"
+    assert person.decide("read_article", "internal") == "ask"
+    assert person.decide("read_article", "after_internal") == "ask"
+    assert configured.decide("read_article", "read") == "ask"  # the configured one unchanged
+    assert person != configured
