@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -103,3 +104,33 @@ def article_site() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+CONSOLE_LINK = re.compile(r"http://127\.0\.0\.1:\d+/console/login/once\?code=\S+")
+
+
+@contextmanager
+def console_process(env: dict[str, str], log: Path) -> Iterator[str]:
+    """A real `ask-another console --no-browser` over the home of `env`; yields its login link
+    (read from its stdout), and stops it with Ctrl-C (SIGINT) afterwards."""
+    import signal
+
+    out = log.with_suffix(".out")
+    with log.open("w") as err, out.open("w") as stdout:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ask_another", "console", "--no-browser"],
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=err, env=process_env(env),
+            cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := CONSOLE_LINK.search(out.read_text())):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"console did not start:\n{log.read_text()}")
+            time.sleep(0.05)
+        yield found.group(0)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

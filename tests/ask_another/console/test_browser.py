@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 import trio
-from browser import FLAGS, SCREENSHOTS, Served, article_site, chromium_path, serve_http
+from browser import (
+    FLAGS,
+    SCREENSHOTS,
+    Served,
+    article_site,
+    chromium_path,
+    console_process,
+    serve_http,
+)
 from http_server import http_client_for
 from tool_results import call
 
@@ -53,6 +61,16 @@ def page(browser: Browser) -> Iterator[Page]:
         context.close()
 
 
+def team_env(sim: Simulator, home: Path) -> dict[str, str]:
+    return {"ASK_ANOTHER_HOME": str(home),
+            "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}",
+            "MODEL_GDR": f"{GEMINI};{KEY};{sim.url}",
+            "ASK_ANOTHER_PERMISSIONS": "read=ask",
+            "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
+            "ASK_ANOTHER_RATE_PER_MINUTE": "0",
+            "ASK_ANOTHER_BUDGET_MONTH_USD": "5"}
+
+
 @pytest.fixture
 def team(sim: Simulator, tmp_path: Path, request: pytest.FixtureRequest
          ) -> Iterator[tuple[Served, dict[str, str]]]:
@@ -62,13 +80,7 @@ def team(sim: Simulator, tmp_path: Path, request: pytest.FixtureRequest
     file = TokensFile(home / "tokens.json")
     tokens = {"alice": file.add("alice"), "bob": file.add("bob"),
               "root": file.add("root", admin=True)}
-    env = {"ASK_ANOTHER_HOME": str(home),
-           "MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}",
-           "MODEL_GDR": f"{GEMINI};{KEY};{sim.url}",
-           "ASK_ANOTHER_PERMISSIONS": "read=ask",
-           "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
-           "ASK_ANOTHER_RATE_PER_MINUTE": "0",
-           "ASK_ANOTHER_BUDGET_MONTH_USD": "5"}
+    env = team_env(sim, home)
     args = ("--console-allow-stop",) if getattr(request, "param", None) == "allow_stop" else ()
     with serve_http(env, tmp_path / "serve.log", *args) as served:
         yield served, tokens
@@ -262,3 +274,24 @@ def test_always_allow_then_a_second_job_is_not_asked(
     shot(page, "rules")
     page.get_by_role("button", name="Revoke").click()
     expect(page.get_by_text("None: Always allow or Always deny")).to_be_visible()
+
+
+def test_ask_another_console_answers_a_job_of_another_process_on_the_home(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page, tmp_path: Path
+):
+    served, tokens = team  # the job runs in this serve --http process
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("answered from the console")])
+    job = start_agent(served, tokens["alice"])
+    with console_process(team_env(sim, tmp_path / "home"), tmp_path / "console.log") as link:
+        page.goto(link)
+        expect(page.get_by_text("local user (admin)")).to_be_visible()
+        page.goto(link.split("/console/")[0] + f"/console/approvals/{job}/call-1")
+        page.get_by_role("button", name="Allow once").click()
+        expect(page.get_by_role("status")).to_contain_text("was allowed")
+        expect(page.locator("#job-status")).to_have_text("completed")
+        expect(page.locator(".report .text")).to_have_text("answered from the console")
+        # Its link worked once.
+        page.context.clear_cookies()
+        page.goto(link)
+        expect(page.get_by_role("alert")).to_contain_text("has been used or has expired")
