@@ -26,7 +26,7 @@ RESTART_WAIT: Final = 10.0
 """How long a caller waits for the store or the gateway while its supervisor restarts it."""
 
 
-STARTS_AT_ONCE: Final = 64
+STARTS_AT_ONCE: Final = 16
 """Research job starts running at once in one runtime. A burst of thousands queues behind them:
 each start is a store write, a supervisor call and the job's first steps, and thousands at once
 in one pass of the event loop kept every other request (a check_research) waiting behind them
