@@ -183,6 +183,10 @@ async def run_turn(
     return result
 
 
+MAX_DENY_MESSAGE = 2000
+"""Characters of a person's reason given to the model with a denial."""
+
+
 async def _decide(
     request: PermissionRequest, policy: Policy, interaction: Interaction | None,
     asks_the_person: bool = False,
@@ -242,6 +246,8 @@ async def _run_call(
             f"permission to run {tool.name} was denied ({decision.reason}); "
             "the call did not run"
         )
+        if decision.message:
+            message += f". The user said: {decision.message[:MAX_DENY_MESSAGE]}"
         await update("failed", title, current_step=f"denied: {decision.reason}")
         log.info("tool.denied", tool_call_id=call.id, tool=tool.name, reason=decision.reason)
         return CallRecord(call.id, tool.name, arguments, "failed", _failure(message))

@@ -61,9 +61,12 @@ class Allow(msgspec.Struct, frozen=True, tag="allow"):
 
 
 class Deny(msgspec.Struct, frozen=True, tag="deny"):
-    """The call must not run; `reason` says whether a person said no or nobody answered in time."""
+    """The call must not run; `reason` says whether a person said no or nobody answered in time,
+    and `message` is what the person said with their no, which the model is told (a console's
+    reason field, Claude Code's "no, and tell it what to do instead")."""
 
     reason: Literal["rejected", "expired"] = "rejected"
+    message: str | None = None
 
 
 Decision = Allow | Deny

@@ -157,6 +157,16 @@ async def test_denied_effect_tool_never_runs_and_the_model_is_told_why() -> None
     assert result.calls[0].status == "failed"
 
 
+async def test_a_denial_with_a_message_tells_the_model_what_the_person_said() -> None:
+    model = ScriptedModel(Answer(tool_calls=[Call("c1", "delete_file", {"path": "p"})]),
+                          Answer(text="ok"))
+    await run_turn(model, [], _registry([]), policy=ASK_ALL, interaction=Recorder(
+        decision=Deny("rejected", message="move it to the trash instead")))
+    error = json.loads(model.seen[1][-1]["content"])["error"]
+    assert error.endswith("denied (rejected); the call did not run. The user said: move it to "
+                          "the trash instead")
+
+
 async def test_expired_permission_is_a_denial_with_that_reason() -> None:
     model = ScriptedModel(Answer(tool_calls=[Call("c9", "delete_file", {"path": "p"})]),
                           Answer(text="ok"))
