@@ -234,10 +234,9 @@ class WholeBodies:
       Python's `json`, which accepts a lone surrogate (`"\\ud800"`) that then failed deep in a
       tool as "Internal error (UnicodeEncodeError)".
     - Slow clients: a body must arrive within `seconds` (`ASK_ANOTHER_BODY_SECONDS`), else
-      `408`; and at most `BODIES_PER_USER` bodies per token user and `BODIES_PER_ADDRESS` per
-      client address are read at once once they are slow (still arriving after `SLOW_AFTER`),
-      more are answered `429` then; a body that arrives sooner is never counted, so a burst of
-      one user's (or one load balancer's) calls is not refused. A token holder sending
+      `408`; and a body still arriving after `SLOW_AFTER` is a slow one, of which at most
+      `BODIES_PER_USER` per token user and `BODIES_PER_ADDRESS` per client address are read at
+      once, more answered `429`. A token holder sending
       bodies at 1 byte/s held connections for ever: 1,100 of them filled the node's 1,024 files
       and other users' calls and `/health` timed out. (hypercorn's `read_timeout` does not
       help: it bounds each read, which a byte a second meets, and would also end the long SSE
@@ -257,98 +256,94 @@ class WholeBodies:
             return
         user = scope.get("user")
         client = scope.get("client")
-        started = trio.current_time()
-        reading = _Reading()
-        # A body that arrives within SLOW_AFTER is never counted: 200 clients of one token (or
-        # behind one load balancer's address) sending theirs at the same instant are not slow.
-        with trio.move_on_after(min(SLOW_AFTER, self.seconds)):
-            replay = await self._read(scope, receive, send, reading)
-            reading.done = True
-        if not reading.done:
+        body = bytearray()
+        outcome: tuple[str, bool] | None = None
+        grace = min(SLOW_AFTER, self.seconds)
+        with trio.move_on_after(grace):  # a cancel scope, no task: most bodies are here at once
+            outcome = await self._receive(receive, body)
+        if outcome is None:
+            # Still arriving: a slow body, counted against the bounds while it is read.
             readers = [f"address {client[0]}"] if client else []
             if isinstance(user, AuthenticatedUser):
                 readers.append(f"user {token_user(user.access_token).id}")
-            for reader in readers:
-                bound = BODIES_PER_ADDRESS if reader.startswith("address") else BODIES_PER_USER
-                if self.reading[reader] >= bound:
-                    log.info("http.too_many_bodies", reader=reader, bound=bound)
-                    await _refuse(scope, receive, send, 429,
-                                  f"too many requests still sending their body from this "
-                                  f"{reader.split()[0]} (at most {bound} at once); retry when "
-                                  "one is sent", {"Retry-After": "1"})
-                    return
+            refused = self._over_bound(readers)
+            if refused is not None:
+                reader, bound = refused
+                log.info("http.too_many_bodies", reader=reader, bound=bound)
+                await _refuse(scope, receive, send, 429,
+                              f"too many requests still sending their body from this "
+                              f"{reader.split()[0]} (at most {bound} at once); retry when one "
+                              "is sent", {"Retry-After": "1", "Connection": "close"})
+                return
             self.reading.update(readers)
             try:
-                with trio.move_on_at(started + self.seconds):
-                    replay = await self._read(scope, receive, send, reading)
-                    reading.done = True
+                with trio.move_on_after(self.seconds - grace):
+                    outcome = await self._receive(receive, body)
             finally:
                 self.reading.subtract(readers)
                 for reader in readers:
                     if self.reading[reader] <= 0:
                         del self.reading[reader]
-        if not reading.done:
+        if outcome is None:
             log.info("http.slow_body", seconds=self.seconds,
                      address=client[0] if client else None)
             await _refuse(scope, receive, send, 408,
                           f"the request's body did not arrive within {self.seconds:g} s "
                           "(ASK_ANOTHER_BODY_SECONDS)", {"Connection": "close"})
             return
-        if replay is not None:
-            await self.app(scope, replay, send)
-
-    async def _read(self, scope: Scope, receive: Any, send: Any, reading: _Reading) -> Any:
-        """The body, as a `receive` that replays it; None when it was answered here. Resumable:
-        what has arrived is kept in `reading` when a deadline cuts it short."""
-        body, held = reading.body, reading.held
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                log.info("http.client_gone", path=scope["path"], received_bytes=len(body),
-                         reason="the client closed the connection before its request's body "
-                                "was complete")
-                return None
-            body += message.get("body", b"")
-            more = bool(message.get("more_body", False))
-            if len(body) > self.limit:  # the SDK's to answer (413): hand on what came
-                held.append({"type": "http.request", "body": bytes(body), "more_body": more})
-                break
-            if not more:
-                answer = _unreadable(bytes(body), dict(scope["headers"]))
-                if answer is not None:
-                    log.info("http.unreadable_request", id=answer.id,
-                             reason=answer.error.message)
-                    await JSONResponse(answer.model_dump(mode="json", exclude_unset=True),
-                                       status_code=400)(scope, receive, send)
-                    return None
-                held.append({"type": "http.request", "body": bytes(body), "more_body": False})
-                break
+        kind, more = outcome
+        if kind == "gone":
+            log.info("http.client_gone", path=scope["path"], received_bytes=len(body),
+                     reason="the client closed the connection before its request's body was "
+                            "complete")
+            return
+        if kind == "complete":
+            answer = _unreadable(bytes(body), dict(scope["headers"]))
+            if answer is not None:
+                log.info("http.unreadable_request", id=answer.id, reason=answer.error.message)
+                await JSONResponse(answer.model_dump(mode="json", exclude_unset=True),
+                                   status_code=400)(scope, receive, send)
+                return
+        # Over the SDK's limit ("over"): the SDK's to answer (413); it gets what came, then
+        # the rest as it comes.
+        held = [{"type": "http.request", "body": bytes(body), "more_body": more}]
 
         async def replay() -> Any:
             return held.pop(0) if held else await receive()
 
-        return replay
+        await self.app(scope, replay, send)
+
+    def _over_bound(self, readers: list[str]) -> tuple[str, int] | None:
+        """The first of `readers` already sending as many slow bodies as it may, and its bound."""
+        for reader in readers:
+            bound = BODIES_PER_ADDRESS if reader.startswith("address") else BODIES_PER_USER
+            if self.reading[reader] >= bound:
+                return reader, bound
+        return None
+
+    async def _receive(self, receive: Any, body: bytearray) -> tuple[str, bool]:
+        """Add to `body` until it is complete, over the limit or the client gone: which, and
+        whether more of it is still to come. Safe to cancel and call again."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return "gone", False
+            body += message.get("body", b"")
+            more = bool(message.get("more_body", False))
+            if len(body) > self.limit:
+                return "over", more
+            if not more:
+                return "complete", False
 
 
-class _Reading:
-    """A body being read by `WholeBodies`: what has arrived, and whether it is complete."""
-
-    __slots__ = ("body", "done", "held")
-
-    def __init__(self) -> None:
-        self.body = bytearray()
-        self.held: list[dict[str, Any]] = []
-        self.done = False
-
-
-SLOW_AFTER: Final = 0.5
-"""Seconds after which a body still arriving counts against `BODIES_PER_USER` and
-`BODIES_PER_ADDRESS` (one that arrives sooner never does)."""
-BODIES_PER_USER: Final = 16
-"""Request bodies one token user may be sending at once on a node (a client sends its body in
-well under a millisecond, so only one holding connections by sending slowly gets near it)."""
-BODIES_PER_ADDRESS: Final = 32
-"""Request bodies one client address may be sending at once on a node (several tokens)."""
+SLOW_AFTER: Final = 2.0
+"""A body still arriving after this long is a slow one, counted against the bounds below (not
+much less: on a loaded node a body already sent can wait a second for the loop to read it; 200
+clients of one token on a loaded two-core machine had 42 of 2,000 bodies refused at 1 s and 16)."""
+BODIES_PER_USER: Final = 64
+"""Slow request bodies one token user may be sending at once on a node."""
+BODIES_PER_ADDRESS: Final = 128
+"""Slow request bodies one client address may be sending at once on a node (several tokens)."""
 
 
 async def _refuse(scope: Scope, receive: Any, send: Any, status: int, message: str,
