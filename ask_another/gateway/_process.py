@@ -13,7 +13,9 @@ The worker's life:
 - after `idle_exit` seconds with no call in flight, this side closes the worker's stdin and the
   worker exits (its memory goes back to the system); the next call starts a new one;
 - if it exits on its own (killed, crashed), every call in flight fails with `WorkerStopped` and
-  `serve()` raises it, so the gateway's supervisor restarts the gateway with a new worker.
+  `serve()` raises it, so the gateway's supervisor restarts the gateway with a new worker;
+- `aclose()` closes its stdin and waits (at most 10 s) for it to exit, or kills it at once while
+  it still imports litellm (nothing of ours runs in it yet).
 
 Cancelling a caller sends `Cancel`: the worker cancels the asyncio task, which aborts the HTTP
 request. Failures arrive classified (the `ProviderError` subclass's name) with the provider's
@@ -346,6 +348,11 @@ class ProcessTransport:
                 await worker.finished.wait()
         else:
             with trio.CancelScope(shield=True):
+                if not worker.ready.is_set():
+                    # Still importing litellm: no call can have reached it, and it would read
+                    # its closed stdin only once the import is done (seconds on a busy machine;
+                    # serve --http waited that long on SIGTERM with nothing in flight).
+                    process.kill()
                 with trio.move_on_after(10):
                     await process.wait()
                 if process.poll() is None:

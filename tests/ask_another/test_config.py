@@ -32,6 +32,16 @@ def test_good_variable_gives_model_shorthand_provider_and_key():
     assert config.problems == ()
 
 
+def test_spaces_around_the_fields_are_trimmed_not_sent_with_the_key():
+    # "openai/gpt-4o; sk-..." (a space after the ';', as people write a list) must not send
+    # " sk-..." as the key: every call would fail with a 401 that names no cause.
+    config = parse(MODEL_GPT4=f" openai/gpt-4o ;  {KEY} ; http://127.0.0.1:8080/v1 ")
+    [entry] = config.models
+    assert (entry.model, entry.api_key.reveal(), entry.api_base) == (
+        "openai/gpt-4o", KEY, "http://127.0.0.1:8080/v1")
+    assert config.problems == ()
+
+
 def test_third_field_is_the_api_base_and_an_empty_key_is_allowed():
     config = parse(MODEL_LOCAL="openai/llama3;;http://127.0.0.1:8080/v1/")
     [entry] = config.models

@@ -109,3 +109,28 @@ async def test_sigterm_lets_calls_finish_then_hands_running_jobs_back(sim: Simul
         async with http_client_for(other.url, token) as client:
             error, text = await call(client, "cancel_research", job_id=job_id)
             assert not error and "was cancelled" in text, text
+
+
+async def test_sigterm_while_the_worker_still_imports_litellm_exits_at_once(tmp_path: Path):
+    # A worker that is slow to start (litellm's import on a busy machine), made slower here by
+    # a sitecustomize that only the worker runs: shutdown waited for it to finish importing
+    # before it read its closed stdin (10 s at most, then a kill), with nothing in flight.
+    slow = tmp_path / "slow-worker"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import sys, time\n"
+        "if 'ask_another.gateway._worker' in sys.orig_argv:\n"
+        "    time.sleep(60)\n")
+    home = tmp_path / "home"
+    TokensFile(home / "tokens.json").add("alice")
+    env = {"ASK_ANOTHER_HOME": str(home), "PYTHONPATH": str(slow)}
+    async with http_server(env, tmp_path / "s.log") as server:
+        await wait_for_line(server.stderr, re.compile(r"http\.listening"), server.process)
+        began = trio.current_time()
+        server.signal(signal.SIGTERM)
+        with trio.fail_after(60):
+            code = await server.process.wait()
+        took = trio.current_time() - began
+    assert code == 0, server.log()
+    assert "http.stopping" in server.log() and "calls=0" in server.log()
+    assert took < 8, f"exit took {took:.1f} s"
