@@ -30,7 +30,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import ModuleType
 from typing import Any, Final
 
@@ -196,6 +196,41 @@ def inline_prelude(litellm: ModuleType, loop: asyncio.AbstractEventLoop) -> Inli
     executor = InlinePrelude(litellm.main.completion)
     loop.set_default_executor(executor)
     return executor
+
+
+# ----- connection slots ------------------------------------------------------------------------
+
+class ConnectionSlots:
+    """At most as many provider calls in flight to one destination (and in all) as litellm's
+    aiohttp pool has connections for (`AIOHTTP_CONNECTOR_LIMIT_PER_HOST`, 500, and
+    `AIOHTTP_CONNECTOR_LIMIT`, 1,000); the others wait here, before litellm has done any work
+    for them. Past those limits aiohttp queued them itself, and logged "aiohttp connection pool
+    saturated" for every request that waited over a second: thousands of lines in a burst of
+    research jobs. A destination is the call's `api_base`, else its provider."""
+
+    def __init__(self, per_destination: int, total: int) -> None:
+        self.per_destination = per_destination
+        self._total = asyncio.Semaphore(total) if total > 0 else None
+        self._each: dict[str, asyncio.Semaphore] = {}
+
+    @contextlib.asynccontextmanager
+    async def held(self, kwargs: dict[str, Any]) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if self._total is not None:
+                await stack.enter_async_context(self._total)
+            if self.per_destination > 0:
+                key = str(kwargs.get("api_base") or _provider(kwargs) or "")
+                slot = self._each.setdefault(key, asyncio.Semaphore(self.per_destination))
+                await stack.enter_async_context(slot)
+            yield
+
+
+def connection_slots(litellm: ModuleType) -> ConnectionSlots:
+    """Slots sized to this litellm's aiohttp pool (its constants, read from the environment at
+    its import)."""
+    constants = litellm.constants
+    return ConnectionSlots(int(getattr(constants, "AIOHTTP_CONNECTOR_LIMIT_PER_HOST", 0) or 0),
+                           int(getattr(constants, "AIOHTTP_CONNECTOR_LIMIT", 0) or 0))
 
 
 # ----- completions -----------------------------------------------------------------------------

@@ -80,16 +80,17 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lit
             _known_keys.add(key)
             register_secrets([key])
         try:
-            if isinstance(message, Call):
-                result = await _litellm.complete(litellm, message.kwargs, message.model,
-                                                 lambda text: send(Delta(message.id, text)))
-                send(Done(message.id, result))
-            elif isinstance(message, Interact):
-                state = await _litellm.interact(litellm, message.name, message.kwargs)
-                send(Interacted(message.id, state))
-            else:
-                found = await _litellm.search(litellm, message.kwargs)
-                send(Searched(message.id, found))
+            async with _slots(litellm).held(message.kwargs):  # sized to litellm's pool
+                if isinstance(message, Call):
+                    result = await _litellm.complete(litellm, message.kwargs, message.model,
+                                                     lambda text: send(Delta(message.id, text)))
+                    send(Done(message.id, result))
+                elif isinstance(message, Interact):
+                    state = await _litellm.interact(litellm, message.name, message.kwargs)
+                    send(Interacted(message.id, state))
+                else:
+                    found = await _litellm.search(litellm, message.kwargs)
+                    send(Searched(message.id, found))
         except asyncio.CancelledError:
             pass  # the parent cancelled: it expects no answer
         except Exception as exc:
@@ -124,6 +125,14 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lit
 
 
 _known_keys: set[str] = set()
+_shared_slots: list[_litellm.ConnectionSlots] = []
+
+
+def _slots(litellm: Any) -> _litellm.ConnectionSlots:
+    """The process's connection slots: one set for every parent (a shared worker's too)."""
+    if not _shared_slots:
+        _shared_slots.append(_litellm.connection_slots(litellm))
+    return _shared_slots[0]
 
 
 async def _worker_main(frames_out: int) -> None:

@@ -240,3 +240,34 @@ def test_litellms_completion_prelude_runs_inline_and_its_errors_still_reach_the_
         await _litellm.close_clients(litellm)
 
     asyncio.run(main())
+
+
+def test_calls_past_litellms_pool_wait_before_litellm_per_destination_and_in_all():
+    # Sized to litellm's aiohttp pool (500 a host, 1,000 in all), so aiohttp never queues a
+    # request itself (it logged "connection pool saturated" for each one waiting over 1 s).
+    import asyncio
+
+    from ask_another.gateway import _litellm
+
+    litellm = _litellm.load()
+    sized = _litellm.connection_slots(litellm)
+    constants = litellm.constants
+    assert (sized.per_destination, sized._total._value) == (  # type: ignore[union-attr]
+        constants.AIOHTTP_CONNECTOR_LIMIT_PER_HOST, constants.AIOHTTP_CONNECTOR_LIMIT)
+    slots = _litellm.ConnectionSlots(per_destination=2, total=3)
+    running: dict[str, int] = {"a": 0, "b": 0}
+    most = {"a": 0, "b": 0, "all": 0}
+
+    async def call(base: str) -> None:
+        async with slots.held({"model": "openai/m1", "api_base": base}):
+            running[base] += 1
+            most[base] = max(most[base], running[base])
+            most["all"] = max(most["all"], sum(running.values()))
+            await asyncio.sleep(0.01)
+            running[base] -= 1
+
+    async def main() -> None:
+        await asyncio.gather(*(call(base) for base in "aaaaabbbbb"))
+
+    asyncio.run(main())
+    assert most == {"a": 2, "b": 2, "all": 3}
