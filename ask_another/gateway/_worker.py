@@ -208,7 +208,11 @@ async def _shared_main(path: Path, idle: float, started: int) -> None:
     listener.setblocking(False)
     identity = os.stat(path).st_ino
     pid_file = path.with_suffix(".pid")  # for people and tests: which process this is
-    pid_file.write_text(f"{os.getpid()}\n")
+    # 0600 whatever the umask, as every file in the home.
+    pid_fd = os.open(pid_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    os.fchmod(pid_fd, 0o600)  # a file left by an older worker keeps its mode otherwise
+    with os.fdopen(pid_fd, "w") as out:
+        out.write(f"{os.getpid()}\n")
     os.write(started, _LISTENING)
     os.close(started)
     accepting = loop.create_task(accept())

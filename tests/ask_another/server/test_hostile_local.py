@@ -210,6 +210,10 @@ async def test_the_shared_worker_closes_a_connection_from_another_user(sim: Simu
     assert done.returncode == 0, done.stderr
     assert done.stdout == "0\n"  # closed at once: not even the Ready
     assert "gateway.peer_refused" in (home / "gateway" / "gateway.log").read_text()
+    # Every file the worker made in the home is 0600 whatever the umask (its pid file was 0644).
+    made = [path for path in (home / "gateway").iterdir() if not path.is_socket()]
+    assert made and all(mode(path) == 0o600 for path in made), [
+        (path.name, oct(mode(path))) for path in made]
 
 
 async def test_no_auth_on_loopback_does_not_serve_other_local_accounts(sim: Simulator,
