@@ -47,7 +47,7 @@ class Served:
 @asynccontextmanager
 async def served(make_config: Callable[..., Config], mode: str = "token",
                  codes: LoginCodes | None = None, allow_stop: bool = False,
-                 **settings: str) -> AsyncIterator[Served]:
+                 secure: bool = False, **settings: str) -> AsyncIterator[Served]:
     config = make_config(ASK_ANOTHER_PERMISSIONS="read=ask", ASK_ANOTHER_CONFIRM_USD="1000",
                          **settings)
     file = TokensFile(config.tokens_path)
@@ -55,10 +55,10 @@ async def served(make_config: Callable[..., Config], mode: str = "token",
               "root": file.add("root", admin=True)}
     verifier = TokensFileVerifier(config.tokens_path)
     login = (Login("token", verifier=verifier, tokens=verifier) if mode == "token"
-             else Login("code", codes=codes))
+             else Login("code", codes=codes) if mode == "code" else Login("open"))
     async with open_runtime(config, prewarm_after=None) as runtime:
         yield Served(runtime, Console(runtime, secrets.token_bytes(32), login,
-                                      allow_stop=allow_stop), tokens)
+                                      allow_stop=allow_stop, secure=secure), tokens)
 
 
 async def log_in(client: httpx.AsyncClient, token: str) -> None:
@@ -362,3 +362,23 @@ async def test_always_is_offered_only_for_a_permission_of_ones_own_job(
         assert "Only%20a%20permission%20request%20of%20your%20own%20job" in \
             said.headers["location"]
         assert pending_of(await s.runtime.jobs_for(LOCAL_USER).get(job))  # still asks
+
+
+async def test_the_cookie_is_secure_behind_an_https_public_url(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config, secure=True) as s, s.browser() as client:
+        response = await client.post("/login", data={"token": s.tokens["alice"]})
+        assert "Secure" in response.headers["set-cookie"]
+
+
+async def test_with_no_auth_every_visitor_is_the_local_user_and_forms_still_need_csrf(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config, "open") as s, s.browser() as client:
+        page = await client.get("/jobs")
+        assert page.status_code == 200 and "local user (admin)" in page.text
+        assert "Log out" not in page.text
+        client.cookies = page.cookies
+        refused = await client.post("/runtime/kill", data={"process": "store"})
+        assert refused.status_code == 403 and "CSRF" in refused.text
