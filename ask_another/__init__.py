@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ask_another.interaction import Interaction as Interaction
     from ask_another.interaction import PermissionRequest as PermissionRequest
     from ask_another.interaction import Policy as Policy
+    from ask_another.interaction import Question as Question
     from ask_another.interaction import Tool as Tool
     from ask_another.interaction import ToolCall as ToolCall
     from ask_another.interaction import ToolRegistry as ToolRegistry
@@ -64,6 +65,7 @@ _EXPORTS = {
     "JobUpdate": "ask_another.research",
     "PermissionRequest": "ask_another.interaction",
     "Policy": "ask_another.interaction",
+    "Question": "ask_another.interaction",
     "ResearchJobs": "ask_another.research",
     "Runtime": "ask_another.runtime",
     "Tool": "ask_another.interaction",
@@ -92,6 +94,7 @@ __all__ = [
     "JobUpdate",
     "PermissionRequest",
     "Policy",
+    "Question",
     "ResearchJobs",
     "Runtime",
     "Tool",

@@ -417,23 +417,24 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
             progress.set(f"{change.job_id} {status}{step}")
 
         async def answer_questions() -> None:
-            # What the job waits for is in its record (`waiting_for`), whichever way it asked:
+            # What the job waits for is in its record (`waiting_for`, `Question` values):
             # a spend confirmation above ASK_ANOTHER_CONFIRM_USD, an agent's permission
             # requests and ask_user questions.
             asked: set[str] = set()
             while True:
                 record = await jobs.get(job.id)
-                for entry in record.detail.get("waiting_for", []):
-                    call_id = str(entry["tool_call_id"])
+                for question in record.waiting_for:
+                    call_id = question.tool_call_id
                     if call_id in asked:
                         continue
                     asked.add(call_id)
                     try:
-                        if entry["kind"] == "permission":
+                        if question.kind == "choice":
+                            if (picked := await person.choice(question)) is not None:
+                                await jobs.answer_choice(job.id, call_id, picked)
+                        else:
                             await jobs.answer_permission(job.id, call_id,
-                                                         await person.permission(entry))
-                        elif (picked := await person.choice(entry)) is not None:
-                            await jobs.answer_choice(job.id, call_id, picked)
+                                                         await person.permission(question))
                     except AskAnotherError as exc:  # expired meanwhile, say
                         print(person_text(exc), file=sys.stderr)
                 await trio.sleep(0.2)

@@ -15,9 +15,19 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TextIO
+from typing import TextIO
 
 import trio
+
+from ask_another.interaction.types import (
+    ALLOW,
+    Choice,
+    Decision,
+    Deny,
+    PermissionRequest,
+    Question,
+    SpendRequest,
+)
 
 __all__ = ["Progress", "TerminalPerson", "open_progress"]
 
@@ -110,8 +120,9 @@ async def open_progress(stream: TextIO | None = None, *, live: bool | None = Non
 
 
 class TerminalPerson:
-    """The person at this terminal, answering a research job's open questions (the entries of
-    its `waiting_for`: permission requests, `ask_user` choices, a spend confirmation): each is
+    """The person at this terminal, answering a research job's open questions (the `Question`
+    values of its `waiting_for`: permission requests, `ask_user` choices, a spend confirmation):
+    each is
     asked on `out` with the status line paused, and the answer read by `read_line` (stdin's
     `readline` by default; "" is end of input, which denies or leaves the choice unanswered)."""
 
@@ -131,22 +142,25 @@ class TerminalPerson:
             return None
         return line.strip()
 
-    async def permission(self, entry: dict[str, Any]) -> str:
-        """"allow" or "deny" for a `waiting_for` entry of kind permission."""
-        arguments = ", ".join(f"{k}={v!r}" for k, v in dict(entry["arguments"]).items())
-        if entry["tool"] == "confirm_spend":
-            question = (f"Confirm the research job's estimated cost, "
-                        f"{entry['arguments'].get('estimated_cost')}? [y/N] ")
-        else:
-            question = (f"The research agent wants to run {entry['tool']}({arguments}) "
-                        f"[{entry['class']}]. Allow it? [y/N] ")
-        answer = await self._ask(question)
-        return "allow" if answer is not None and answer.lower() in ("y", "yes") else "deny"
+    async def permission(self, question: Question) -> Decision:
+        """The person's `Decision` on a permission request or a spend confirmation."""
+        match question.request:
+            case SpendRequest(estimated_cost=cost):
+                text = f"Confirm the research job's estimated cost, {cost}? [y/N] "
+            case PermissionRequest() as request:
+                arguments = ", ".join(f"{k}={v!r}" for k, v in request.arguments.items())
+                text = (f"The research agent wants to run {request.tool}({arguments}) "
+                        f"[{request.class_}]. Allow it? [y/N] ")
+            case _:
+                raise ValueError(f"not a permission: {question.kind}")
+        answer = await self._ask(text)
+        return ALLOW if answer is not None and answer.lower() in ("y", "yes") else Deny()
 
-    async def choice(self, entry: dict[str, Any]) -> str | None:
-        """The picked option's id for a `waiting_for` entry of kind choice, or None."""
-        options = [(str(o["id"]), str(o["label"])) for o in entry["options"]]
-        lines = [f"The research agent asks: {entry['prompt']}"]
+    async def choice(self, question: Question) -> str | None:
+        """The picked option's id for a question of kind choice, or None."""
+        assert isinstance(question.request, Choice)
+        options = [(o.id, o.label) for o in question.request.options]
+        lines = [f"The research agent asks: {question.request.prompt}"]
         lines += [f"  {n}. {label}" for n, (_, label) in enumerate(options, 1)]
         while True:
             answer = await self._ask("\n".join(lines) + f"\nYour pick (1-{len(options)}): ")

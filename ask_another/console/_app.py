@@ -42,6 +42,7 @@ from ask_another.console._session import (
 )
 from ask_another.console._spending import PERIODS, chart_svg, spending, spending_csv
 from ask_another.errors import AskAnotherError, error_text
+from ask_another.interaction.types import ALLOW, Deny
 from ask_another.logs import get_logger
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
@@ -364,14 +365,16 @@ class Console:
         if standing is not None:
             if question is None or not question.standing_for(jobs.user):
                 return "Only a permission request of your own job can be answered always"
-            said = await jobs.answer_permission(job_id, call_id, standing)
+            said = await jobs.answer_permission(
+                job_id, call_id, ALLOW if standing == "allow" else Deny("rejected"))
             await set_rule(await self.runtime.database(), jobs.user.id, question.tool,
                            "allow" if standing == "allow" else "deny")
             return (f"{said} From now on your jobs {standing} {question.tool} without asking "
                     "(the approvals page lists it; revoke it there)")
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
-        return await jobs.answer_permission(job_id, call_id, answer)
+        return await jobs.answer_permission(job_id, call_id,
+                                            ALLOW if answer == "allow" else Deny("rejected"))
 
 
     # ----- spending ---------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """What the console shows of the questions jobs wait for: the one place that reads them.
 
-A job's open permission requests, choices and spend confirmations are in its record's
-``waiting_for`` detail (research/questions.py writes it; the store has it, so a job of any
-process on the home or any node is seen). `pending_of` turns one record's into `Pending`
-values; everything else in the console reads those.
+A job's open permission requests, choices and spend confirmations are its record's
+`waiting_for`, `Question` values (research/questions.py keeps them; the store has them, so a job
+of any process on the home or any node is seen). `pending_of` words one record's as `Pending`
+values for the templates; everything else in the console reads those.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ask_another.interaction.types import Choice, PermissionRequest, SpendRequest
 from ask_another.research import ResearchJobs
 from ask_another.store.jobs import JobRecord
 from ask_another.users import User
@@ -55,22 +56,20 @@ def pending_of(record: JobRecord) -> list[Pending]:
     if record.finished:
         return []
     found = []
-    for entry in record.detail.get("waiting_for") or []:
-        if not isinstance(entry, dict):
-            continue
-        if entry.get("kind") == "choice":
-            options = tuple((str(o.get("id")), str(o.get("label")))
-                            for o in entry.get("options") or [] if isinstance(o, dict))
-            found.append(Pending(record, "choice", str(entry.get("tool_call_id")), "ask_user",
-                                 {}, str(entry.get("expires_at", "")),
-                                 prompt=str(entry.get("prompt", "")), options=options))
-            continue
-        tool = str(entry.get("tool"))
-        arguments = entry.get("arguments")
-        found.append(Pending(record, "spend" if tool == SPEND_TOOL else "permission",
-                             str(entry.get("tool_call_id")), tool,
-                             arguments if isinstance(arguments, dict) else {},
-                             str(entry.get("expires_at", ""))))
+    for q in record.waiting_for:
+        match q.request:
+            case Choice(prompt=prompt, options=options):
+                found.append(Pending(record, "choice", q.tool_call_id, "ask_user", {},
+                                     q.expires_text, prompt=prompt,
+                                     options=tuple((o.id, o.label) for o in options)))
+            case SpendRequest() as spend:
+                found.append(Pending(record, "spend", q.tool_call_id, SPEND_TOOL,
+                                     {"estimated_cost": spend.estimated_cost,
+                                      "confirm_above_usd": f"{spend.confirm_above_usd:.2f}",
+                                      "model": spend.model}, q.expires_text))
+            case PermissionRequest(tool=tool, arguments=arguments):
+                found.append(Pending(record, "permission", q.tool_call_id, tool,
+                                     dict(arguments), q.expires_text))
     return found
 
 

@@ -20,6 +20,8 @@ from ask_another.interaction.types import ChoiceOption as ChoiceOption
 from ask_another.interaction.types import Decision as Decision
 from ask_another.interaction.types import Deny as Deny
 from ask_another.interaction.types import PermissionRequest as PermissionRequest
+from ask_another.interaction.types import Question as Question
+from ask_another.interaction.types import SpendRequest as SpendRequest
 from ask_another.interaction.types import ToolUpdate as ToolUpdate
 
 __all__ = [
@@ -35,6 +37,8 @@ __all__ = [
     "PermissionRequest",
     "Policy",
     "PolicyError",
+    "Question",
+    "SpendRequest",
     "Tool",
     "ToolCall",
     "ToolRegistry",

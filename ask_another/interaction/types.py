@@ -6,7 +6,8 @@ its own UI, and trust that nobody changes them behind its back.
 
 from __future__ import annotations
 
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 import msgspec
 
@@ -78,3 +79,45 @@ class ChoiceFailed(msgspec.Struct, frozen=True):
     """`ask_choice` got no option: the time ran out, or there was nobody to ask."""
 
     reason: Literal["expired", "no_answer"]
+
+
+class SpendRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A research job's estimated cost, above `ASK_ANOTHER_CONFIRM_USD`: a person confirms it
+    before anything is spent (a `Question` of kind ``spend``)."""
+
+    estimated_cost: str  # as people read it ("about $1.20"; costs.py)
+    confirm_above_usd: float
+    model: str
+
+
+QuestionKind = Literal["permission", "choice", "spend"]
+
+_REQUESTS: dict[str, type[PermissionRequest | Choice | SpendRequest]] = {
+    "permission": PermissionRequest, "choice": Choice, "spend": SpendRequest}
+
+
+class Question(msgspec.Struct, frozen=True, kw_only=True):
+    """One question a research job waits on a person for, the same value from the job's actor
+    to every face (which words it): a tool call's permission, an `ask_user` choice, or a spend
+    confirmation. `expires_at` is wall-clock Unix seconds: no answer by then means deny (or, for
+    a choice, no answer). A permission or a spend confirmation is answered with a `Decision`
+    (`answer_permission`), a choice with an option id (`answer_choice`)."""
+
+    kind: QuestionKind
+    tool_call_id: str
+    request: PermissionRequest | Choice | SpendRequest
+    expires_at: float
+
+    @property
+    def expires_text(self) -> str:
+        """`expires_at` as people read it (UTC)."""
+        return datetime.fromtimestamp(self.expires_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def question_of(raw: dict[str, Any]) -> Question:
+    """A `Question` from its JSON form (`msgspec.to_builtins`); its `kind` says which request it
+    holds. Raises `msgspec.ValidationError` (or `KeyError`) for anything else."""
+    kind = raw["kind"]
+    request = msgspec.convert(raw["request"], _REQUESTS[kind], from_attributes=False)
+    return Question(kind=kind, tool_call_id=msgspec.convert(raw["tool_call_id"], str),
+                    request=request, expires_at=msgspec.convert(raw["expires_at"], float))

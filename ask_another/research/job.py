@@ -53,12 +53,20 @@ from ask_another.errors import AskAnotherError, ProviderUnreachable, StoreUnavai
 from ask_another.interaction.policy import Policy
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
-from ask_another.interaction.types import Allow, Deny, PermissionRequest
+from ask_another.interaction.types import (
+    Allow,
+    Choice,
+    Decision,
+    Deny,
+    PermissionRequest,
+    SpendRequest,
+)
 from ask_another.logs import get_logger
 from ask_another.research.messages import (
     Answered,
     AskChoice,
     AskPermission,
+    AskSpend,
     AwaitResult,
     Cancel,
     CancelOutcome,
@@ -75,7 +83,7 @@ from ask_another.research.messages import (
 )
 from ask_another.research.methods import METHODS, JobContext, ResearchFailed, ResearchResult
 from ask_another.research.methods.agent import HostInteraction, JobInteraction
-from ask_another.research.questions import Expired, Questions, decision_of
+from ask_another.research.questions import Expired, Questions
 from ask_another.research.retry import TRANSIENT, backoff
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
@@ -114,7 +122,8 @@ DEFAULT_MAX_ATTEMPTS: Final = 3
 STORE_PATIENCE: Final = 60.0
 """Seconds a job's store statement waits for a database that cannot be reached."""
 CONFIRM_SPEND: Final = "confirm-spend"
-"""The tool call id of a job's spend confirmation (answer_permission's `tool_call_id`)."""
+"""The tool call id of a job's spend confirmation (its `Question` of kind ``spend``; answered
+like a permission)."""
 
 
 def job_name(job_id: str) -> tuple[str, str]:
@@ -192,14 +201,18 @@ class ResearchJob(Actor):
                 return self._cancel_call(call_id)
             case Subscribe(channel=channel):
                 self.subscribers.append(channel)
-                self._notify_one(channel, self._update(self._waiting_detail()))
+                self._notify_one(channel, self._update())
                 return None
-            case PermissionAnswer(tool_call_id=call_id, decision=text):
-                return self._answer_permission(call_id, text)
+            case PermissionAnswer(tool_call_id=call_id, decision=decision):
+                return self._answer_permission(call_id, decision)
             case ChoiceAnswer(tool_call_id=call_id, option_id=option_id):
                 return self._answer_choice(call_id, option_id)
-            case AskPermission(request=question) | AskChoice(choice=question):
-                self._ask(question, caller)
+            case AskPermission(request=PermissionRequest() as request) | \
+                    AskChoice(choice=Choice() as request):
+                self._ask(request, request.tool_call_id, caller)
+                return NOREPLY
+            case AskSpend(request=spend):
+                self._ask(spend, CONFIRM_SPEND, caller)
                 return NOREPLY
             case ToolUpdated(update=update):
                 self._tool_updated(update)
@@ -399,9 +412,10 @@ class ResearchJob(Actor):
 
     async def _confirm_spend(self, model: str, stored: JobRecord) -> _Failure | None:
         """Above `ASK_ANOTHER_CONFIRM_USD`, a person confirms the job's estimate before anything
-        is spent, through the permission flow of tool calls (elicitation while start_research
-        waits, `answer_permission` otherwise; `CONFIRM_SPEND` is the call's id). A denial or an
-        expiry fails the job with nothing spent."""
+        is spent: a question of its own kind (``spend``, id `CONFIRM_SPEND`), answered like a
+        permission (elicitation while start_research waits, `answer_permission` otherwise). An
+        embedding host's Interaction is asked through its one permission callback instead, as
+        the call `confirm_spend`. A denial or an expiry fails the job with nothing spent."""
         limit = self.services.config.confirm_usd
         try:
             estimate = await estimate_research(self.services, model, stored.query,
@@ -413,10 +427,17 @@ class ResearchJob(Actor):
         log.info("research.confirm_spend", job_id=stored.id, estimate_usd=estimate.known_usd)
         self._report(f"waiting for a person to confirm the estimated cost "
                      f"({estimate.describe()})")
-        decision = await self._interaction().request_permission(PermissionRequest(
-            tool_call_id=CONFIRM_SPEND, tool="confirm_spend", server="ask-another",
-            class_="effect", arguments={"estimated_cost": estimate.describe(),
-                                        "confirm_above_usd": f"{limit:.2f}", "model": model}))
+        request = SpendRequest(estimated_cost=estimate.describe(), confirm_above_usd=limit,
+                               model=model)
+        decision: Decision
+        if self.options.interaction is not None:
+            decision = await self.options.interaction.request_permission(PermissionRequest(
+                tool_call_id=CONFIRM_SPEND, tool="confirm_spend", server="ask-another",
+                class_="effect", arguments={"estimated_cost": request.estimated_cost,
+                                            "confirm_above_usd": f"{limit:.2f}",
+                                            "model": model}))
+        else:
+            decision = await self.ref.call(AskSpend(request), timeout=None)
         if isinstance(decision, Allow):
             return None
         return _Failure(not_confirmed_text(self.services, estimate, decision))
@@ -482,8 +503,9 @@ class ResearchJob(Actor):
         detail = _jsonable(self.record.detail) if self.detail_changed else None
         self.detail_changed = False
         db = await self.services.database()
-        await self._stored("progress", lambda: add_events(db, self.record.id, events,
-                                                          detail=detail, step=self.record.step))
+        await self._stored("progress", lambda: add_events(
+            db, self.record.id, events, detail=detail, step=self.record.step,
+            waiting_for=list(self.record.waiting_for)))
 
     def _relinquish(self) -> None:
         """Another process holds the lease now: stop, writing nothing (it writes from now)."""
@@ -553,19 +575,16 @@ class ResearchJob(Actor):
         rules = await rules_of(await self.services.database(), self.record.user_id)
         return self.services.config.permissions.with_standing({r.tool: r.rule for r in rules})
 
-    def _ask(self, question: Any, caller: Caller) -> None:
+    def _ask(self, request: PermissionRequest | Choice | SpendRequest, call_id: str,
+             caller: Caller) -> None:
         timeout = self.services.config.permission_timeout
-        entry = self.questions.add(question, caller, timeout)
-        entry.timer = self.start_task(_expire_after, question.tool_call_id, timeout)
-        log.info("research.question_open", job_id=self.record.id, kind=entry.kind,
-                 tool_call_id=question.tool_call_id)
+        entry = self.questions.add(request, call_id, caller, timeout)
+        entry.timer = self.start_task(_expire_after, call_id, timeout)
+        log.info("research.question_open", job_id=self.record.id, kind=entry.question.kind,
+                 tool_call_id=call_id)
         self._questions_changed()
 
-    def _answer_permission(self, call_id: str, text: str) -> Answered | NotWaiting:
-        decision = decision_of(text)
-        if decision is None:
-            return NotWaiting(f"decision must be 'allow' or 'deny', got {text!r}; nothing "
-                              "changed")
+    def _answer_permission(self, call_id: str, decision: Decision) -> Answered | NotWaiting:
         refusal = self.questions.refusal(self.record.id, call_id, "permission")
         if refusal is not None:
             return NotWaiting(refusal)
@@ -578,8 +597,8 @@ class ResearchJob(Actor):
         refusal = self.questions.refusal(self.record.id, call_id, "choice")
         if refusal is not None:
             return NotWaiting(refusal)
-        choice = self.questions.open[call_id].question
-        ids = [o.id for o in getattr(choice, "options", [])]
+        choice = self.questions.open[call_id].question.request
+        ids = [o.id for o in choice.options] if isinstance(choice, Choice) else []
         if option_id not in ids:
             return NotWaiting(f"{option_id!r} is not an option of tool call {call_id!r}; pick one "
                               f"of {', '.join(repr(i) for i in ids)}. Nothing changed")
@@ -622,28 +641,26 @@ class ResearchJob(Actor):
             step += f": {update.current_step}"
         self._report(step, {"tool_call": state})
 
-    def _waiting_detail(self) -> dict[str, Any]:
-        waiting = self.questions.describe()
-        return {"waiting_for": waiting} if waiting else {}
-
     def _questions_changed(self) -> None:
-        detail = {k: v for k, v in self.record.detail.items() if k != "waiting_for"}
-        waiting = self.questions.describe()
-        if waiting:
-            detail["waiting_for"] = waiting
-        self.record.detail = detail
-        if waiting:
-            first = waiting[0]
-            what = (f"permission to run {first['tool']}" if first["kind"] == "permission"
-                    else "an answer to a question")
-            self.record.step = f"waiting for {what} (tool call {first['tool_call_id']})"
+        self.record.waiting_for = self.questions.waiting()
+        if self.record.waiting_for:
+            first = self.record.waiting_for[0]
+            match first.request:
+                case PermissionRequest(tool=tool):
+                    what = f"permission to run {tool}"
+                case SpendRequest():
+                    what = "a person to confirm the estimated cost"
+                case _:
+                    what = "an answer to a question"
+            self.record.step = f"waiting for {what} (tool call {first.tool_call_id})"
         self.detail_changed = True
         self._write_soon()
-        self._notify(self._update({"waiting_for": waiting}))
+        self._notify(self._update())
 
     async def _settle(self) -> None:
         """The job is over (here or in the store): answer waiters, close channels, exit."""
         self.questions.close_all()
+        self.record.waiting_for = []
         if not self.record.finished:
             db = await self.services.database()
             stored = await self._stored("settle", lambda: get_job(db, self.record.id))
@@ -665,7 +682,8 @@ class ResearchJob(Actor):
 
     def _update(self, detail: dict[str, Any] | None = None) -> JobUpdate:
         return JobUpdate(job_id=self.record.id, status=self.record.status, step=self.record.step,
-                         elapsed=self.record.elapsed(time.time()), detail=detail or {})
+                         elapsed=self.record.elapsed(time.time()), detail=detail or {},
+                         waiting_for=tuple(self.record.waiting_for))
 
     def _notify(self, update: JobUpdate) -> None:
         for channel in list(self.subscribers):

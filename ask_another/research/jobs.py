@@ -28,12 +28,14 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
+import msgspec
 import trio
 
 from ask_another.config import ModelEntry, is_research_agent, no_chat_call
 from ask_another.errors import AskAnotherError, InvalidArgument, LimitReached
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
+from ask_another.interaction.types import Allow, Decision, Deny
 from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, JobOptions, Services, job_name
 from ask_another.research.lease import Lease
 from ask_another.research.messages import (
@@ -326,12 +328,17 @@ class ResearchJobs:
         """
         return await self._answer(job_id, Cancel(tool_call_id), "cancel a tool call of")
 
-    async def answer_permission(self, job_id: str, tool_call_id: str, decision: str) -> str:
-        """Answer a permission request of an agent job with "allow" or "deny".
+    async def answer_permission(self, job_id: str, tool_call_id: str, decision: Decision
+                                ) -> str:
+        """Answer a permission request of an agent job, or a job's spend confirmation, with a
+        `Decision` (`Allow()` or `Deny()`).
 
-        Returns what the job did; raises `AskAnotherError` (changing nothing) for a late,
-        repeated or unknown answer.
+        Returns what the job did; raises `InvalidArgument` for anything but a `Decision`, and
+        `AskAnotherError` (changing nothing) for a late, repeated or unknown answer.
         """
+        if not isinstance(decision, Allow | Deny):
+            raise InvalidArgument(f"decision must be a Decision, Allow() or Deny(), not "
+                                  f"{decision!r}; nothing changed")
         return await self._answer(job_id, PermissionAnswer(tool_call_id, decision),
                                   "answer a permission request of")
 
@@ -398,7 +405,7 @@ class ResearchJobs:
                     await on_progress(JobUpdate(
                         job_id=record.id, status=record.status, step=record.step,
                         elapsed=record.elapsed(time.time()),
-                        detail={k: v for k, v in record.detail.items() if k == "waiting_for"}))
+                        waiting_for=tuple(record.waiting_for)))
                 await trio.sleep(min(STORE_POLL, max(0.0, deadline - trio.current_time())))
                 continue
             if on_progress is None:
@@ -457,14 +464,15 @@ class ResearchJobs:
                 except ActorExited:
                     return
                 update = JobUpdate(job_id=record.id, status=record.status, step=record.step,
-                                   elapsed=record.elapsed(time.time()))
+                                   elapsed=record.elapsed(time.time()),
+                                   waiting_for=tuple(record.waiting_for))
             await on_progress(update)
 
 
 def _request_of(message: Any) -> tuple[RequestKind, str | None]:
     match message:
         case PermissionAnswer(decision=decision):
-            return "permission", decision
+            return "permission", msgspec.json.encode(decision).decode()
         case ChoiceAnswer(option_id=option_id):
             return "choice", option_id
     return "cancel_call", None

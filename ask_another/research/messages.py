@@ -12,7 +12,8 @@ Calls (`ref.call(msg)`):
 - `Subscribe(channel)` → None; from then on every timeline event and state change is sent to
   `channel` as a `JobUpdate` (``send_nowait``: a full channel drops updates, a closed one is
   forgotten). The channel is closed when the job ends.
-- `PermissionAnswer(tool_call_id, decision)` / `ChoiceAnswer(tool_call_id, option_id)` →
+- `PermissionAnswer(tool_call_id, decision)` (a `Decision`; it also answers a spend
+  confirmation) / `ChoiceAnswer(tool_call_id, option_id)` →
   `Answered` when the job was waiting for exactly that, else `NotWaiting` saying why (already
   answered, expired, unknown id, not an option); a refused answer changes nothing.
 
@@ -20,7 +21,8 @@ Sent by the `JobOwner` (supervisor.py): `Relinquish()` (``send``): another proce
 this job's lease; the actor stops its work and exits without writing anything.
 
 Sent by an agent job's own work task (its Interaction, see methods/agent.py), not by other code:
-`AskPermission`, `AskChoice` (deferred replies: a `Decision` / an option id or `ChoiceFailed`),
+`AskPermission`, `AskChoice`, `AskSpend` (deferred replies: a `Decision` / an option id or
+`ChoiceFailed`),
 `ToolUpdated`, `RegisterCall` (→ None) and `TextPreview` (``send``, best effort).
 """
 
@@ -31,13 +33,21 @@ from typing import Any
 import msgspec
 
 from ask_another.interaction.protocol import CallHandle
-from ask_another.interaction.types import Choice, PermissionRequest, ToolUpdate
+from ask_another.interaction.types import (
+    Choice,
+    Decision,
+    PermissionRequest,
+    Question,
+    SpendRequest,
+    ToolUpdate,
+)
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
     "Answered",
     "AskChoice",
     "AskPermission",
+    "AskSpend",
     "AwaitResult",
     "Cancel",
     "CancelOutcome",
@@ -75,10 +85,11 @@ class Subscribe(msgspec.Struct, frozen=True, tag=True):
 
 
 class PermissionAnswer(msgspec.Struct, frozen=True, tag=True):
-    """The user's decision on a tool call that waits for permission (agent jobs)."""
+    """The user's decision on a tool call that waits for permission (agent jobs), or on the
+    job's spend confirmation."""
 
     tool_call_id: str
-    decision: str
+    decision: Decision
 
 
 class ChoiceAnswer(msgspec.Struct, frozen=True, tag=True):
@@ -117,6 +128,12 @@ class AskChoice(msgspec.Struct, frozen=True, tag=True):
     choice: Choice
 
 
+class AskSpend(msgspec.Struct, frozen=True, tag=True):
+    """The job waits for a person to confirm its estimated cost before anything is spent."""
+
+    request: SpendRequest
+
+
 class ToolUpdated(msgspec.Struct, frozen=True, tag=True):
     """A tool call of the job's turn changed state: it goes on the job's timeline."""
 
@@ -147,10 +164,12 @@ class CancelOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class JobUpdate(msgspec.Struct, frozen=True, kw_only=True):
-    """One update sent to subscribers: the job's state after a step or a state change."""
+    """One update sent to subscribers: the job's state after a step or a state change, with
+    the questions it waits on a person for (every update carries them)."""
 
     job_id: str
     status: str
     step: str | None
     elapsed: float
     detail: dict[str, Any] = msgspec.field(default_factory=dict)
+    waiting_for: tuple[Question, ...] = ()

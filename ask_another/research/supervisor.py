@@ -40,6 +40,7 @@ from typing import Any, Final
 import msgspec
 
 from ask_another.errors import AskAnotherError
+from ask_another.interaction.types import Decision, Deny
 from ask_another.logs import get_logger
 from ask_another.research.job import (
     DEFAULT_MAX_ATTEMPTS,
@@ -315,7 +316,7 @@ class JobOwner(Actor):
             case "cancel_call":
                 message = Cancel(request.tool_call_id)
             case "permission":
-                message = PermissionAnswer(request.tool_call_id or "", request.value or "")
+                message = PermissionAnswer(request.tool_call_id or "", _decision(request.value))
             case _:
                 message = ChoiceAnswer(request.tool_call_id or "", request.value or "")
         ref = self.services.registry.whereis(job_name(request.job_id))
@@ -341,3 +342,12 @@ class JobOwner(Actor):
             return {"ok": True, "cancelled": False, "remote": None}
         return {"ok": False, "message": f"job {request.job_id} is {status} and waits for "
                                         "nothing. This changes nothing"}
+
+
+def _decision(value: str | None) -> Decision:
+    """A stored permission answer's `Decision` (JSON, as `ResearchJobs` wrote it); a value that
+    is not one denies."""
+    try:
+        return msgspec.json.decode(value or "", type=Decision)
+    except msgspec.DecodeError:
+        return Deny("rejected")

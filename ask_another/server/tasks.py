@@ -70,12 +70,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ask_another.config import Config
 from ask_another.errors import AskAnotherError, InvalidArgument, error_text
+from ask_another.interaction.types import ALLOW, Deny, Question
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate, ResearchJobs
 from ask_another.runtime import Runtime
 from ask_another.server.context import user_of
 from ask_another.server.lifespan import ServerState, Unavailable
-from ask_another.server.tools.attached import question_of, waiting_text
+from ask_another.server.tools.attached import asked_of, waiting_text
 from ask_another.server.tools.research import result_json
 from ask_another.store.jobs import JobRecord, get_job, unfinished_jobs
 from ask_another.users import LOCAL_USER, User
@@ -117,15 +118,13 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _waiting(record: JobRecord) -> list[dict[str, Any]]:
-    if record.finished:
-        return []
-    return list(record.detail.get("waiting_for") or [])
+def _waiting(record: JobRecord) -> list[Question]:
+    return [] if record.finished else list(record.waiting_for)
 
 
 def _waiting_ids(record: JobRecord) -> tuple[str, ...]:
     """The tool calls whose questions `record` waits on: what tells one waiting from another."""
-    return tuple(str(w.get("tool_call_id")) for w in _waiting(record))
+    return tuple(q.tool_call_id for q in _waiting(record))
 
 
 def task_status(record: JobRecord, *, modern: bool) -> str:
@@ -196,7 +195,7 @@ class Asked:
     kind)."""
 
     key: str
-    kind: str  # "permission" or "choice"
+    kind: str  # "permission", "choice" or "spend" (a Question's kind)
     tool_call_id: str
     message: str
     schema: dict[str, Any]
@@ -212,7 +211,7 @@ def open_questions(record: JobRecord) -> list[Asked]:
     """The questions `record` waits on a person for, in the order the job asked them."""
     asked = []
     for waiting in _waiting(record):
-        question = question_of(record.id, waiting)
+        question = asked_of(record.id, waiting)
         schema = question.schema.model_json_schema()
         schema.pop("title", None)
         asked.append(Asked(f"{question.kind}:{question.tool_call_id}", question.kind,
@@ -228,10 +227,10 @@ async def answer(jobs: ResearchJobs, job_id: str, asked: Asked, action: str,
     by the job and changes nothing; it is logged, not raised (the spec says to ignore it)."""
     value = (content or {}) if action == "accept" else {}
     try:
-        if asked.kind == "permission":
-            decision = value.get("decision") if value.get("decision") in ("allow", "deny") \
-                else "deny"
-            await jobs.answer_permission(job_id, asked.tool_call_id, str(decision))
+        if asked.kind in ("permission", "spend"):
+            allowed = value.get("decision") == "allow"
+            await jobs.answer_permission(job_id, asked.tool_call_id,
+                                         ALLOW if allowed else Deny("rejected"))
         elif isinstance(value.get("option_id"), str):
             await jobs.answer_choice(job_id, asked.tool_call_id, value["option_id"])
     except AskAnotherError as exc:
@@ -422,8 +421,8 @@ async def _until_change(jobs: ResearchJobs, record: JobRecord) -> None:
     with trio.CancelScope() as scope:
 
         async def changed(update: JobUpdate) -> None:
-            waiting = update.detail.get("waiting_for") or []
-            if (update.status, update.step, [w.get("tool_call_id") for w in waiting]) != known:
+            if (update.status, update.step,
+                    [q.tool_call_id for q in update.waiting_for]) != known:
                 scope.cancel()
 
         await jobs.wait(record.id, LOOK_AGAIN, on_progress=changed, progress_every=LOOK_AGAIN)

@@ -1,10 +1,10 @@
 """Confirmation above `ASK_ANOTHER_CONFIRM_USD`: whether an estimate needs a person's yes, and
 what a refusal says.
 
-A research job asks through its permission flow (research/job.py: a `confirm_spend` permission
-request); a consensus asks through the `Confirm` its caller passes (the MCP tool elicits it, the
-command line asks at the terminal). Either way a denial or an expiry means nothing is spent, and
-the refusal reads the same.
+A research job asks a question of its own kind (research/job.py: a `Question` of kind
+``spend``, answered like a permission); a consensus asks through the `Confirm` its caller
+passes (the MCP tool elicits it, the command line asks at the terminal). Either way a denial or
+an expiry means nothing is spent, and the refusal reads the same.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ Terminal states are final at this level too: every update except `insert_job` ca
 ``status NOT IN ('completed', 'failed', 'cancelled')`` and reports whether it changed a row, so a
 late writer (a result arriving after a cancel, a recovery racing a job) can never flip a finished
 job. Times are Unix timestamps (seconds, float); citations are a JSON list of objects (`url`,
-`title`, and `query` for the local pipeline; rows from before titles hold bare URLs).
+`title`, and `query` for the local pipeline; rows from before titles hold bare URLs). What a
+running job waits for (`JobRecord.waiting_for`, `Question` values) is kept in the `detail` JSON
+under ``waiting_for``, encoded here and nowhere else.
 
 Ownership (docs/research.md, "One owner per job"): a running job belongs to the process named in
 its `owner` column until `lease_expires` (wall clock). The owner renews every lease it holds with
@@ -33,6 +35,7 @@ from typing import Any, Final, Literal, Protocol
 
 import msgspec
 
+from ask_another.interaction.types import Question, question_of
 from ask_another.store.db import Connection, Database, Row
 from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
@@ -96,6 +99,8 @@ class JobRecord(msgspec.Struct, kw_only=True):
     supports."""
     error: str | None = None
     detail: dict[str, Any] = msgspec.field(default_factory=dict)
+    waiting_for: list[Question] = msgspec.field(default_factory=list)
+    """The questions a running job waits on a person for, oldest first."""
     entry: str | None = None  # the MODEL_* variable it was made with (None: made before v4)
     owner: str | None = None  # the process that runs it (None: made before v5, or finished)
     lease_expires: float | None = None  # the owner's lease, renewed by its heartbeat
@@ -122,6 +127,7 @@ class JobEvent(msgspec.Struct, kw_only=True):
 
 
 def _record(row: Row) -> JobRecord:
+    detail = json.loads(row["detail"]) if row["detail"] else {}
     return JobRecord(
         id=row["id"],
         model=row["model"],
@@ -137,12 +143,31 @@ def _record(row: Row) -> JobRecord:
         report=row["report"],
         citations=_citations(row["citations"]),
         error=row["error"],
-        detail=json.loads(row["detail"]) if row["detail"] else {},
+        waiting_for=_questions(detail.pop("waiting_for", None)),
+        detail=detail,
         entry=row["entry"],
         owner=row["owner"],
         lease_expires=row["lease_expires"],
         user_id=row["user_id"],
     )
+
+
+def _questions(raw: Any) -> list[Question]:
+    # A row written before questions were values holds dicts of another shape: the job asks
+    # again when it is taken over, so they are left out.
+    found = []
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            found.append(question_of(item))
+        except (msgspec.ValidationError, KeyError, TypeError):
+            continue
+    return found
+
+
+def _detail_json(detail: dict[str, Any], waiting_for: list[Question] | None = None) -> str:
+    if not waiting_for:
+        return json.dumps(detail)
+    return json.dumps({**detail, "waiting_for": msgspec.to_builtins(waiting_for)})
 
 
 def _citations(raw: str | None) -> list[dict[str, str]]:
@@ -179,7 +204,7 @@ async def insert_job(db: Database, record: JobRecord, *, max_running: int | None
     values = (record.id, record.model, record.query, record.method, record.status, record.step,
               record.created_at, record.started_at, record.ended_at, record.attempts,
               record.provider_handle, record.report, json.dumps(record.citations), record.error,
-              json.dumps(record.detail), record.entry, record.owner,
+              _detail_json(record.detail, record.waiting_for), record.entry, record.owner,
               record.lease_expires if lease_sql == "?" else lease, record.user_id)
     marks = ", ".join(lease_sql if column == "lease_expires" else "?"
                       for column in _COLUMNS.split(", "))
@@ -321,9 +346,11 @@ async def add_event(db: Database, event: JobEvent, **changes: Any) -> bool:
 
 
 async def add_events(db: Database, job_id: str, events: list[JobEvent],
-                     detail: dict[str, Any] | None = None, step: str | None = None) -> bool:
+                     detail: dict[str, Any] | None = None, step: str | None = None,
+                     waiting_for: list[Question] | None = None) -> bool:
     """Append several timeline events and set the job's `step` (given, or the last event's) and,
-    given, its `detail`, in one commit. False (nothing written) if the job has finished."""
+    given, its `detail` with what it waits for, in one commit. False (nothing written) if the
+    job has finished."""
     if not events and detail is None and step is None:
         return True
     step = step if step is not None else (events[-1].step if events else None)
@@ -333,7 +360,8 @@ async def add_events(db: Database, job_id: str, events: list[JobEvent],
             cursor = conn.execute(
                 f"UPDATE research_jobs SET step = coalesce(?, step), "
                 f"detail = coalesce(?, detail) WHERE id = ? AND {_NOT_FINAL}",
-                (step, json.dumps(detail) if detail is not None else None, job_id),
+                (step, _detail_json(detail, waiting_for) if detail is not None else None,
+                 job_id),
             )
             if cursor.rowcount != 1:
                 return False

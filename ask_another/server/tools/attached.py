@@ -25,6 +25,7 @@ arrives after that is refused by the job and changes nothing.
 import hashlib
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -38,6 +39,14 @@ from mcp.server.mcpserver.resolve import (
 from pydantic import BaseModel, Field, create_model
 
 from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.interaction.types import (
+    ALLOW,
+    Choice,
+    Deny,
+    PermissionRequest,
+    Question,
+    SpendRequest,
+)
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
@@ -50,11 +59,11 @@ __all__ = [
     "MAX_WAIT",
     "Attachment",
     "Finished",
+    "asked_of",
     "attachment",
     "finish",
     "last_step",
     "progress_text",
-    "question_of",
     "waiting_text",
 ]
 
@@ -65,7 +74,9 @@ KEEP_ATTACHED: Final = 3600.0
 
 
 @dataclass
-class Question:
+class Asked:
+    """A question this call put to the person by elicitation, as it was worded."""
+
     tool_call_id: str
     kind: str
     message: str
@@ -81,7 +92,7 @@ class Attachment:
     timeout: float
     began: float  # time.monotonic()
     deadline: float  # trio.current_time()
-    asked: list[Question] = field(default_factory=list)
+    asked: list[Asked] = field(default_factory=list)
     delivered: set[tuple[str, str]] = field(default_factory=set)
     estimate: str | None = None  # the cost estimated before the job started (spend/)
 
@@ -104,45 +115,59 @@ def _key(user: str | None, model: str, query: str, timeout: float, method: str, 
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def waiting_text(job_id: str, waiting: list[dict[str, Any]]) -> str:
+def waiting_text(job_id: str, waiting: Sequence[Question]) -> str:
     """What a job waits for, with the tool call that answers it (progress and check_research)."""
     lines = []
-    for w in waiting:
-        if w["kind"] == "permission":
-            lines.append(
-                f"permission to run {w['tool']} (class {w['class']}, server {w['server']}) with "
-                f"arguments {json.dumps(w['arguments'], ensure_ascii=False)}; tool_call_id "
-                f"'{w['tool_call_id']}', expires {w['expires_at']}: answer with "
-                f"answer_permission(job_id='{job_id}', tool_call_id='{w['tool_call_id']}', "
-                "decision='allow' or 'deny')")
-        else:
-            options = ", ".join(f"'{o['id']}' ({o['label']})" for o in w["options"])
-            lines.append(
-                f"an answer to the question {w['prompt']!r}, options {options}; tool_call_id "
-                f"'{w['tool_call_id']}', expires {w['expires_at']}: answer with "
-                f"answer_choice(job_id='{job_id}', tool_call_id='{w['tool_call_id']}', "
-                "option_id=...)")
+    for q in waiting:
+        answer = (f"tool_call_id '{q.tool_call_id}', expires {q.expires_text}: answer with "
+                  f"answer_permission(job_id='{job_id}', tool_call_id='{q.tool_call_id}', "
+                  "decision='allow' or 'deny')")
+        match q.request:
+            case PermissionRequest() as r:
+                lines.append(
+                    f"permission to run {r.tool} (class {r.class_}, server {r.server}) with "
+                    f"arguments {json.dumps(r.arguments, ensure_ascii=False)}; {answer}")
+            case SpendRequest() as r:
+                lines.append(
+                    f"confirmation of its estimated cost, {r.estimated_cost} (above "
+                    f"ASK_ANOTHER_CONFIRM_USD=${r.confirm_above_usd:.2f}; model {r.model}); "
+                    f"{answer}")
+            case Choice() as r:
+                options = ", ".join(f"'{o.id}' ({o.label})" for o in r.options)
+                lines.append(
+                    f"an answer to the question {r.prompt!r}, options {options}; tool_call_id "
+                    f"'{q.tool_call_id}', expires {q.expires_text}: answer with "
+                    f"answer_choice(job_id='{job_id}', tool_call_id='{q.tool_call_id}', "
+                    "option_id=...)")
     return "; ".join(lines)
 
 
-def question_of(job_id: str, w: dict[str, Any]) -> Question:
-    """The form that puts `w` (one entry of a job's `waiting_for`) to a person: an attached
-    call's elicitation, and an MCP Task's input request (server/tasks.py)."""
-    if w["kind"] == "permission":
-        message = (f"Research job {job_id} asks to run the tool {w['tool']} (class "
-                   f"{w['class']}, server {w['server']}) with arguments "
-                   f"{json.dumps(w['arguments'], ensure_ascii=False)}. Allow it? (tool call "
-                   f"{w['tool_call_id']}; no answer by {w['expires_at']} means deny)")
-        return Question(w["tool_call_id"], "permission", message, Approval)
-    ids = tuple(o["id"] for o in w["options"])
-    labels = "; ".join(f"{o['id']}: {o['label']}" for o in w["options"])
+def asked_of(job_id: str, q: Question) -> Asked:
+    """The form that puts `q` to a person: an attached call's elicitation, and an MCP Task's
+    input request (server/tasks.py)."""
+    match q.request:
+        case PermissionRequest() as r:
+            message = (f"Research job {job_id} asks to run the tool {r.tool} (class "
+                       f"{r.class_}, server {r.server}) with arguments "
+                       f"{json.dumps(r.arguments, ensure_ascii=False)}. Allow it? (tool call "
+                       f"{q.tool_call_id}; no answer by {q.expires_text} means deny)")
+            return Asked(q.tool_call_id, q.kind, message, Approval)
+        case SpendRequest() as r:
+            message = (f"Research job {job_id} ({r.model}) is estimated at {r.estimated_cost}, "
+                       f"above ASK_ANOTHER_CONFIRM_USD=${r.confirm_above_usd:.2f}. Run it? "
+                       f"Nothing is spent unless you allow it (tool call {q.tool_call_id}; no "
+                       f"answer by {q.expires_text} means deny)")
+            return Asked(q.tool_call_id, q.kind, message, Approval)
+    assert isinstance(q.request, Choice)
+    ids = tuple(o.id for o in q.request.options)
+    labels = "; ".join(f"{o.id}: {o.label}" for o in q.request.options)
     schema = create_model(
         "Pick",
         option_id=(Literal[ids], Field(description=f"The chosen option ({labels})")),  # type: ignore[arg-type]
     )
-    message = (f"Research job {job_id} asks: {w['prompt']} (options: {labels}; tool call "
-               f"{w['tool_call_id']}; expires {w['expires_at']})")
-    return Question(w["tool_call_id"], "choice", message, schema)
+    message = (f"Research job {job_id} asks: {q.request.prompt} (options: {labels}; tool call "
+               f"{q.tool_call_id}; expires {q.expires_text})")
+    return Asked(q.tool_call_id, q.kind, message, schema)
 
 
 # ----- the resolvers -------------------------------------------------------------------------
@@ -191,9 +216,10 @@ async def _deliver(ctx: Context[ServerState], att: Attachment, index: int,
     jobs = runtime_of(ctx).jobs_for(user_of(ctx))
     data = answer.data if isinstance(answer, AcceptedElicitation) else None
     try:
-        if question.kind == "permission":
-            decision = data.decision if data is not None else "deny"
-            await jobs.answer_permission(att.record.id, question.tool_call_id, decision)
+        if question.kind in ("permission", "spend"):
+            allowed = isinstance(data, Approval) and data.decision == "allow"
+            await jobs.answer_permission(att.record.id, question.tool_call_id,
+                                         ALLOW if allowed else Deny("rejected"))
         elif data is not None:
             await jobs.answer_choice(att.record.id, question.tool_call_id, data.option_id)
         # A declined choice stays open: answer_choice can still answer it until it expires.
@@ -202,7 +228,7 @@ async def _deliver(ctx: Context[ServerState], att: Attachment, index: int,
                  tool_call_id=question.tool_call_id, reason=str(exc))
 
 
-async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Finished | Question:
+async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Finished | Asked:
     """Wait on the job: until it finishes, the call's time is up, or (when `elicit`) a question
     opens that this call has not asked yet. Progress goes to the client meanwhile. A client
     that cannot elicit gets its answer as soon as the job waits for a person (its spend to be
@@ -212,7 +238,7 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
     remaining = att.deadline - trio.current_time()
     if remaining <= 0:
         return Finished(await jobs.get(att.record.id))
-    found: Question | None = None
+    found: Asked | None = None
     final: JobRecord | None = None
     waits_for_a_person = False
     asking = can_elicit(ctx)
@@ -220,14 +246,13 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
 
         async def progress(update: JobUpdate) -> None:
             nonlocal found, waits_for_a_person
-            waiting = update.detail.get("waiting_for") or []
-            fresh = [w for w in waiting
-                     if (w["tool_call_id"], w["kind"]) not in att.asked_keys()]
+            fresh = [q for q in update.waiting_for
+                     if (q.tool_call_id, q.kind) not in att.asked_keys()]
             if elicit and fresh:
-                found = question_of(att.record.id, fresh[0])
+                found = asked_of(att.record.id, fresh[0])
                 scope.cancel()
                 return
-            if not asking and waiting:
+            if not asking and update.waiting_for:
                 waits_for_a_person = True
                 scope.cancel()
                 return
@@ -247,9 +272,8 @@ def progress_text(update: JobUpdate) -> str:
             f"{update.step or 'starting'}")
     if update.detail.get("tail"):
         text += f" …{update.detail['tail'][-80:]}"
-    waiting = update.detail.get("waiting_for")
-    if waiting:
-        text += f". Waiting for {waiting_text(update.job_id, waiting)}"
+    if update.waiting_for:
+        text += f". Waiting for {waiting_text(update.job_id, update.waiting_for)}"
     return text
 
 
@@ -281,7 +305,7 @@ async def finish(ctx: Context[ServerState], att: Attachment,
     """The body's part: deliver a last answer if there is one, wait on without eliciting, and
     detach. Returns the job's record (finished, or still running when the time is up)."""
     if isinstance(outcome, AcceptedElicitation) and isinstance(outcome.data, Finished):
-        event: Finished | Question = outcome.data
+        event: Finished | Asked = outcome.data
     else:
         await _deliver(ctx, att, MAX_ELICITED - 1, outcome)
         event = await _watch(ctx, att, elicit=False)

@@ -37,7 +37,7 @@ from ask_another.server.lifespan import ServerState
 from ask_another.spend.confirm import SpendNotConfirmed, needs_confirmation
 from ask_another.spend.estimate import Estimate
 
-__all__ = ["SpendCheck", "decision_of", "spend_answer", "spend_check"]
+__all__ = ["SpendCheck", "spend_answer", "spend_check", "spend_decision"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ async def spend_answer(ctx: Context[ServerState],
         f"{check.timeout:g} s means no.", Approval)
 
 
-def decision_of(ctx: Context[ServerState], check: SpendCheck,
+def spend_decision(ctx: Context[ServerState], check: SpendCheck,
                 outcome: ElicitationResult[Any]) -> Decision:
     """The person's answer, for `Consensus.ask(confirm=...)`; raises `SpendNotConfirmed` (the
     estimate and how to confirm) for a client that cannot be asked and did not confirm."""

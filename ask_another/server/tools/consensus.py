@@ -20,7 +20,7 @@ from ask_another.consensus import consensus_text as format_result
 from ask_another.interaction.types import Decision
 from ask_another.server.context import runtime_of, tool_errors, user_of
 from ask_another.server.lifespan import ServerState
-from ask_another.server.tools.confirm import SpendCheck, decision_of, spend_answer, spend_check
+from ask_another.server.tools.confirm import SpendCheck, spend_answer, spend_check, spend_decision
 from ask_another.spend.estimate import Estimate
 
 __all__ = ["CONSENSUS", "HOWTO", "register"]
@@ -76,7 +76,7 @@ def register(server: MCPServer[ServerState]) -> None:
                         "with. Leave false otherwise.")] = False,
     ) -> str:
         with tool_errors("consensus"):
-            decision = decision_of(ctx, check, spend)
+            decision = spend_decision(ctx, check, spend)
 
             async def progress(answer: Answer, ended: int, total: int) -> None:
                 await ctx.report_progress(ended, total, answer_heading(answer))

@@ -18,8 +18,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.interaction.types import ALLOW, Deny, SpendRequest
 from ask_another.research import CancelOutcome
-from ask_another.research.job import CONFIRM_SPEND
 from ask_another.research.methods.provider import is_gemini_agent
 from ask_another.research.usage import usage_text
 from ask_another.server.context import runtime_of, tool_errors, user_of
@@ -160,9 +160,8 @@ def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CH
     if isinstance(usage, dict):
         lines.append(f"Usage {'in total' if record.finished else 'so far'}: "
                      f"{usage_text(usage)}.")
-    waiting = record.detail.get("waiting_for") if not record.finished else None
-    if waiting:
-        lines.append(f"Waiting for {waiting_text(record.id, waiting)}.")
+    if record.waiting_for and not record.finished:
+        lines.append(f"Waiting for {waiting_text(record.id, record.waiting_for)}.")
     calls = record.detail.get("tool_calls")
     if calls:
         lines.append("Tool calls: " + "; ".join(
@@ -193,17 +192,16 @@ def background_text(record: JobRecord, waited: float) -> str:
 
 def unconfirmed_text(record: JobRecord) -> str | None:
     """For a job still waiting for its spend to be confirmed: its estimate and how to confirm."""
-    waiting = [w for w in record.detail.get("waiting_for") or []
-               if w.get("tool_call_id") == CONFIRM_SPEND and not record.finished]
-    if not waiting:
+    spend = next((q for q in record.waiting_for if isinstance(q.request, SpendRequest)), None)
+    if spend is None or record.finished:
         return None
-    arguments = waiting[0]["arguments"]
+    assert isinstance(spend.request, SpendRequest)
     return (f"Research job {record.id} ({record.model}) has not started: its estimated cost, "
-            f"{arguments.get('estimated_cost')}, is above ASK_ANOTHER_CONFIRM_USD="
-            f"${arguments.get('confirm_above_usd')}, so it waits for the user to confirm it. "
+            f"{spend.request.estimated_cost}, is above ASK_ANOTHER_CONFIRM_USD="
+            f"${spend.request.confirm_above_usd:.2f}, so it waits for the user to confirm it. "
             f"Nothing has been spent. Ask the user; if they agree, call answer_permission("
-            f"job_id='{record.id}', tool_call_id='{CONFIRM_SPEND}', decision='allow') (or "
-            f"decision='deny' to drop it) before {waiting[0]['expires_at']}: no answer by then "
+            f"job_id='{record.id}', tool_call_id='{spend.tool_call_id}', decision='allow') (or "
+            f"decision='deny' to drop it) before {spend.expires_text}: no answer by then "
             "means deny.")
 
 
@@ -270,8 +268,9 @@ def register(server: MCPServer[ServerState]) -> None:
             unconfirmed = unconfirmed_text(final)
             if unconfirmed is not None:
                 return unconfirmed
-            waiting = final.detail.get("waiting_for") or []
-            if waiting:  # a client without elicitation: the call to make, at once
+            waiting = final.waiting_for
+            # A client without elicitation: the call to make, at once.
+            if waiting and not final.finished:
                 return (f"Research job {final.id} ({final.model}) waits for "
                         f"{waiting_text(final.id, waiting)}. Ask the user, then make that call; "
                         f"the job goes on in the background meanwhile (check_research with "
@@ -291,7 +290,8 @@ def register(server: MCPServer[ServerState]) -> None:
     ) -> str:
         with tool_errors("answer_permission"):
             return await runtime_of(ctx).jobs_for(user_of(ctx)).answer_permission(
-                job_id.strip(), tool_call_id.strip(), decision)
+                job_id.strip(), tool_call_id.strip(),
+                ALLOW if decision == "allow" else Deny("rejected"))
 
     @server.tool(name="answer_choice", description=ANSWER_CHOICE, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))

@@ -84,7 +84,7 @@ async def waiting_job(sim: Simulator, runtime: Runtime, user: str) -> str:
     record = await jobs.start("sim", "what is new?", method="agent")
     with trio.fail_after(30):
         while True:  # the job's actor answers Status(): nothing to wait on but it
-            if (await jobs.get(record.id)).detail.get("waiting_for"):
+            if (await jobs.get(record.id)).waiting_for:
                 return record.id
             await trio.sleep(0.02)
 
@@ -148,7 +148,7 @@ async def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(
         refused = await client.post(f"/jobs/{job}/cancel", data={})
         assert refused.status_code == 403
         record = await s.runtime.jobs.get(job)
-        assert record.status == "in_progress" and record.detail["waiting_for"]
+        assert record.status == "in_progress" and record.waiting_for
 
 
 async def test_allow_once_from_the_approval_link_lets_the_job_finish(
@@ -189,7 +189,7 @@ async def test_bob_can_neither_see_nor_answer_nor_cancel_alices_job_by_url(
             assert response.status_code == 404, response.text
             assert "no such job, or it is not yours" in response.text
         record = await s.runtime.jobs.get(job)
-        assert record.status == "in_progress" and record.detail["waiting_for"]
+        assert record.status == "in_progress" and record.waiting_for
         # The admin sees it, with its user.
         await log_in(client, s.tokens["root"])
         page = await client.get("/approvals")

@@ -27,6 +27,7 @@ from ask_another import (
     open_runtime,
 )
 from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.interaction.types import Question
 from ask_another.simulator import Reply, Simulator, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
 
@@ -276,17 +277,19 @@ async def test_agent_job_waits_for_answer_permission_and_refuses_late_answers(
                       Reply("done")])
     record = await runtime.jobs.start("sim", "note it", "agent", tools=[effect_tool(notes)])
     waiting = await _waiting_for(runtime, record.id)
-    assert waiting["tool_call_id"] == "p1" and waiting["class"] == "effect"
-    assert waiting["tool"] == "write_note" and waiting["arguments"] == {"text": "a"}
-    with pytest.raises(AskAnotherError, match="'allow' or 'deny'"):
-        await runtime.jobs.answer_permission(record.id, "p1", "maybe")
-    assert "allowed" in await runtime.jobs.answer_permission(record.id, "p1", "allow")
+    request = waiting.request
+    assert waiting.tool_call_id == "p1" and waiting.kind == "permission"
+    assert isinstance(request, PermissionRequest) and request.class_ == "effect"
+    assert request.tool == "write_note" and request.arguments == {"text": "a"}
+    with pytest.raises(AskAnotherError, match="must be a Decision, Allow"):
+        await runtime.jobs.answer_permission(record.id, "p1", "maybe")  # type: ignore[arg-type]
+    assert "allowed" in await runtime.jobs.answer_permission(record.id, "p1", ALLOW)
     with pytest.raises(AskAnotherError, match="already allowed by the user"):
-        await runtime.jobs.answer_permission(record.id, "p1", "deny")
+        await runtime.jobs.answer_permission(record.id, "p1", Deny())
     final = await runtime.jobs.wait(record.id, 30)
     assert final.status == "completed" and notes == ["a"]
     with pytest.raises(AskAnotherError, match="completed and waits for nothing"):
-        await runtime.jobs.answer_permission(record.id, "p1", "allow")
+        await runtime.jobs.answer_permission(record.id, "p1", ALLOW)
 
 
 async def test_unanswered_permission_expires_as_a_denial(runtime: Runtime, sim: Simulator):
@@ -300,13 +303,12 @@ async def test_unanswered_permission_expires_as_a_denial(runtime: Runtime, sim: 
     assert "denied (expired)" in told["error"]
 
 
-async def _waiting_for(runtime: Runtime, job_id: str) -> dict[str, Any]:
+async def _waiting_for(runtime: Runtime, job_id: str) -> Question:
     with trio.fail_after(20):
         while True:
             record = await runtime.jobs.get(job_id)
-            if record.detail.get("waiting_for"):
-                waiting: dict[str, Any] = record.detail["waiting_for"][0]
-                return waiting
+            if record.waiting_for:
+                return record.waiting_for[0]
             await trio.sleep(0.02)
 
 

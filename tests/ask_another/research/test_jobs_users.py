@@ -11,6 +11,7 @@ from research_helpers import GEMINI_AGENT
 
 from ask_another.config import Config
 from ask_another.errors import LimitReached
+from ask_another.interaction.types import ALLOW
 from ask_another.research import UnknownJob
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.simulator import Simulator
@@ -40,7 +41,7 @@ async def test_another_users_job_is_no_job_to_every_method_and_left_as_it_was(
         bob.wait(record.id, 0.1),
         bob.cancel(record.id),
         bob.cancel_call(record.id, "call-1"),
-        bob.answer_permission(record.id, "call-1", "allow"),
+        bob.answer_permission(record.id, "call-1", ALLOW),
         bob.answer_choice(record.id, "call-1", "a"),
     ]
     # "Forbidden" told bob that the id exists: the answer is now the one for an id that does not.

@@ -17,6 +17,7 @@ from mcp.types import ElicitResult
 from tasks_client import TaskHandle, TasksClient, create_task, request
 
 from ask_another.config import Config
+from ask_another.interaction.types import PermissionRequest, Question
 from ask_another.server import build_server, tasks
 from ask_another.server.tasks import open_questions, seam_problems, task_fields, task_status
 from ask_another.simulator import Simulator
@@ -24,37 +25,38 @@ from ask_another.store.jobs import JobRecord
 
 GEMINI = "gemini/deep-research-pro-preview-12-2025"
 
-WAITING = {"kind": "permission", "tool_call_id": "call-a", "tool": "read_article",
-           "server": "ask-another", "class": "read", "arguments": {"url": "http://x/"},
-           "expires_at": "2026-12-01 00:00:00 UTC"}
+WAITING = Question(kind="permission", tool_call_id="call-a", expires_at=1_796_083_200.0,
+                   request=PermissionRequest(tool_call_id="call-a", tool="read_article",
+                                             server="ask-another", class_="read",
+                                             arguments={"url": "http://x/"}))
 
 
-def job(status: str, **detail: Any) -> JobRecord:
+def job(status: str, waiting_for: list[Question] | None = None, **detail: Any) -> JobRecord:
     now = time.time()
     return JobRecord(id="r-0123456789", model="m", query="q", status=status,  # type: ignore[arg-type]
                      created_at=now - 5, started_at=now - 4, step="reading 3 sources",
                      ended_at=now if status in ("completed", "failed", "cancelled") else None,
                      error="the provider said no" if status == "failed" else None,
-                     detail=detail)
+                     detail=detail, waiting_for=waiting_for or [])
 
 
 def test_the_sdk_seams_hold():
     assert seam_problems() == [], "provisional MCP SDK seams moved: " + "; ".join(seam_problems())
 
 
-@pytest.mark.parametrize(("status", "detail", "legacy", "modern"), [
-    ("pending", {}, "working", "working"),
-    ("in_progress", {}, "working", "working"),
-    ("in_progress", {"waiting_for": [WAITING]}, "input_required", "input_required"),
-    ("completed", {}, "completed", "completed"),
+@pytest.mark.parametrize(("status", "waiting", "legacy", "modern"), [
+    ("pending", [], "working", "working"),
+    ("in_progress", [], "working", "working"),
+    ("in_progress", [WAITING], "input_required", "input_required"),
+    ("completed", [], "completed", "completed"),
     # 2025-11-25 counts an isError tool result as failed; 2026-07-28 keeps failed for JSON-RPC
     # errors, so the job's failure is a completed task with an isError result there.
-    ("failed", {}, "failed", "completed"),
-    ("cancelled", {}, "cancelled", "cancelled"),
+    ("failed", [], "failed", "completed"),
+    ("cancelled", [], "cancelled", "cancelled"),
 ])
-def test_job_states_map_onto_task_states(status: str, detail: dict[str, Any], legacy: str,
+def test_job_states_map_onto_task_states(status: str, waiting: list[Question], legacy: str,
                                          modern: str):
-    record = job(status, **detail)
+    record = job(status, waiting)
     assert task_status(record, modern=False) == legacy
     assert task_status(record, modern=True) == modern
 

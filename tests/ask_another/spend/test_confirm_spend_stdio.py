@@ -64,7 +64,7 @@ async def test_confirmed_by_elicitation_allowed_and_denied(sim: Simulator, tmp_p
             assert not error, text
             body = json.loads(text)
             assert body["status"] == "completed" and body["estimated_cost"].startswith("about $1.")
-            assert "confirm_spend" in asked[0] and "about $1." in asked[0]
+            assert "ASK_ANOTHER_CONFIRM_USD" in asked[0] and "about $1." in asked[0]
             assert created(sim, "Q one")
 
             error, text = await call(client, "start_research", model="gdr", query="Q two",
@@ -84,7 +84,7 @@ async def test_confirmed_by_answer_permission_denied_expired_allowed(sim: Simula
                                      timeout=0)
             assert not error, text
             job = job_in(text)
-            waiting = await check_until(client, job, "permission to run confirm_spend")
+            waiting = await check_until(client, job, "confirmation of its estimated cost")
             assert "tool_call_id 'confirm-spend'" in waiting and "about $1." in waiting
             error, text = await call(client, "answer_permission", job_id=job,
                                      tool_call_id="confirm-spend", decision="deny")
@@ -105,7 +105,7 @@ async def test_confirmed_by_answer_permission_denied_expired_allowed(sim: Simula
             error, text = await call(client, "start_research", model="gdr", query="Q allow",
                                      timeout=0)
             job = job_in(text)
-            await check_until(client, job, "confirm_spend")
+            await check_until(client, job, "confirmation of its estimated cost")
             error, text = await call(client, "answer_permission", job_id=job,
                                      tool_call_id="confirm-spend", decision="allow")
             assert not error, text
