@@ -32,7 +32,7 @@ import trio
 
 from ask_another.catalog import Catalog, model_map
 from ask_another.config import Config, DatabaseUrl
-from ask_another.consensus import Consensus, consensus_spec
+from ask_another.consensus import Consensus
 from ask_another.conversations import Conversations, conversations_spec
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.gateway import (
@@ -348,7 +348,6 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
                    name="gateway", registry=registry, shutdown=15.0),
         research_spec(services, lease=lease),
         conversations_spec(services),
-        consensus_spec(registry),
     ]
     started = False
     try:

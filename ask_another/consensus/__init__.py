@@ -1,16 +1,13 @@
 """Several models at once: one prompt to a panel of 2-8 allowed models, replies side by side.
 
-`runtime.consensus.ask(models, prompt, ...)` asks every model at once, each call its own
-supervised `PanelCall` actor (`consensus_spec` is its part of the runtime's tree), and returns a
+`runtime.consensus.ask(models, prompt, ...)` asks every model at once, each call a task of one
+nursery (`panel_call`), and returns a
 `ConsensusResult`: an `Answer` per seat (answered, failed or timed out), an optional synthesis,
 and the conversation the replies were stored in; `consensus_text` formats it. An estimate above
 ASK_ANOTHER_CONFIRM_USD is put to the caller's `Confirm` first (`Consensus.estimate` gives it
 without asking anything). See docs/server.md (consensus, spending).
 """
 
-from ._actor import CALLS_SUPERVISOR as CALLS_SUPERVISOR
-from ._actor import PanelCall as PanelCall
-from ._actor import consensus_spec as consensus_spec
 from ._consensus import SYNTHESIS_PROMPT as SYNTHESIS_PROMPT
 from ._consensus import Confirm as Confirm
 from ._consensus import Consensus as Consensus
@@ -26,7 +23,6 @@ from ._text import answer_heading as answer_heading
 from ._text import consensus_text as consensus_text
 
 __all__ = [
-    "CALLS_SUPERVISOR",
     "MAX_MODELS",
     "MIN_MODELS",
     "STANCES",
@@ -36,10 +32,8 @@ __all__ = [
     "Consensus",
     "ConsensusResult",
     "OnAnswer",
-    "PanelCall",
     "Seat",
     "answer_heading",
-    "consensus_spec",
     "consensus_text",
     "panel_text",
 ]

@@ -4,10 +4,11 @@
     result = await consensus.ask(["gpt4", "claude", "gemini"], "Is this proof right? ...",
                                  stances={"claude": "against"}, synthesize="gpt4")
 
-Each seat's call is its own `PanelCall` actor (consensus/_actor.py) with its own timeout, all
-started before any is awaited, so the wall time is the slowest model's, not the sum. A seat that
-fails or times out keeps its place with a one-line reason; the others still come back. When the
-caller is cancelled, every call still in flight is hung up (the HTTP requests are aborted).
+Each seat's call is a task of one nursery (`panel_call`, consensus/_seat.py) with its own
+timeout, all started before any is awaited, so the wall time is the slowest model's, not the
+sum. A seat that fails or times out keeps its place with a one-line reason; the others still
+come back. When the caller is cancelled, every call still in flight is cancelled (the HTTP
+requests are aborted).
 
 The panel's replies (and the synthesis) are stored in a conversation: a new consensus thread,
 bound to its panel (the model ids and the `MODEL_*` entries they came from), or the thread named
@@ -21,7 +22,6 @@ are theirs, and another user's conversation is answered as none (`NoSuchConversa
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -32,24 +32,17 @@ import msgspec
 import trio
 
 from ask_another.config import ModelEntry
-from ask_another.consensus._actor import (
-    CALLS_SUPERVISOR,
-    Ask,
-    CallSpec,
-    Hangup,
-    panel_call_spec,
-)
 from ask_another.consensus._panel import (
     MAX_MODELS,
     MIN_MODELS,
     Answer,
     ConsensusResult,
     Seat,
-    one_line_reason,
     stance_instruction,
 )
+from ask_another.consensus._seat import CallSpec, panel_call
 from ask_another.conversations import NoSuchConversation, allowed_conversation, build_history
-from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.errors import InvalidArgument
 from ask_another.interaction.types import Decision, Deny
 from ask_another.logs import get_logger
 from ask_another.services import Services
@@ -67,7 +60,6 @@ from ask_another.store.conversations import (
     panel_entries,
 )
 from ask_another.users import LOCAL_USER, User
-from supervisors import ActorExited, ActorRef, DynamicSupervisorRef, SupervisorError
 
 __all__ = ["MAX_TIMEOUT", "SYNTHESIS_PROMPT", "Confirm", "Consensus", "OnAnswer", "panel_text"]
 
@@ -298,57 +290,22 @@ class Consensus:
         return [*messages, *history, {"role": "user", "content": prompt}]
 
     async def _panel(self, calls: list[CallSpec], on_answer: OnAnswer | None) -> list[Answer]:
-        """Every call at once, each its own actor; answers in the order of `calls`."""
+        """Every call at once, each a task; answers in the order of `calls`. Cancelling the
+        caller cancels the calls still in flight (their HTTP requests are aborted)."""
         answers: list[Answer | None] = [None] * len(calls)
-        refs: list[ActorRef | None] = [None] * len(calls)
         ended = 0
-        send, receive = trio.open_memory_channel[tuple[int, Answer]](len(calls))
-        try:
-            async with trio.open_nursery() as nursery:
-                for i, call in enumerate(calls):
-                    nursery.start_soon(self._seat, i, call, refs, send.clone())
-                send.close()
-                async with receive:
-                    async for i, answer in receive:
-                        answers[i] = answer
-                        ended += 1
-                        if on_answer is not None:
-                            await on_answer(answer, ended, len(calls))
-        finally:
-            for i, ref in enumerate(refs):
-                if ref is not None and answers[i] is None:
-                    with contextlib.suppress(SupervisorError):
-                        ref.cast(Hangup())
+
+        async def seat(i: int, call: CallSpec) -> None:
+            nonlocal ended
+            answers[i] = answer = await panel_call(call, self.services)
+            ended += 1
+            if on_answer is not None:
+                await on_answer(answer, ended, len(calls))
+
+        async with trio.open_nursery() as nursery:
+            for i, call in enumerate(calls):
+                nursery.start_soon(seat, i, call)
         return [a for a in answers if a is not None]
-
-    async def _seat(self, i: int, call: CallSpec, refs: list[ActorRef | None],
-                    send: trio.MemorySendChannel[tuple[int, Answer]]) -> None:
-        async with send:
-            started = trio.current_time()
-            try:
-                # Shielded: a call started but never asked (or hung up) would wait forever.
-                with trio.CancelScope(shield=True):
-                    ref = await self._start(call)
-                    refs[i] = ref
-                answer = await ref.call(Ask(), timeout=None)
-            except (ActorExited, AskAnotherError) as exc:
-                reason = (one_line_reason(exc) if isinstance(exc, AskAnotherError)
-                          else "the call crashed unexpectedly")
-                answer = Answer(model=call.entry.model, status="failed", stance=call.stance,
-                                latency=trio.current_time() - started, reason=reason)
-            await send.send((i, answer))
-
-    async def _start(self, call: CallSpec) -> ActorRef:
-        live = self.services.registry.whereis(CALLS_SUPERVISOR)
-        if not isinstance(live, DynamicSupervisorRef):
-            raise AskAnotherError("the consensus supervisor is restarting; try again shortly")
-        try:
-            ref = await live.start_child(panel_call_spec(call, self.services))
-        except SupervisorError as exc:
-            raise AskAnotherError(f"the call could not be started ({exc})") from None
-        if ref is None:  # its init returned IGNORE (a panel call never does)
-            raise AskAnotherError("the call could not be started (it declined to)")
-        return ref
 
     async def _synthesize(self, entry: ModelEntry, prompt: str, answers: list[Answer],
                           seconds: float, purpose: Purpose) -> Answer:

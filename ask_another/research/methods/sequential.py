@@ -9,8 +9,8 @@ A research job with method "sequential" (`SEQUENTIAL`, see research/methods/) ru
    (whitespace collapsed, cut to `MAX_TOPIC` characters at a word boundary; the full question
    goes into every query's prompt), and the report's methodology says so.
 2. **Execute, phase by phase.** The phases are the plan's `execution_order`. Every query of a
-   phase runs at once, each as a `QueryWorker` actor under a dynamic supervisor that belongs to
-   this job (opened by the pipeline, so it lives and dies with the job's work task). A worker runs
+   phase runs at once, each a task of the phase's nursery in the job's work task (`run_query`:
+   a query has no state to keep or lifecycle of its own, so it is no actor). A query runs
    a router turn (`interaction.router.run_turn`) with the job's model through the gateway and the
    read tools (`research_tools`: read_article, and search_web with a `SEARCH_*` engine), and
    must answer with a JSON object that fills the query's result schema, with its sources. The
@@ -27,15 +27,15 @@ A research job with method "sequential" (`SEQUENTIAL`, see research/methods/) ru
 Failures: a query that fails (provider error, an answer that still does not fit after the repair)
 becomes a failed raw result, so a warning in the report, not a failed job. A transient provider
 error (`research.retry.TRANSIENT`: rate limit, 5xx, dropped connection) is retried by the
-worker's own attempt loop after `research.retry.backoff` (at most `QUERY_MAX_BACKOFF`), up to
+query's own attempt loop after `research.retry.backoff` (at most `QUERY_MAX_BACKOFF`), up to
 `QUERY_ATTEMPTS` attempts per query; then the query is reported failed. An unexpected exception
-(a bug) crashes the worker and the query supervisor restarts it, within the same attempt count.
+(a bug) is logged and costs that attempt, within the same count, as a restart did.
 The job fails only when every query failed, or at once when the planner's call finds nothing
 listening at the model's URL (`ProviderUnreachable`: every query would fail the same way).
 
-Cancellation: cancelling the job cancels its work task; leaving the supervisor's block stops every
-worker, which cancels its turn and so aborts the HTTP request in flight (the gateway cancels the
-asyncio task). Nothing of a cancelled pipeline keeps running.
+Cancellation: cancelling the job cancels its work task and so the phase's nursery: every query's
+turn is cancelled, which aborts the HTTP request in flight (the gateway cancels the call). Nothing
+of a cancelled pipeline keeps running.
 
 Progress: `ctx.report` is called for the plan, each phase, and every state change of a query
 (queued, running, a tool call, repairing, attempt n, done, failed), with the phase and every
@@ -45,7 +45,6 @@ query's state as details.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,16 +98,6 @@ from ask_another.sequential.contracts import (
 from ask_another.sequential.plan import QUERY_COUNTS, build_plan, plan_from_model
 from ask_another.spend.budget import BudgetExceeded
 from ask_another.websearch import SEARCH_WEB_NAME
-from supervisors import (
-    Actor,
-    ChildSpec,
-    Crash,
-    ExitReason,
-    Start,
-    TaskCancelled,
-    TaskDone,
-    open_dynamic_supervisor,
-)
 
 __all__ = [
     "DEPTH",
@@ -432,46 +421,18 @@ async def write_summary(ctx: JobContext, report: Report) -> tuple[str | None, st
     return None, f"the model's summary did not fit, even after one repair: {problem}"
 
 
-# ----- one query: a supervised worker -----------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class QueryUpdate:
-    """A worker's state changed (sent to the pipeline's channel)."""
-
-    query_id: str
-    state: str
-
-
-@dataclass(frozen=True, slots=True)
-class QueryDone:
-    """A worker's final outcome: exactly one per query."""
-
-    result: RawResult
-
-
-@dataclass(slots=True)
-class QueryRun:
-    """One query's state across its worker's restarts (owned by the pipeline)."""
-
-    query: Query
-    schema: ResultSchema
-    messages: list[Message]
-    attempts: int = 0
-    last_error: str | None = None
-    done: bool = False
+# ----- one query: a task of its phase ---------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Shared:
-    """What every worker of one job uses."""
+    """What every query of one job uses."""
 
     entry: ModelEntry
     gateway: Gateway
     config: Config
     tools: ToolRegistry
     policy: Policy
-    outbox: trio.MemorySendChannel[QueryUpdate | QueryDone]
     usage: JobUsage
     check_budget: Callable[[], Awaitable[None]]
     """The job's budget check (spend/budget.py): raises `BudgetExceeded` once a ceiling is
@@ -502,112 +463,81 @@ class _Watcher:
         return None
 
 
-class QueryWorker(Actor):
-    """Runs one query (its turn, validation and repair) in a task it owns, sends one
-    `QueryDone` and exits. A crash is restarted by the job's query supervisor (transient)."""
-
-    async def init(self, run: QueryRun, shared: Shared) -> None:
-        self.run = run
-        self.shared = shared
-        self.start_task(self._work)
-
-    def _update(self, state: str) -> None:
+async def run_query(query: Query, schema: ResultSchema, messages: list[Message],
+                    shared: Shared, update: Callable[[str], None]) -> RawResult:
+    """One query (its turn, validation and repair), as a task of its phase's nursery; `update`
+    is told each state change. Its own attempt loop retries a transient provider error after a
+    backoff and an unexpected exception (a bug: logged, with what it was) alike, up to
+    `QUERY_ATTEMPTS`; any other failure is the query's failed result. Never raises but for
+    cancellation."""
+    last_error: str | None = None
+    for attempt in range(1, QUERY_ATTEMPTS + 1):
+        if attempt > 1:
+            update(f"attempt {attempt}")
+            await trio.sleep(backoff(attempt, shared.config.poll_seconds, QUERY_MAX_BACKOFF))
+        update("running")
         try:
-            self.shared.outbox.send_nowait(QueryUpdate(self.run.query.query_id, state))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the pipeline is gone (cancelled): nobody is listening
+            return await _execute(query, schema, messages, shared, update, attempt)
+        except TRANSIENT as exc:
+            last_error = str(exc)
+            log.warning("sequential.query_attempt_failed", query_id=query.query_id,
+                        attempt=attempt, error=last_error)
+        except AskAnotherError as exc:
+            return _failed(query.query_id, str(exc))
+        except Exception as exc:  # a bug: this attempt is lost, the query goes on
+            last_error = _describe(exc)
+            log.exception("sequential.query_crashed", query_id=query.query_id,
+                          attempt=attempt, error=last_error)
+    return _failed(query.query_id, f"gave up after {QUERY_ATTEMPTS} attempts; the last one "
+                   f"failed with: {last_error or 'an unknown error'}")
 
-    async def _work(self) -> RawResult | None:
-        run = self.run
-        if run.done:
-            return None
-        while True:  # the attempt loop: a transient error is retried here, not by a restart
-            if run.attempts >= QUERY_ATTEMPTS:
-                return _failed(run.query.query_id, f"gave up after {run.attempts} attempts; "
-                               f"the last one failed with: {run.last_error or 'an unknown error'}")
-            run.attempts += 1
-            if run.attempts > 1:
-                self._update(f"attempt {run.attempts}")
-                await trio.sleep(backoff(run.attempts, self.shared.config.poll_seconds,
-                                         QUERY_MAX_BACKOFF))
-            self._update("running")
-            try:
-                return await self._execute()
-            except TRANSIENT as exc:
-                run.last_error = str(exc)
-                log.warning("sequential.query_attempt_failed", query_id=run.query.query_id,
-                            attempt=run.attempts, error=run.last_error)
-            except AskAnotherError as exc:
-                return _failed(run.query.query_id, str(exc))
 
-    async def _execute(self) -> RawResult:
-        run = self.run
-        watcher = _Watcher(self._update)
-        turn = await self._turn(run.messages, watcher)
-        notes = []
+async def _execute(query: Query, schema: ResultSchema, messages: list[Message], shared: Shared,
+                   update: Callable[[str], None], attempt: int) -> RawResult:
+    watcher = _Watcher(update)
+    turn = await _turn(shared, messages, watcher)
+    notes = []
+    try:
+        data, sources = check_answer(turn.text, schema)
+    except AnswerInvalid as first:
+        update("repairing the answer")
+        log.info("sequential.repair", query_id=query.query_id, problems=str(first))
+        repair = [*messages, *turn.messages,
+                  {"role": "user", "content": REPAIR.format(problems=first)}]
+        second = await _turn(shared, repair, watcher)
+        turn.calls.extend(second.calls)
         try:
-            data, sources = check_answer(turn.text, run.schema)
-        except AnswerInvalid as first:
-            self._update("repairing the answer")
-            log.info("sequential.repair", query_id=run.query.query_id, problems=str(first))
-            repair = [*run.messages, *turn.messages,
-                      {"role": "user", "content": REPAIR.format(problems=first)}]
-            second = await self._turn(repair, watcher)
-            turn.calls.extend(second.calls)
-            try:
-                data, sources = check_answer(second.text, run.schema)
-            except AnswerInvalid as again:
-                return _failed(run.query.query_id, "the answer did not fill the result schema, "
-                               f"even after one repair: {again}")
-            notes.append("answer repaired once")
-        sources = _with_read_sources(sources, turn)
-        titles = search_titles(turn.calls)
-        sources = [msgspec.structs.replace(s, title=titles[s.url]) if s.url in titles and (
-            s.title == s.url) else s for s in sources]
-        reads = sum(1 for c in turn.calls if c.tool == READ_ARTICLE_NAME
-                    and c.status == "completed")
-        if reads:
-            notes.append(f"{reads} article(s) read")
-        if run.attempts > 1:
-            notes.append(f"attempt {run.attempts}")
-        return RawResult(query_id=run.query.query_id, success=True, data=data, sources=sources,
-                         execution_notes="; ".join(notes) or None)
+            data, sources = check_answer(second.text, schema)
+        except AnswerInvalid as again:
+            return _failed(query.query_id, "the answer did not fill the result schema, "
+                           f"even after one repair: {again}")
+        notes.append("answer repaired once")
+    sources = _with_read_sources(sources, turn)
+    titles = search_titles(turn.calls)
+    sources = [msgspec.structs.replace(s, title=titles[s.url]) if s.url in titles and (
+        s.title == s.url) else s for s in sources]
+    reads = sum(1 for c in turn.calls if c.tool == READ_ARTICLE_NAME
+                and c.status == "completed")
+    if reads:
+        notes.append(f"{reads} article(s) read")
+    if attempt > 1:
+        notes.append(f"attempt {attempt}")
+    return RawResult(query_id=query.query_id, success=True, data=data, sources=sources,
+                     execution_notes="; ".join(notes) or None)
 
-    async def _turn(self, messages: list[Message], watcher: _Watcher) -> TurnResult:
-        shared = self.shared
 
-        async def model_call(history: list[Message], definitions: list[dict[str, object]],
-                             _on_delta: Callable[[str], Awaitable[None]] | None) -> Any:
-            await shared.check_budget()  # a ceiling reached: this query stops before the call
-            result = await shared.gateway.completion(
-                shared.entry, messages=history, tools=definitions or None,
-                timeout=shared.config.timeout)
-            shared.usage.add(result.usage)
-            return result
+async def _turn(shared: Shared, messages: list[Message], watcher: _Watcher) -> TurnResult:
+    async def model_call(history: list[Message], definitions: list[dict[str, object]],
+                         _on_delta: Callable[[str], Awaitable[None]] | None) -> Any:
+        await shared.check_budget()  # a ceiling reached: this query stops before the call
+        result = await shared.gateway.completion(
+            shared.entry, messages=history, tools=definitions or None,
+            timeout=shared.config.timeout)
+        shared.usage.add(result.usage)
+        return result
 
-        return await run_turn(model_call, messages, shared.tools, policy=shared.policy,
-                              interaction=watcher, max_rounds=MAX_ROUNDS)
-
-    async def handle_info(self, msg: Any) -> None:
-        match msg:
-            case TaskDone(value=RawResult() as result):
-                self.run.done = True
-                try:
-                    self.shared.outbox.send_nowait(QueryDone(result))
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-                self.stop()
-            case TaskDone() | TaskCancelled():
-                self.stop()
-            case _:
-                await super().handle_info(msg)
-
-    async def terminate(self, reason: ExitReason) -> None:
-        if isinstance(reason, Crash) and not self.run.done:
-            # Kept for the next run, which retries or (bound reached) reports the query failed.
-            self.run.last_error = _describe(reason.exception)
-            log.warning("sequential.query_crashed", query_id=self.run.query.query_id,
-                        attempt=self.run.attempts, error=self.run.last_error)
+    return await run_turn(model_call, messages, shared.tools, policy=shared.policy,
+                          interaction=watcher, max_rounds=MAX_ROUNDS)
 
 
 def _failed(query_id: str, error: str) -> RawResult:
@@ -723,40 +653,31 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
                f"({made_by})", plan_id=plan.plan_id, execution_order=plan.execution_order,
                plan_source="template" if fallback else "model", usage=ctx.usage.as_dict())
     tools = research_tools(ctx)
-    send, receive = trio.open_memory_channel[QueryUpdate | QueryDone](math.inf)
     shared = Shared(entry=ctx.entry, gateway=ctx.gateway, config=ctx.config, tools=tools,
-                    policy=ctx.config.permissions, outbox=send, usage=ctx.usage,
+                    policy=ctx.config.permissions, usage=ctx.usage,
                     check_budget=ctx.check_budget)
     results: dict[str, RawResult] = {}
     progress = _Progress(ctx, len(plan.execution_order))
-    # Each query can crash at most QUERY_ATTEMPTS times (each crash is one restart), so this
-    # bound is never reached by the queries' own failures; it only catches a runaway loop.
-    restarts = QUERY_ATTEMPTS * len(plan.queries) + 1
-    with send, receive:
-        async with open_dynamic_supervisor(max_restarts=restarts, max_seconds=3600) as queries_sup:
-            for progress.phase, phase in enumerate(plan.execution_order, 1):
-                await _within_budget(ctx, plan, results, fallback)
-                for query_id in phase:
-                    progress.states[query_id] = "queued"
-                progress.show()
-                for query_id in phase:
-                    query = queries[query_id]
-                    run = QueryRun(query=query, schema=schemas[query_id],
-                                   messages=query_messages(ctx.query, query, schemas[query_id],
-                                                           tools, results))
-                    await queries_sup.start_child(ChildSpec(
-                        id=query_id, start=Start(QueryWorker, (run, shared)),
-                        restart="transient", shutdown=1.0))
-                pending = set(phase)
-                while pending:
-                    match await receive.receive():
-                        case QueryUpdate(query_id=query_id, state=state):
-                            if query_id in pending:
-                                progress.show(query_id, state)
-                        case QueryDone(result=result):
-                            results[result.query_id] = result
-                            pending.discard(result.query_id)
-                            progress.show(result.query_id, _outcome(result))
+
+    async def one(query_id: str, messages: list[Message]) -> None:
+        def update(state: str) -> None:
+            progress.show(query_id, state)
+
+        result = await run_query(queries[query_id], schemas[query_id], messages, shared, update)
+        results[query_id] = result
+        progress.show(query_id, _outcome(result))
+
+    for progress.phase, phase in enumerate(plan.execution_order, 1):
+        await _within_budget(ctx, plan, results, fallback)
+        for query_id in phase:
+            progress.states[query_id] = "queued"
+        progress.show()
+        # Every query of the phase at once; each sees the findings of the phases before.
+        prompts = {query_id: query_messages(ctx.query, queries[query_id], schemas[query_id],
+                                            tools, results) for query_id in phase}
+        async with trio.open_nursery() as nursery:
+            for query_id in phase:
+                nursery.start_soon(one, query_id, prompts[query_id])
     await _within_budget(ctx, plan, results, fallback)
     ctx.report("writing the executive summary", usage=ctx.usage.as_dict())
     return await _compile(ctx, plan, results, fallback)

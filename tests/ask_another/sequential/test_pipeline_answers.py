@@ -1,5 +1,5 @@
 """The pipeline's pure parts: answer validation (what triggers a repair), source renumbering
-across queries, the topic cut and the prompts."""
+across queries, the topic cut and the prompts; and one query's attempt loop."""
 
 from __future__ import annotations
 
@@ -7,15 +7,20 @@ import json
 
 import pytest
 
+from ask_another.config import Config
+from ask_another.gateway import CompletionResult, Usage
 from ask_another.interaction import ToolRegistry
 from ask_another.research.methods.sequential import (
     MAX_TOPIC,
     AnswerInvalid,
+    Shared,
     check_answer,
     query_messages,
     renumber,
+    run_query,
     topic_of,
 )
+from ask_another.research.usage import JobUsage
 from ask_another.sequential import PlanRequest, RawResult, build_plan, compile_report
 from ask_another.sequential.contracts import Citation, CompileRequest
 
@@ -118,3 +123,47 @@ def test_prompts_carry_the_schema_the_question_and_earlier_findings():
     assert user["content"].startswith("Research question: Where is photonic computing going?")
     assert f"Query {q5.query_id} (future_outlook)" in user["content"]
     assert '"current_status": "booming"' in user["content"]
+
+
+class _BuggyGateway:
+    """A gateway whose call raises what no provider error is (a bug in our code): nothing real
+    raises it, so this is the one stand-in."""
+
+    def __init__(self, answers: list[str]) -> None:
+        self.calls = 0
+        self.answers = answers
+
+    async def completion(self, *_: object, **__: object) -> object:
+        self.calls += 1
+        if self.calls <= 1 or not self.answers:
+            raise RuntimeError("boom")
+        return CompletionResult(text=self.answers.pop(0), model="m", usage=Usage())
+
+
+async def _run_one(gateway: _BuggyGateway) -> tuple[RawResult, list[str]]:
+    config = Config.from_env({"MODEL_SIM": "openai/m;sk-x", "ASK_ANOTHER_POLL_SECONDS": "0.01"})
+
+    async def within_budget() -> None:
+        return None
+
+    shared = Shared(entry=config.models[0], gateway=gateway, config=config,  # type: ignore[arg-type]
+                    tools=ToolRegistry(), policy=config.permissions, usage=JobUsage(),
+                    check_budget=within_budget)
+    states: list[str] = []
+    query = next(q for q in PLAN.queries if q.query_id == "q1")
+    result = await run_query(query, Q1, [{"role": "user", "content": "go"}], shared,
+                             states.append)
+    return result, states
+
+
+async def test_a_bug_in_one_query_costs_an_attempt_and_never_escapes_its_task():
+    # The query's attempt loop takes a bug as it takes a transient error: the next attempt
+    # runs, and the answer it gets is the query's (it was a crash and a supervisor restart).
+    result, states = await _run_one(_BuggyGateway([answer()]))
+    assert result.success and result.execution_notes == "attempt 2"
+    assert states[:3] == ["running", "attempt 2", "running"]
+    # A bug every time: a failed result naming it after the attempts, not an exception.
+    result, _ = await _run_one(_BuggyGateway([]))
+    assert not result.success
+    assert result.error == ("gave up after 2 attempts; the last one failed with: internal "
+                            "error (RuntimeError: boom)")
