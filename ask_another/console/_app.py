@@ -42,6 +42,7 @@ from ask_another.console._session import (
 )
 from ask_another.console._spending import PERIODS, chart_svg, spending, spending_csv
 from ask_another.errors import AskAnotherError, error_text
+from ask_another.interaction.router import MAX_DENY_MESSAGE
 from ask_another.interaction.types import ALLOW, Deny
 from ask_another.logs import get_logger
 from ask_another.research import ResearchJobs, UnknownJob
@@ -342,9 +343,10 @@ class Console:
         if request.method == "POST":
             form = await request.form()
             answer = str(form.get("answer") or "")
+            reason = str(form.get("reason") or "").strip()[:MAX_DENY_MESSAGE] or None
             try:
                 said = await self._answer(jobs, found[0] if found else None, job_id, call_id,
-                                          answer)
+                                          answer, reason)
             except AskAnotherError as exc:
                 said = error_text(exc)
             log.info("console.answer", job_id=job_id, tool_call_id=call_id, answer=answer,
@@ -356,9 +358,10 @@ class Console:
         return self.render(request, session, "approval", job=record, question=found[0])
 
     async def _answer(self, jobs: ResearchJobs, question: Pending | None, job_id: str,
-                      call_id: str, answer: str) -> str:
+                      call_id: str, answer: str, reason: str | None = None) -> str:
         """Answer the question; *always allow* / *always deny* (a permission of the user's own
-        job) also stores the standing rule for its tool, which their next jobs apply."""
+        job) also stores the standing rule for its tool, which their next jobs apply. A denial
+        carries `reason`, which the model is told."""
         if answer.startswith("option:"):
             return await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
         standing = {"always-allow": "allow", "always-deny": "deny"}.get(answer)
@@ -366,15 +369,15 @@ class Console:
             if question is None or not question.standing_for(jobs.user):
                 return "Only a permission request of your own job can be answered always"
             said = await jobs.answer_permission(
-                job_id, call_id, ALLOW if standing == "allow" else Deny("rejected"))
+                job_id, call_id, ALLOW if standing == "allow" else Deny("rejected", reason))
             await set_rule(await self.runtime.database(), jobs.user.id, question.tool,
                            "allow" if standing == "allow" else "deny")
             return (f"{said} From now on your jobs {standing} {question.tool} without asking "
                     "(the approvals page lists it; revoke it there)")
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
-        return await jobs.answer_permission(job_id, call_id,
-                                            ALLOW if answer == "allow" else Deny("rejected"))
+        return await jobs.answer_permission(
+            job_id, call_id, ALLOW if answer == "allow" else Deny("rejected", reason))
 
 
     # ----- spending ---------------------------------------------------------------------------

@@ -158,14 +158,16 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
                  auth: AuthSettings | None = None,
                  token_verifier: TokenVerifier | None = None,
                  opened: Runtime | Unavailable | None = None,
-                 metrics: Any = None) -> MCPServer[ServerState]:
+                 metrics: Any = None, console_url: str | None = None
+                 ) -> MCPServer[ServerState]:
     """The MCP server with every tool registered; its lifespan opens the runtime
     (`open_lifespan`), or holds `opened`, a lifespan its caller opened and closes, in the
     server's one `ServerState`.
 
     `auth` and `token_verifier` are for Streamable HTTP (server/http.py, server/auth.py); stdio
     has no authentication: the user who started the process is the caller. `metrics` (a
-    `console.Metrics`, for /metrics) counts every tool call and its latency.
+    `console.Metrics`, for /metrics) counts every tool call and its latency; `console_url` is
+    where the console served with it is (`ServerState.console_url`).
 
     Provider calls run in the gateway's worker process (runtime.py picks the transport), so
     this process never imports litellm.
@@ -186,7 +188,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
             async with trio.open_nursery() as nursery:
                 if isinstance(state, Runtime):
                     nursery.start_soon(updates.run, state)
-                yield ServerState(state)
+                yield ServerState(state, console_url=console_url)
                 nursery.cancel_scope.cancel()
 
     server = _Server(

@@ -456,7 +456,8 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
 
         metrics = Metrics()
         server = build_server(config, auth=auth.settings, token_verifier=auth.verifier,
-                              opened=opened, metrics=metrics)
+                              opened=opened, metrics=metrics,
+                              console_url=console_url(resource_url))
         server.custom_route(METRICS_PATH, methods=["GET"], include_in_schema=False)(
             MetricsRoute(opened, metrics, auth.verifier).respond)
 
@@ -479,6 +480,16 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
                                                    allow_stop=console_allow_stop))
         app = Drain(mcp_app)
         await _serve(app, sock, config, local_url, resource_url, auth.describe)
+
+
+def console_url(resource_url: str) -> str:
+    """The console's root beside the MCP endpoint `resource_url` (the public URL when set):
+    `https://ask.example.com/mcp` -> `https://ask.example.com/console`."""
+    from ask_another.console import ROOT
+
+    parts = urlsplit(resource_url)
+    base = parts.path.removesuffix("/").removesuffix(MCP_PATH)
+    return f"{parts.scheme}://{parts.netloc}{base}{ROOT}"
 
 
 def console_mount(config: Config, runtime: Runtime, auth: HttpAuth, *, no_auth: bool,

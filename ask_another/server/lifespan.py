@@ -55,6 +55,9 @@ class ServerState:
     confirmations: dict[str, float] = field(default_factory=dict, repr=False)
     """When each consensus call awaiting a spend confirmation asked it, by its arguments, so an
     answer in a later 2026-07-28 round can be found too late (server/tools/confirm.py)."""
+    console_url: str | None = None
+    """The console's root as people reach it (`serve --http`: ``.../console``), for the
+    approval links the tools show; None where no console is served with this server."""
 
     @property
     def runtime(self) -> Runtime:

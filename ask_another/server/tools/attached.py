@@ -115,13 +115,24 @@ def _key(user: str | None, model: str, query: str, timeout: float, method: str, 
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def waiting_text(job_id: str, waiting: Sequence[Question]) -> str:
-    """What a job waits for, with the tool call that answers it (progress and check_research)."""
+def approval_link(console_url: str | None, job_id: str, tool_call_id: str) -> str:
+    """"; the user can answer it at URL" for a server with a console (its approval page,
+    console/_app.py), else ""."""
+    if console_url is None:
+        return ""
+    return f"; the user can also answer it at {console_url}/approvals/{job_id}/{tool_call_id}"
+
+
+def waiting_text(job_id: str, waiting: Sequence[Question], console_url: str | None = None
+                 ) -> str:
+    """What a job waits for, with the tool call that answers it (progress and check_research),
+    and each question's approval link where a console is served (`console_url`)."""
     lines = []
     for q in waiting:
         answer = (f"tool_call_id '{q.tool_call_id}', expires {q.expires_text}: answer with "
                   f"answer_permission(job_id='{job_id}', tool_call_id='{q.tool_call_id}', "
-                  "decision='allow' or 'deny')")
+                  "decision='allow' or 'deny')"
+                  f"{approval_link(console_url, job_id, q.tool_call_id)}")
         match q.request:
             case PermissionRequest() as r:
                 lines.append(
@@ -138,7 +149,7 @@ def waiting_text(job_id: str, waiting: Sequence[Question]) -> str:
                     f"an answer to the question {r.prompt!r}, options {options}; tool_call_id "
                     f"'{q.tool_call_id}', expires {q.expires_text}: answer with "
                     f"answer_choice(job_id='{job_id}', tool_call_id='{q.tool_call_id}', "
-                    "option_id=...)")
+                    f"option_id=...){approval_link(console_url, job_id, q.tool_call_id)}")
     return "; ".join(lines)
 
 

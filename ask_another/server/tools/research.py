@@ -22,10 +22,11 @@ from ask_another.interaction.types import ALLOW, Deny, SpendRequest
 from ask_another.research import CancelOutcome
 from ask_another.research.methods.provider import is_gemini_agent
 from ask_another.research.usage import usage_text
-from ask_another.server.context import runtime_of, tool_errors, user_of
+from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
 from ask_another.server.lifespan import ServerState
 from ask_another.server.tools.attached import (
     Attachment,
+    approval_link,
     attachment,
     finish,
     last_step,
@@ -146,8 +147,10 @@ def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX
     return json.dumps(body, indent=2, ensure_ascii=False)
 
 
-def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """One job for check_research: the result when completed, else its state."""
+def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
+             console_url: str | None = None) -> str:
+    """One job for check_research: the result when completed, else its state (what it waits
+    for with its approval links, on a server with a console at `console_url`)."""
     if record.status == "completed":
         return result_json(record, offset, max_chars)
     elapsed = record.elapsed(time.time())
@@ -161,7 +164,7 @@ def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CH
         lines.append(f"Usage {'in total' if record.finished else 'so far'}: "
                      f"{usage_text(usage)}.")
     if record.waiting_for and not record.finished:
-        lines.append(f"Waiting for {waiting_text(record.id, record.waiting_for)}.")
+        lines.append(f"Waiting for {waiting_text(record.id, record.waiting_for, console_url)}.")
     calls = record.detail.get("tool_calls")
     if calls:
         lines.append("Tool calls: " + "; ".join(
@@ -190,8 +193,9 @@ def background_text(record: JobRecord, waited: float) -> str:
             "rather than waiting in one long call.")
 
 
-def unconfirmed_text(record: JobRecord) -> str | None:
-    """For a job still waiting for its spend to be confirmed: its estimate and how to confirm."""
+def unconfirmed_text(record: JobRecord, console_url: str | None = None) -> str | None:
+    """For a job still waiting for its spend to be confirmed: its estimate and how to confirm
+    (and its approval link, on a server with a console at `console_url`)."""
     spend = next((q for q in record.waiting_for if isinstance(q.request, SpendRequest)), None)
     if spend is None or record.finished:
         return None
@@ -202,7 +206,7 @@ def unconfirmed_text(record: JobRecord) -> str | None:
             f"Nothing has been spent. Ask the user; if they agree, call answer_permission("
             f"job_id='{record.id}', tool_call_id='{spend.tool_call_id}', decision='allow') (or "
             f"decision='deny' to drop it) before {spend.expires_text}: no answer by then "
-            "means deny.")
+            f"means deny{approval_link(console_url, record.id, spend.tool_call_id)}.")
 
 
 def cancel_text(outcome: CancelOutcome) -> str:
@@ -265,14 +269,16 @@ def register(server: MCPServer[ServerState]) -> None:
                 raise AskAnotherError(f"Research job {final.id} failed: {final.error} {estimate}")
             if final.status == "cancelled":
                 return f"Research job {final.id} was cancelled before it finished. {estimate}"
-            unconfirmed = unconfirmed_text(final)
+            console_url = state_of(ctx).console_url
+            unconfirmed = unconfirmed_text(final, console_url)
             if unconfirmed is not None:
                 return unconfirmed
             waiting = final.waiting_for
             # A client without elicitation: the call to make, at once.
             if waiting and not final.finished:
                 return (f"Research job {final.id} ({final.model}) waits for "
-                        f"{waiting_text(final.id, waiting)}. Ask the user, then make that call; "
+                        f"{waiting_text(final.id, waiting, console_url)}. Ask the user, then "
+                        "make that call; "
                         f"the job goes on in the background meanwhile (check_research with "
                         f"job_id='{final.id}' shows what it waits for and, later, the report). "
                         f"{estimate}")
@@ -329,7 +335,8 @@ def register(server: MCPServer[ServerState]) -> None:
                 # user's, no column).
                 return jobs_table(records, user.admin
                                   and any(r.user_id is not None for r in records))
-            return job_text(await jobs.get(job_id.strip()), offset, max_chars)
+            return job_text(await jobs.get(job_id.strip()), offset, max_chars,
+                            state_of(ctx).console_url)
 
     @server.tool(name="cancel_research", description=CANCEL, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,

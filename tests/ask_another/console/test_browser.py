@@ -166,7 +166,13 @@ def test_an_approval_link_opens_its_request_after_login_and_then_says_it_expired
     sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
                                           id="call-1")]), Reply("done without it")])
     job = start_agent(served, tokens["alice"])
-    link = f"/console/approvals/{job}/call-1"
+    # check_research shows the request's link.
+    waiting = mcp(served.mcp, tokens["alice"], "check_research", job_id=job)
+    found = re.search(r"the user can also answer it at (\S+/console/approvals/\S+?)[.;]",
+                      waiting)
+    assert found, waiting
+    link = found.group(1).removeprefix(served.base)
+    assert link == f"/console/approvals/{job}/call-1"
     # Opened before logging in: the login page brings the person back to it.
     log_in(page, served, tokens["alice"], link)
     expect(page).to_have_url(served.base + link)

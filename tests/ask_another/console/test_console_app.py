@@ -4,6 +4,7 @@ approval links; the browser tests (test_browser.py) drive the same pages in Chro
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -382,3 +383,22 @@ async def test_with_no_auth_every_visitor_is_the_local_user_and_forms_still_need
         client.cookies = page.cookies
         refused = await client.post("/runtime/kill", data={"process": "store"})
         assert refused.status_code == 403 and "CSRF" in refused.text
+
+
+async def test_a_denial_with_a_reason_reaches_the_models_next_turn(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["alice"])
+        page = await client.get(f"/approvals/{job}/call-1")
+        assert "the model reads it" in page.text
+        answered = await client.post(f"/approvals/{job}/call-1", data={
+            "answer": "deny", "reason": "read the official changelog instead",
+            "csrf": csrf_of(page.text)})
+        assert "was%20denied" in answered.headers["location"]
+        done = await s.runtime.jobs.wait(job, timeout=30)
+        assert done.status == "completed"
+        last = [r for r in sim.requests if r.path.endswith("/chat/completions")][-1]
+        told = json.dumps(last.json["messages"][-1])
+        assert "The user said: read the official changelog instead" in told
