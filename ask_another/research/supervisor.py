@@ -176,6 +176,7 @@ class JobOwner(Actor):
         await heartbeat(self.store, self.lease, on_renewed=self._renewed,
                         on_requests=self._requests, on_expired=self._take_over,
                         on_fenced=self._fence, on_unfenced=self._unfence,
+                        slow_is_away=self.store.db.dialect == "postgres",
                         statistics=self.statistics)
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:

@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from ask_another.config import DatabaseUrl
-from ask_another.errors import StoreError
+from ask_another.errors import StoreError, StoreUnavailable
 from ask_another.research.lease import REQUEST_POLL, Lease, heartbeat
 from ask_another.store import open_database
 from ask_another.store.jobs import (
@@ -46,10 +46,13 @@ class MemoryJobStore:
         # While set, every statement hangs until the database is back (`back.set()`): the
         # hardest outage for a heartbeat, which then cannot even count its failures.
         self.back: trio.Event | None = None
+        self.unreachable = False  # every statement fails as a server that is down does
 
     async def _reachable(self) -> None:
         if self.back is not None:
             await self.back.wait()
+        if self.unreachable:
+            raise StoreUnavailable("cannot reach the database: no connection within 5 s")
 
     async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
         await trio.lowlevel.checkpoint()
@@ -313,3 +316,36 @@ async def test_an_owner_that_cannot_renew_stops_its_jobs_before_another_can_take
     else:
         assert runs[0][0] == "a" and runs[0][2] == pytest.approx(10.0 + lease_a.fence_after)
         assert runs[-1][2] is None  # the job runs again, on one node
+
+
+async def test_a_slow_renewal_on_sqlite_is_load_and_fences_nothing_an_unreachable_one_does(
+    autojump_clock: trio.testing.MockClock
+):
+    # A renewal queued behind a burst of writes (SQLite: one machine, a file that cannot be
+    # unreachable) fenced a 1,300-job burst twice with 3 s leases, failing every job that cannot
+    # resume. Without `slow_is_away`, only a database that fails as unreachable is fenced.
+    store = MemoryJobStore()
+    lease = Lease("a", 15.0, wall=trio.current_time)
+    store.jobs["j"] = running_job("j", "a", lease.until())
+    fenced_at: list[float] = []
+
+    async def fenced() -> None:
+        fenced_at.append(trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(functools.partial(
+            heartbeat, store, lease, on_renewed=nothing, on_requests=nothing,
+            on_expired=nothing, on_fenced=fenced, slow_is_away=False))
+        await trio.sleep(10.5)
+        store.back = trio.Event()  # every statement hangs for 20 s: slow, not away
+        await trio.sleep(20.0)
+        store.back.set()
+        store.back = None
+        await trio.sleep(10.0)
+        assert fenced_at == []
+        renewed = store.renewals[-1][0]
+        store.unreachable = True
+        await trio.sleep(20.0)
+        nursery.cancel_scope.cancel()
+    assert len(fenced_at) == 1  # once, by the fence rule: before the lease could lapse
+    assert renewed + lease.fence_after <= fenced_at[0] < renewed + lease.seconds
