@@ -153,9 +153,17 @@ def waiting_text(job_id: str, waiting: Sequence[Question], console_url: str | No
     return "; ".join(lines)
 
 
-def asked_of(job_id: str, q: Question) -> Asked:
+def asked_of(job_id: str, q: Question, console_url: str | None = None) -> Asked:
     """The form that puts `q` to a person: an attached call's elicitation, and an MCP Task's
-    input request (server/tasks.py)."""
+    input request (server/tasks.py); with the console's approval link where one is served."""
+    asked = _asked_of(job_id, q)
+    if console_url is None:
+        return asked
+    return Asked(asked.tool_call_id, asked.kind, f"{asked.message}. Or answer it at "
+                 f"{console_url}/approvals/{job_id}/{q.tool_call_id}", asked.schema)
+
+
+def _asked_of(job_id: str, q: Question) -> Asked:
     match q.request:
         case PermissionRequest() as r:
             message = (f"Research job {job_id} asks to run the tool {r.tool} (class "
@@ -253,6 +261,7 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
     final: JobRecord | None = None
     waits_for_a_person = False
     asking = can_elicit(ctx)
+    console_url = state_of(ctx).console_url
     with trio.CancelScope() as scope:
 
         async def progress(update: JobUpdate) -> None:
@@ -260,7 +269,7 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
             fresh = [q for q in update.waiting_for
                      if (q.tool_call_id, q.kind) not in att.asked_keys()]
             if elicit and fresh:
-                found = asked_of(att.record.id, fresh[0])
+                found = asked_of(att.record.id, fresh[0], console_url)
                 scope.cancel()
                 return
             if not asking and update.waiting_for:
@@ -268,7 +277,7 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
                 scope.cancel()
                 return
             await ctx.report_progress(min(time.monotonic() - att.began, att.timeout),
-                                      att.timeout, progress_text(update))
+                                      att.timeout, progress_text(update, console_url))
 
         final = await jobs.wait(att.record.id, remaining, on_progress=progress)
     if found is not None:
@@ -278,13 +287,13 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
     return Finished(final if final is not None else await jobs.get(att.record.id))
 
 
-def progress_text(update: JobUpdate) -> str:
+def progress_text(update: JobUpdate, console_url: str | None = None) -> str:
     text = (f"job {update.job_id} {update.status.replace('_', ' ')}, {update.elapsed:.0f} s: "
             f"{update.step or 'starting'}")
     if update.detail.get("tail"):
         text += f" …{update.detail['tail'][-80:]}"
     if update.waiting_for:
-        text += f". Waiting for {waiting_text(update.job_id, update.waiting_for)}"
+        text += f". Waiting for {waiting_text(update.job_id, update.waiting_for, console_url)}"
     return text
 
 

@@ -10,14 +10,18 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import trio
-from http_server import http_server, process_env
+from http_server import http_client_for, http_server, process_env
+from mcp.types import ElicitResult
 from stdio_server import REPO
+from tool_results import call
 
 from ask_another.server.auth import TokensFile
+from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
 
 pytestmark = pytest.mark.slow  # starts real server processes
 
@@ -98,3 +102,28 @@ async def test_serve_http_serves_the_console_behind_its_tokens(tmp_path: Path):
         assert metrics.status_code == 200
         assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
         assert 'ask_another_process_restarts{process="gateway"} 0.0' in metrics.text
+
+
+async def test_an_elicited_question_on_serve_http_carries_its_approval_link(
+    sim: Simulator, tmp_path: Path
+):
+    home = tmp_path / "home"
+    token = TokensFile(home / "tokens.json").add("alice")
+    env = {"ASK_ANOTHER_HOME": str(home), "MODEL_SIM": f"openai/m1;sk-test-LINK;{sim.openai_base}",
+           "ASK_ANOTHER_PERMISSIONS": "read=ask", "ASK_ANOTHER_CONFIRM_USD": "1000"}
+    asked: list[str] = []
+
+    async def allow(_ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"decision": "allow"})
+
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("allowed by elicitation")])
+    async with http_server(env, tmp_path / "stderr.log") as server, \
+            http_client_for(server.url, token, "legacy", elicitation_callback=allow) as client:
+        error, text = await call(client, "start_research", model="sim", query="q",
+                                 method="agent", timeout=120)
+        assert not error and "allowed by elicitation" in text, text
+    (message,) = asked
+    assert re.search(rf"Or answer it at {re.escape(server.base)}/console/approvals/"
+                     r"r-[0-9a-f]{10}/call-1$", message), message
