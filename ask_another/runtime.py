@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+from ask_another.calls import MAX_TIMEOUT, CallSettings
 from ask_another.catalog import Catalog, model_map
 from ask_another.config import Config, DatabaseUrl
 from ask_another.consensus import Consensus
@@ -64,7 +65,6 @@ __all__ = ["MAX_TIMEOUT", "Runtime", "open_runtime"]
 
 log = get_logger("ask_another.runtime")
 
-MAX_TIMEOUT = 3600.0
 
 
 @dataclass
@@ -131,12 +131,7 @@ class Runtime:
         0.0-2.0 or a timeout outside (0, 3600], and `ProviderError`s from the provider.
         """
         entry = self.config.resolve(model)
-        if temperature is not None and not 0.0 <= temperature <= 2.0:
-            raise InvalidArgument(f"temperature must be between 0.0 and 2.0, got {temperature:g}")
-        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
-            raise InvalidArgument(
-                f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
-            )
+        settings = CallSettings(temperature, timeout)
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
         self.config.check_size("prompt", prompt)
@@ -144,8 +139,8 @@ class Runtime:
         log.debug("completion.started", model=entry.model)
         gateway = await self.gateway()
         result = await gateway.completion(
-            entry, prompt, system=system, temperature=temperature,
-            timeout=timeout if timeout is not None else self.config.timeout,
+            entry, prompt, system=system, temperature=settings.temperature,
+            timeout=settings.timeout_or(self.config.timeout),
             tools=tools, on_delta=on_delta,
         )
         await record_call(self.services, "completion", entry.model, result.usage,
@@ -228,18 +223,15 @@ class Runtime:
                 raise InvalidArgument("the prompt is empty")
             messages = [{"role": "system", "content": system}] if system else []
             messages.append({"role": "user", "content": prompt})
-        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
-            raise InvalidArgument(
-                f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
-            )
+        settings = CallSettings(temperature, timeout)
         gateway = await self.gateway()
 
         async def spent(result: CompletionResult) -> None:
             await record_call(self.services, "completion", entry.model, result.usage,
                               Purpose(tool="run_turn"))
 
-        call = gateway_model(gateway, entry, temperature=temperature,
-                             timeout=timeout if timeout is not None else self.config.timeout,
+        call = gateway_model(gateway, entry, temperature=settings.temperature,
+                             timeout=settings.timeout_or(self.config.timeout),
                              on_result=spent)
         return await run_turn(call, messages, self.tools(tools, gateway=gateway),
                               policy=policy if policy is not None else self.config.permissions,

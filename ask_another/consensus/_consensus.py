@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 import trio
 
+from ask_another.calls import CallSettings
 from ask_another.config import ModelEntry
 from ask_another.consensus._panel import (
     MAX_MODELS,
@@ -61,11 +62,10 @@ from ask_another.store.conversations import (
 )
 from ask_another.users import LOCAL_USER, User
 
-__all__ = ["MAX_TIMEOUT", "SYNTHESIS_PROMPT", "Confirm", "Consensus", "OnAnswer", "panel_text"]
+__all__ = ["SYNTHESIS_PROMPT", "Confirm", "Consensus", "OnAnswer", "panel_text"]
 
 log = get_logger("ask_another.consensus")
 
-MAX_TIMEOUT = 3600.0
 
 OnAnswer = Callable[[Answer, int, int], Awaitable[None]]
 """Called as each seat's call ends: ``(answer, how many have ended, panel size)``."""
@@ -234,13 +234,8 @@ class Consensus:
         self.services.config.check_size("system prompt", system)
         seats = self.seats(models, stances)
         synthesizer = self.services.config.resolve(synthesize) if synthesize else None
-        if temperature is not None and not 0.0 <= temperature <= 2.0:
-            raise InvalidArgument(f"temperature must be between 0.0 and 2.0, got {temperature:g}")
-        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
-            raise InvalidArgument(
-                f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
-            )
-        seconds = timeout if timeout is not None else self.services.config.timeout
+        settings = CallSettings(temperature, timeout)
+        seconds = settings.timeout_or(self.services.config.timeout)
         record, history = await self._thread(conversation_id, seats, system)
         if system is not None:
             record = msgspec.structs.replace(record, system=system or None)

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 import trio
 
+from ask_another.calls import CallSettings
 from ask_another.config import MODEL_PREFIX, Config
 from ask_another.conversations._actor import (
     STARTER,
@@ -55,10 +56,9 @@ from ask_another.store.conversations import (
 from ask_another.users import LOCAL_USER, User
 from supervisors import ActorExited, ActorRef, Crash, MailboxFull, Normal, SupervisorError
 
-__all__ = ["DISCUSS_PROMPT", "MAX_TIMEOUT", "Conversations", "allowed_conversation"]
+__all__ = ["DISCUSS_PROMPT", "Conversations", "allowed_conversation"]
 
 DISCUSS_PROMPT: Final = "Please summarize and discuss this article."
-MAX_TIMEOUT: Final = 3600.0
 # An actor may stop for idleness between being found and receiving the turn: find it again.
 _WAKE_ATTEMPTS: Final = 5
 
@@ -164,15 +164,7 @@ class Conversations:
     # ----- internals -------------------------------------------------------------------------
 
     def _timeout(self, timeout: float | None, temperature: float | None) -> float:
-        if temperature is not None and not 0.0 <= temperature <= 2.0:
-            raise InvalidArgument(f"temperature must be between 0.0 and 2.0, got {temperature:g}")
-        if timeout is None:
-            return self.config.timeout
-        if not 0 < timeout <= MAX_TIMEOUT:
-            raise InvalidArgument(
-                f"timeout must be more than 0 and at most {MAX_TIMEOUT:g} seconds, got {timeout:g}"
-            )
-        return timeout
+        return CallSettings(temperature, timeout).timeout_or(self.config.timeout)
 
     async def _take(self, model: str, conversation_id: str | None, turn: Turn) -> TurnOutcome:
         entry = self.config.resolve(model)

@@ -87,7 +87,7 @@ from ask_another.research.questions import Expired, Questions
 from ask_another.research.retry import TRANSIENT, backoff
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
-from ask_another.spend.before import estimate_research
+from ask_another.spend.before import estimate_research, stored_estimate
 from ask_another.spend.budget import check_budget
 from ask_another.spend.confirm import needs_confirmation, not_confirmed_text
 from ask_another.store.jobs import (
@@ -417,11 +417,14 @@ class ResearchJob(Actor):
         embedding host's Interaction is asked through its one permission callback instead, as
         the call `confirm_spend`. A denial or an expiry fails the job with nothing spent."""
         limit = self.services.config.confirm_usd
-        try:
-            estimate = await estimate_research(self.services, model, stored.query,
-                                               stored.method)
-        except AskAnotherError:
-            return None  # no estimate: nothing to confirm
+        estimate = stored_estimate(stored.detail)  # made once, when the job was started
+        if estimate is None:  # a job stored before estimates were kept with it
+            try:
+                estimate = await estimate_research(
+                    self.services, self.services.model(model, stored.entry), stored.query,
+                    stored.method)
+            except AskAnotherError:
+                return None  # no estimate: nothing to confirm
         if not needs_confirmation(self.services, estimate):
             return None
         log.info("research.confirm_spend", job_id=stored.id, estimate_usd=estimate.known_usd)

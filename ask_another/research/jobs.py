@@ -53,8 +53,9 @@ from ask_another.research.messages import (
 from ask_another.research.methods import DEPTHS, METHODS
 from ask_another.research.methods.agent import is_deep_research
 from ask_another.research.supervisor import JOB_OWNER, JOBS_SUPERVISOR, GetLease, job_spec
-from ask_another.spend.before import estimate_research
+from ask_another.spend.before import estimate_json, estimate_research
 from ask_another.spend.budget import ceilings, check_budget
+from ask_another.spend.estimate import Estimate
 from ask_another.store.jobs import (
     JobEvent,
     JobRecord,
@@ -187,22 +188,25 @@ class ResearchJobs:
         if len(query) > MAX_QUERY:
             raise InvalidArgument(f"the research query is {len(query)} characters long; at "
                                   f"most {MAX_QUERY} are allowed")
-        # Refused before anything is stored when its estimate would cross a budget ceiling,
-        # whichever face starts it (the tool, the command line, the library).
+        # Estimated once, here, with the entry resolved above: refused before anything is
+        # stored when it would cross a budget ceiling, whichever face starts it (the tool, the
+        # command line, the library); stored with the job, which asks a person to confirm it
+        # above ASK_ANOTHER_CONFIRM_USD, and stated by start_research.
+        estimate = await estimate_research(self.services, entry, query, method)
         if ceilings(self.services):
-            estimate = await estimate_research(self.services, entry.model, query, method)
             await check_budget(self.services, estimate, "this research job", self.user.id)
         async with self.services.starting:  # a burst queues here (services.py)
             return await self._store_and_start(entry, query, method, depth,
-                                               JobOptions(interaction, tools))
+                                               JobOptions(interaction, tools), estimate)
 
     async def _store_and_start(self, entry: ModelEntry, query: str, method: str, depth: str,
-                               options: JobOptions) -> JobRecord:
+                               options: JobOptions, estimate: Estimate) -> JobRecord:
         lease = await self.lease()
         taken = lease.wall()
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
                            created_at=time.time(), entry=entry.variable,
-                           detail={"depth": depth}, owner=lease.owner,
+                           detail={"depth": depth, "estimate": estimate_json(estimate)},
+                           owner=lease.owner,
                            lease_expires=taken + lease.seconds, user_id=self.user.id)
         db = await self.services.database()
         limit = self.services.config.max_jobs_per_user

@@ -16,8 +16,8 @@ from typing import Any, Final
 import msgspec
 from mcp.types import Tool
 
+from ask_another.calls import MAX_TIMEOUT
 from ask_another.consensus import MAX_MODELS, MIN_MODELS
-from ask_another.runtime import MAX_TIMEOUT
 from ask_another.sequential.plan import MAX_ITEM_CHARS, MAX_LIST_ITEMS, MAX_TOPIC_CHARS
 from ask_another.server.tools.attached import MAX_WAIT
 

@@ -38,6 +38,7 @@ from mcp.server.mcpserver.resolve import (
 )
 from pydantic import BaseModel, Field, create_model
 
+from ask_another.calls import MAX_TIMEOUT
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.interaction.types import (
     ALLOW,
@@ -52,7 +53,7 @@ from ask_another.research import JobUpdate
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
 from ask_another.server.elicitation import MAX_ELICITED, Approval, can_elicit, resolver_chain
 from ask_another.server.lifespan import ServerState
-from ask_another.spend.before import estimate_research
+from ask_another.spend.before import stored_estimate
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -69,7 +70,7 @@ __all__ = [
 
 log = get_logger("ask_another.server")
 
-MAX_WAIT: Final = 3600.0
+MAX_WAIT: Final = MAX_TIMEOUT
 KEEP_ATTACHED: Final = 3600.0
 
 
@@ -216,12 +217,13 @@ async def attachment(ctx: Context[ServerState], model: str, query: str,
         if not 0 <= timeout <= MAX_WAIT:
             raise InvalidArgument(f"timeout must be between 0 and {MAX_WAIT:g} seconds, "
                                   f"got {timeout:g}")
-        # Stated in the answer; ResearchJobs.start refuses it if it would cross a ceiling.
-        estimate = await estimate_research(runtime.services, model, query, method.strip() or "auto")
         record = await runtime.jobs_for(user).start(
             model, query, method.strip() or "auto", depth=depth.strip() or "standard")
+        # The estimate ResearchJobs.start made (and checked against the ceilings), stated in
+        # the answer.
+        estimate = stored_estimate(record.detail)
         attached = Attachment(key, record, timeout, time.monotonic(), now + timeout,
-                              estimate=estimate.describe())
+                              estimate=estimate.describe() if estimate is not None else None)
         table.setdefault(key, []).append(attached)
         return attached
 
