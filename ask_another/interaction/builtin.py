@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ASK_USER_NAME",
     "ASK_USER_PARAMETERS",
+    "BUILTIN_NAMES",
     "ChoiceUnanswered",
     "ReadScope",
     "ask_user_tool",
@@ -51,6 +52,8 @@ __all__ = [
 ]
 
 ASK_USER_NAME: Final = "ask_user"
+BUILTIN_NAMES: Final = frozenset({READ_ARTICLE_NAME, SEARCH_WEB_NAME, ASK_USER_NAME})
+"""The names of the built-in tools: a host's own tool may take none of them."""
 ASK_USER_DESCRIPTION: Final = (
     "Ask the person you are working for a multiple-choice question and wait for their pick. "
     "Use it when a decision is theirs to make. Returns the id of the chosen option."

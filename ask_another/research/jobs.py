@@ -33,6 +33,7 @@ import trio
 
 from ask_another.config import ModelEntry, is_research_agent, no_chat_call
 from ask_another.errors import AskAnotherError, InvalidArgument, LimitReached
+from ask_another.interaction.builtin import BUILTIN_NAMES
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
 from ask_another.interaction.types import Allow, Decision, Deny
@@ -88,7 +89,6 @@ DELIVERY_WAIT: Final = 40.0
 STORE_POLL: Final = 0.25
 """Seconds between two reads of a job running in another process, while waiting on it."""
 MAX_QUERY: Final = 100_000
-_BUILTIN_NAMES: Final = frozenset({"read_article", "ask_user"})
 
 
 class UnknownJob(AskAnotherError):
@@ -178,7 +178,7 @@ class ResearchJobs:
         if interaction is not None and not valid(interaction):
             raise InvalidArgument("interaction does not implement the Interaction protocol")
         names = [t.name for t in tools]
-        clash = sorted({n for n in names if names.count(n) > 1 or n in _BUILTIN_NAMES})
+        clash = sorted({n for n in names if names.count(n) > 1 or n in BUILTIN_NAMES})
         if clash:
             raise InvalidArgument(f"tool names must be unique and not shadow a built-in tool: "
                                   f"{', '.join(clash)}")

@@ -251,6 +251,16 @@ async def test_bad_embedding_requests_are_clear_errors(runtime: Runtime):
         await runtime.jobs.start("sim", "q", "agent", tools=[effect_tool([], "read_article")])
 
 
+async def test_a_host_tool_named_search_web_is_refused_before_the_job_is_stored(
+        runtime: Runtime):
+    # search_web is a built-in tool too: a host tool of that name passed the start check, was
+    # stored, and the job then failed on the registry's name clash.
+    before = await runtime.jobs.list()
+    with pytest.raises(InvalidArgument, match="shadow a built-in tool: search_web"):
+        await runtime.jobs.start("sim", "q", "agent", tools=[effect_tool([], "search_web")])
+    assert await runtime.jobs.list() == before  # nothing stored
+
+
 # ----- agent jobs -----------------------------------------------------------------------------
 
 
