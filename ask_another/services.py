@@ -45,6 +45,7 @@ class Services:
     # One lookup at a time: a burst of thousands of callers finding no handle (the first calls
     # after a start or a restart) asks the actor once, not once each into its bounded mailbox.
     _looking: trio.Lock = field(default_factory=trio.Lock, repr=False, compare=False)
+    _pricing: trio.Lock = field(default_factory=trio.Lock, repr=False, compare=False)
     starting: trio.CapacityLimiter = field(
         default_factory=lambda: trio.CapacityLimiter(STARTS_AT_ONCE), repr=False, compare=False)
     """Research job starts in progress at once; the others queue (research/jobs.py)."""
@@ -71,8 +72,13 @@ class Services:
         if self._prices is None:
             from ask_another.spend.estimate import allowed_prices
 
-            models = [entry.model for entry in self.config.models]
-            self._prices = await trio.to_thread.run_sync(allowed_prices, models)
+            # One read however many callers find it missing (a burst of starts each estimates
+            # its job): hundreds of reads in threads at once held the GIL long enough that the
+            # job owner's heartbeat came late and leases expired.
+            async with self._pricing:
+                if self._prices is None:
+                    models = [entry.model for entry in self.config.models]
+                    self._prices = await trio.to_thread.run_sync(allowed_prices, models)
         return self._prices
 
     def model(self, model_id: str, variable: str | None = None) -> ModelEntry:
