@@ -68,7 +68,10 @@ def team_env(sim: Simulator, home: Path) -> dict[str, str]:
             "ASK_ANOTHER_PERMISSIONS": "read=ask",
             "ASK_ANOTHER_ALLOW_HOSTS": "127.0.0.1",
             "ASK_ANOTHER_RATE_PER_MINUTE": "0",
-            "ASK_ANOTHER_BUDGET_MONTH_USD": "5"}
+            "ASK_ANOTHER_BUDGET_MONTH_USD": "5",
+            # A Gemini job polls the simulator this often (the default 5 s between polls, on a
+            # loaded machine, outlasted the page's wait for it to complete).
+            "ASK_ANOTHER_POLL_SECONDS": "0.2"}
 
 
 @pytest.fixture
