@@ -21,10 +21,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ask_another.config import Config, ModelEntry
+from ask_another.config import Config, ModelEntry, is_research_agent
 
-__all__ = ["Catalog", "Family", "ModelInfo", "allowlist_text", "known_providers", "model_map",
-           "problems_text", "unknown_provider"]
+__all__ = [
+    "Catalog",
+    "Family",
+    "ModelInfo",
+    "allowlist_text",
+    "is_deep_research",
+    "is_gemini_agent",
+    "known_providers",
+    "model_map",
+    "problems_text",
+    "unknown_provider",
+]
+
+
+def is_deep_research(model: str) -> bool:
+    """Whether `model` is a deep-research model (a research job's method auto picks `provider`
+    for these, and they are estimated as one research task)."""
+    return "deep-research" in model.lower()
+
+
+def is_gemini_agent(model: str) -> bool:
+    """Whether `model` is a Gemini deep-research agent (the interactions API, no chat call)."""
+    return is_research_agent(model)
 
 _PER_MILLION = 1_000_000
 MODEL_MAP_FILE = "model_prices_and_context_window_backup.json"

@@ -31,6 +31,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ask_another.catalog import is_deep_research
 from ask_another.config import ModelEntry, is_research_agent, no_chat_call
 from ask_another.errors import AskAnotherError, InvalidArgument, LimitReached
 from ask_another.interaction.builtin import BUILTIN_NAMES
@@ -52,7 +53,6 @@ from ask_another.research.messages import (
     Subscribe,
 )
 from ask_another.research.methods import DEPTHS, METHODS
-from ask_another.research.methods.agent import is_deep_research
 from ask_another.research.supervisor import JOB_OWNER, JOBS_SUPERVISOR, GetLease, job_spec
 from ask_another.spend.before import estimate_json, estimate_research
 from ask_another.spend.budget import ceilings, check_budget

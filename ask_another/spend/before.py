@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ask_another.catalog import is_deep_research
 from ask_another.config import ModelEntry
-from ask_another.research.methods.agent import is_deep_research
 from ask_another.services import Services
 from ask_another.spend.estimate import Estimate, Line, research_estimate
 

@@ -15,7 +15,8 @@ appending a `Migration` to the list, with the next version number; never edit a 
 A migration whose SQL differs on PostgreSQL (identity columns for AUTOINCREMENT, DOUBLE PRECISION
 for REAL) carries that form in `postgres`; both backends run the same versions.
 
-`StoreActor` owns the connections under the runtime's supervisor: it opens the database in
+`StoreActor` (store/actor.py, with `connect_database`, which picks this backend or PostgreSQL)
+owns the connections under the runtime's supervisor: it opens the database in
 `init`, hands out the `Database` handle (`call(GetDatabase())`) and closes it in `terminate`.
 Work is not routed through its mailbox: callers run statements on the handle directly.
 
@@ -47,18 +48,15 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, TypeVar, overload
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 import outcome
 import trio
 
-from ask_another.config import DatabaseUrl
 from ask_another.errors import StoreError
-from supervisors import Actor, Caller, ExitReason
 
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
@@ -663,61 +661,3 @@ async def _connect_sqlite(path: Path, migrations: Sequence[Migration] | None) ->
             raise StoreError(f"cannot open the database {path}: {exc}") from exc
         raise
     return SqliteDatabase(conn, reader, path)
-
-
-@overload
-async def connect_database(target: Path, migrations: Sequence[Migration] | None = None
-                           ) -> SqliteDatabase: ...
-@overload
-async def connect_database(target: DatabaseUrl, migrations: Sequence[Migration] | None = None
-                           ) -> Database: ...
-async def connect_database(target: Path | DatabaseUrl,
-                           migrations: Sequence[Migration] | None = None) -> Database:
-    """Open and migrate the store: the SQLite file at a `Path`, or the PostgreSQL server of a
-    `DatabaseUrl` (store/postgres.py); close it with `aclose()`.
-
-    Raises `StoreError` when it cannot be opened or migrated (named, with the reason; a URL's
-    password is never shown).
-    """
-    if isinstance(target, DatabaseUrl):
-        from ask_another.store.postgres import connect_postgres  # psycopg only when asked for
-
-        return await connect_postgres(target, MIGRATIONS if migrations is None else migrations)
-    return await _connect_sqlite(target, migrations)
-
-
-@asynccontextmanager
-async def open_database(
-    target: Path | DatabaseUrl, migrations: Sequence[Migration] | None = None
-) -> AsyncIterator[Any]:
-    """An open, migrated store for the duration of the block (see `connect_database`)."""
-    db = await connect_database(target, migrations)
-    try:
-        yield db
-    finally:
-        with trio.CancelScope(shield=True):
-            await db.aclose()
-
-
-@dataclass(frozen=True, slots=True)
-class GetDatabase:
-    """Ask a `StoreActor` for its `Database` handle."""
-
-
-class StoreActor(Actor):
-    """Owns the store's connections under a supervisor; `call(GetDatabase())` returns the
-    handle. `target`: the SQLite file's path or a PostgreSQL `DatabaseUrl`."""
-
-    database: Database
-
-    async def init(self, target: Path | DatabaseUrl,
-                   migrations: Sequence[Migration] | None = None) -> None:
-        self.database = await connect_database(target, migrations)
-
-    async def handle_call(self, msg: Any, caller: Caller) -> Any:
-        if isinstance(msg, GetDatabase):
-            return self.database
-        return await super().handle_call(msg, caller)
-
-    async def terminate(self, reason: ExitReason) -> None:
-        await self.database.aclose()

@@ -48,7 +48,7 @@ from ask_another.spend.budget import BudgetExceeded
 from supervisors import ActorRef, SupervisorError
 
 __all__ = ["AGENT", "PREVIEW_EVERY", "SYSTEM_PROMPT", "HostInteraction", "JobInteraction",
-           "is_deep_research", "run_agent"]
+           "run_agent"]
 
 log = get_logger("ask_another.research")
 
@@ -63,11 +63,6 @@ SYSTEM_PROMPT: Final = (
     "web page in full, and ask_user when a decision belongs to the person you work for. Cite "
     "the URLs you relied on."
 )
-
-
-def is_deep_research(model: str) -> bool:
-    """Whether `model` is a deep-research model (method auto picks `provider` for these)."""
-    return "deep-research" in model.lower()
 
 
 class JobInteraction:

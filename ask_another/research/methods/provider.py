@@ -27,7 +27,8 @@ from typing import Any, Final
 
 import trio
 
-from ask_another.config import ModelEntry, is_research_agent
+from ask_another.catalog import is_gemini_agent
+from ask_another.config import ModelEntry
 from ask_another.errors import ProviderError
 from ask_another.gateway import Gateway, InteractionState
 from ask_another.logs import scrub_answer, scrub_provider_text
@@ -41,7 +42,7 @@ from ask_another.research.methods.method import (
 from ask_another.spend.budget import BudgetExceeded
 from ask_another.store.jobs import JobRecord
 
-__all__ = ["PROVIDER", "cancel_interaction", "is_gemini_agent", "provider_method"]
+__all__ = ["PROVIDER", "cancel_interaction", "provider_method"]
 
 MAX_POLL_INTERVAL: Final = 60.0
 POLL_GROWTH: Final = 1.5
@@ -55,10 +56,6 @@ _ENDED: Final = {
     "incomplete": "the research stopped before it finished (incomplete)",
     "budget_exceeded": "the research ran out of its budget before it finished",
 }
-
-
-def is_gemini_agent(model: str) -> bool:
-    return is_research_agent(model)
 
 
 # ----- method "provider" ---------------------------------------------------------------------

@@ -17,10 +17,10 @@ from mcp.server.mcpserver.resolve import ElicitationResult, Resolve
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from ask_another.catalog import is_gemini_agent
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.interaction.types import ALLOW, Deny, SpendRequest
 from ask_another.research import CancelOutcome
-from ask_another.research.methods.provider import is_gemini_agent
 from ask_another.research.usage import usage_text
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
 from ask_another.server.lifespan import ServerState
