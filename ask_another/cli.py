@@ -524,8 +524,8 @@ async def _usage(config: Config, period: str) -> int:
 async def _doctor(config: Config, stop_workers: bool = False) -> int:
     """Each problem once, on a PROBLEM line (the runtime's log lines are off for this command)."""
     from ask_another.catalog import Catalog
-    from ask_another.gateway._workers import home_workers
-    from ask_another.gateway._workers import stop_workers as stop
+    from ask_another.gateway import home_workers
+    from ask_another.gateway import stop_workers as stop
     from ask_another.runtime import describe_gateway, open_runtime
 
     home = config.home.absolute()

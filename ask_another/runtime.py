@@ -285,7 +285,7 @@ def describe_gateway(config: Config) -> str:
         return "in a thread of each server (ASK_ANOTHER_GATEWAY_PROCESS=0; litellm imported there)"
     if kind is ProcessTransport:
         return "a worker process of each server's own (ASK_ANOTHER_GATEWAY_SHARED=0)"
-    from ask_another.gateway._shared import running_workers, socket_problem
+    from ask_another.gateway import running_workers, socket_problem
 
     transport = _transport(config, None, per_session=True)()
     assert isinstance(transport, SharedTransport)

@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from ask_another.gateway._results import ToolCall as ToolCall
     from ask_another.gateway._results import Usage as Usage
     from ask_another.gateway._shared import SharedTransport as SharedTransport
+    from ask_another.gateway._shared import running_workers as running_workers
+    from ask_another.gateway._shared import socket_problem as socket_problem
     from ask_another.gateway._thread import ThreadTransport as ThreadTransport
+    from ask_another.gateway._workers import home_workers as home_workers
+    from ask_another.gateway._workers import stop_workers as stop_workers
 
 # Each public name and the module it lives in. They are imported at first use (PEP 562):
 # the worker process (`python -m ask_another.gateway._worker`) imports this package, and
@@ -48,7 +52,11 @@ _EXPORTS = {
     "Transport": "ask_another.gateway._gateway",
     "Usage": "ask_another.gateway._results",
     "WorkerStopped": "ask_another.gateway._process",
+    "home_workers": "ask_another.gateway._workers",
     "open_gateway": "ask_another.gateway._gateway",
+    "running_workers": "ask_another.gateway._shared",
+    "socket_problem": "ask_another.gateway._shared",
+    "stop_workers": "ask_another.gateway._workers",
 }
 
 __all__ = [
@@ -67,7 +75,11 @@ __all__ = [
     "Transport",
     "Usage",
     "WorkerStopped",
+    "home_workers",
     "open_gateway",
+    "running_workers",
+    "socket_problem",
+    "stop_workers",
 ]
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS)
