@@ -3,14 +3,15 @@
 The store and the gateway are actors under the root supervisor; a restart gives them new handles.
 Parts that outlive one call (research jobs, conversations, the runtime itself) hold a `Services`
 and ask it for the current handle, which it finds by name in the runtime's registry and keeps
-until that handle is closed.
+until that handle is closed. `price_map` is a `Once`: the value spend/ reads once for the
+runtime's life (`spend.prices`); this module knows nothing of what it holds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import trio
 
@@ -20,7 +21,9 @@ from ask_another.gateway import Gateway, GetGateway
 from ask_another.store import Database, GetDatabase
 from supervisors import ActorExited, CallTimeout, NoProcess, Registry
 
-__all__ = ["RESTART_WAIT", "STARTS_AT_ONCE", "Services"]
+__all__ = ["RESTART_WAIT", "STARTS_AT_ONCE", "Once", "Services"]
+
+T = TypeVar("T")
 
 RESTART_WAIT: Final = 10.0
 """How long a caller waits for the store or the gateway while its supervisor restarts it."""
@@ -33,6 +36,22 @@ in one pass of the event loop kept every other request (a check_research) waitin
 for hundreds of milliseconds."""
 
 
+class Once(Generic[T]):
+    """A value made the first time it is asked for, once however many callers ask at the same
+    time (the others wait for it), then kept."""
+
+    def __init__(self) -> None:
+        self._value: T | None = None
+        self._making = trio.Lock()
+
+    async def get(self, make: Callable[[], Awaitable[T]]) -> T:
+        if self._value is None:
+            async with self._making:
+                if self._value is None:
+                    self._value = await make()
+        return self._value
+
+
 @dataclass
 class Services:
     """The runtime's shared handles, found by name in its registry (refreshed after a restart)."""
@@ -41,11 +60,11 @@ class Services:
     registry: Registry
     _gateway: Gateway | None = field(default=None, repr=False)
     _database: Database | None = field(default=None, repr=False)
-    _prices: Mapping[str, Mapping[str, Any]] | None = field(default=None, repr=False)
     # One lookup at a time: a burst of thousands of callers finding no handle (the first calls
     # after a start or a restart) asks the actor once, not once each into its bounded mailbox.
     _looking: trio.Lock = field(default_factory=trio.Lock, repr=False, compare=False)
-    _pricing: trio.Lock = field(default_factory=trio.Lock, repr=False, compare=False)
+    price_map: Once[Any] = field(default_factory=Once, repr=False, compare=False)
+    """litellm's prices of the allowed models, read once (spend.prices)."""
     starting: trio.CapacityLimiter = field(
         default_factory=lambda: trio.CapacityLimiter(STARTS_AT_ONCE), repr=False, compare=False)
     """Research job starts in progress at once; the others queue (research/jobs.py)."""
@@ -65,21 +84,6 @@ class Services:
                 if self._database is None or self._database.closed:
                     self._database = await self._ask("store", GetDatabase())
         return self._database
-
-    async def prices(self) -> Mapping[str, Mapping[str, Any]]:
-        """The allowed models' rows of litellm's price map, by model id (read once, in a
-        thread, without importing litellm; for the estimates of spend/)."""
-        if self._prices is None:
-            from ask_another.spend.estimate import allowed_prices
-
-            # One read however many callers find it missing (a burst of starts each estimates
-            # its job): hundreds of reads in threads at once held the GIL long enough that the
-            # job owner's heartbeat came late and leases expired.
-            async with self._pricing:
-                if self._prices is None:
-                    models = [entry.model for entry in self.config.models]
-                    self._prices = await trio.to_thread.run_sync(allowed_prices, models)
-        return self._prices
 
     def model(self, model_id: str, variable: str | None = None) -> ModelEntry:
         """The allowed model with this id or shorthand (raises `ModelNotAllowed`); with the

@@ -51,6 +51,7 @@ from ask_another.spend import Purpose
 from ask_another.spend.budget import check_budget
 from ask_another.spend.confirm import SpendNotConfirmed, needs_confirmation, not_confirmed_text
 from ask_another.spend.estimate import ASSUMED_OUTPUT_TOKENS, Estimate, completion_line
+from ask_another.spend.prices import prices as spend_prices
 from ask_another.store.conversations import (
     ConversationRecord,
     NewMessage,
@@ -249,7 +250,7 @@ class Consensus:
 
     async def _estimate(self, plan: _Plan) -> Estimate:
         """What the panel (and the synthesis) should cost, from litellm's price map."""
-        prices = await self.services.prices()
+        prices = await spend_prices(self.services)
         lines = [completion_line(prices, c.entry.model, c.messages) for c in plan.calls]
         if plan.synthesizer is not None:
             replies = len(plan.calls) * ASSUMED_OUTPUT_TOKENS

@@ -39,6 +39,7 @@ from ask_another.services import Services
 from ask_another.spend import Purpose, record_call, usage_row
 from ask_another.spend.budget import ceilings, check_budget
 from ask_another.spend.estimate import Estimate, completion_line
+from ask_another.spend.prices import prices
 from ask_another.store.conversations import (
     ConversationRecord,
     NewMessage,
@@ -263,7 +264,7 @@ async def take_turn(services: Services, record: ConversationRecord, turn: Turn, 
     gateway = await services.gateway()
     if ceilings(services):
         # A budget ceiling is set: refuse a turn whose estimate would cross it.
-        line = completion_line(await services.prices(), entry.model, messages)
+        line = completion_line(await prices(services), entry.model, messages)
         await check_budget(services, Estimate((line,)), "this completion", turn.user_id)
     log.debug("completion.started", model=entry.model, conversation_id=record.id)
     result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,

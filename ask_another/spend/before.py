@@ -14,6 +14,7 @@ from ask_another.catalog import is_deep_research
 from ask_another.config import ModelEntry
 from ask_another.services import Services
 from ask_another.spend.estimate import Estimate, Line, research_estimate
+from ask_another.spend.prices import prices
 
 __all__ = ["estimate_json", "estimate_research", "stored_estimate"]
 
@@ -23,7 +24,7 @@ async def estimate_research(services: Services, entry: ModelEntry, query: str, m
     """A research job's estimate with the allowed model `entry` (see
     `spend.estimate.research_estimate`)."""
     deep = is_deep_research(entry.model) and method in ("auto", "provider")
-    return research_estimate(await services.prices(), entry.model, query, deep)
+    return research_estimate(await prices(services), entry.model, query, deep)
 
 
 def estimate_json(estimate: Estimate) -> dict[str, Any]:
