@@ -4,8 +4,12 @@ CLI's output, even when the provider echoes the key back in an error message."""
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,23 @@ from ask_another.simulator import Fail, Simulator
 pytestmark = pytest.mark.slow  # starts real server processes
 
 FAKE_KEY = "sk-test-NEVER-SHOW-7d1e4c9a2b"
+
+
+@pytest.fixture
+def short_home() -> Iterator[Path]:
+    """A home whose shared worker's socket path fits a unix socket (104-108 bytes): under
+    pytest-xdist tmp_path is longer (.../popen-gw1/...), the server falls back to a private
+    worker, and there is no shared worker's log to scan. Its worker is stopped afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="aa-secrets-"))
+    try:
+        yield root / "home"
+    finally:
+        for pid_file in (root / "home" / "gateway").glob("*.pid"):
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def env_for(sim: Simulator, home: Path) -> dict[str, str]:
@@ -35,8 +56,9 @@ def assert_no_key(where: str, text: str | bytes) -> None:
     assert FAKE_KEY[8:].encode() not in data, f"part of the API key leaked into {where}"
 
 
-async def test_every_tool_over_stdio_keeps_the_key_secret(sim: Simulator, tmp_path: Path):
-    home = tmp_path / "home"
+async def test_every_tool_over_stdio_keeps_the_key_secret(sim: Simulator, tmp_path: Path,
+                                                         short_home: Path):
+    home = short_home
     stderr_path = tmp_path / "stderr.log"
     outputs: list[str] = []
     with stderr_path.open("w") as stderr:
