@@ -240,7 +240,7 @@ async def answer(jobs: ResearchJobs, job_id: str, asked: Asked, action: str,
 # ----- requests to jobs ----------------------------------------------------------------------
 
 
-def _runtime(ctx: ServerRequestContext[Any, Any]) -> Runtime:
+def _runtime(ctx: ServerRequestContext[ServerState, Any]) -> Runtime:
     state = ctx.lifespan_context
     runtime = state.opened if isinstance(state, ServerState) else None
     if isinstance(runtime, Unavailable):
@@ -298,7 +298,7 @@ def _immediate(record: JobRecord) -> str:
 # ----- 2025-11-25: the middleware ------------------------------------------------------------
 
 
-def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
+def _can_elicit(ctx: ServerRequestContext[ServerState, Any]) -> bool:
     caps = ctx.session.client_capabilities
     return caps is not None and caps.elicitation is not None
 
@@ -311,7 +311,7 @@ class LegacyTasks:
     def __init__(self, updates: JobUpdates | None = None) -> None:
         self.updates = updates
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    async def __call__(self, ctx: ServerRequestContext[ServerState, Any], call_next: CallNext
                        ) -> HandlerResult:
         if ctx.request_id is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await call_next(ctx)
@@ -340,7 +340,7 @@ class LegacyTasks:
         except Exception as exc:
             raise _refused(exc) from None
 
-    async def _create(self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any]
+    async def _create(self, ctx: ServerRequestContext[ServerState, Any], params: Mapping[str, Any]
                       ) -> HandlerResult:
         name = params.get("name")
         if name not in TASK_TOOLS:
@@ -365,7 +365,7 @@ class LegacyTasks:
                            f"({outcome.record.status}); nothing was cancelled")
         return task_fields(outcome.record, runtime.config, modern=False)
 
-    async def _result(self, ctx: ServerRequestContext[Any, Any], runtime: Runtime,
+    async def _result(self, ctx: ServerRequestContext[ServerState, Any], runtime: Runtime,
                       jobs: ResearchJobs, task_id: str) -> dict[str, Any]:
         """Block until the job ends and answer with its tool result. Meanwhile its questions are
         put to the client as elicitations tied to the task, and its status changes go out as
@@ -428,7 +428,7 @@ async def _until_change(jobs: ResearchJobs, record: JobRecord) -> None:
         await jobs.wait(record.id, LOOK_AGAIN, on_progress=changed, progress_every=LOOK_AGAIN)
 
 
-async def _notify_status(ctx: ServerRequestContext[Any, Any], task: dict[str, Any]) -> None:
+async def _notify_status(ctx: ServerRequestContext[ServerState, Any], task: dict[str, Any]) -> None:
     try:
         await ctx.session.send_notification(
             types.TaskStatusNotification(  # type: ignore[arg-type]  # not in the union
@@ -472,7 +472,7 @@ class UpdateParams(TaskParams):
                                                        default_factory=dict)
 
 
-def _declares(ctx: ServerRequestContext[Any, Any]) -> bool:
+def _declares(ctx: ServerRequestContext[ServerState, Any]) -> bool:
     """Whether this request's per-request capabilities name the tasks extension."""
     meta = (ctx.params or {}).get("_meta")
     capabilities = meta.get(CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
@@ -480,7 +480,7 @@ def _declares(ctx: ServerRequestContext[Any, Any]) -> bool:
     return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
-def _require_declared(ctx: ServerRequestContext[Any, Any]) -> None:
+def _require_declared(ctx: ServerRequestContext[ServerState, Any]) -> None:
     if not _declares(ctx):
         raise MCPError(MISSING_CAPABILITY, "Missing required client capability: the request "
                        f"must declare the {TASKS_EXTENSION} extension",
@@ -501,7 +501,7 @@ class TasksExtension(Extension):
                               protocol_versions=modern))
 
     async def intercept_tool_call(self, params: types.CallToolRequestParams,
-                                  ctx: ServerRequestContext[Any, Any], call_next: CallNext
+                                  ctx: ServerRequestContext[ServerState, Any], call_next: CallNext
                                   ) -> HandlerResult:
         if (ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS or params.name not in TASK_TOOLS
                 or not _declares(ctx)):
@@ -515,7 +515,7 @@ class TasksExtension(Extension):
                                         is_error=True)
         return {"resultType": "task", **task_fields(record, runtime.config, modern=True)}
 
-    async def _get(self, ctx: ServerRequestContext[Any, Any], params: BaseModel
+    async def _get(self, ctx: ServerRequestContext[ServerState, Any], params: BaseModel
                    ) -> HandlerResult:
         assert isinstance(params, TaskParams)
         _require_declared(ctx)
@@ -526,7 +526,7 @@ class TasksExtension(Extension):
             raise _refused(exc) from None
         return _detailed(record, runtime.config)
 
-    async def _update(self, ctx: ServerRequestContext[Any, Any], params: BaseModel
+    async def _update(self, ctx: ServerRequestContext[ServerState, Any], params: BaseModel
                       ) -> HandlerResult:
         assert isinstance(params, UpdateParams)
         _require_declared(ctx)
@@ -544,7 +544,7 @@ class TasksExtension(Extension):
                              content if isinstance(content, dict) else None)
         return {}
 
-    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: BaseModel
+    async def _cancel(self, ctx: ServerRequestContext[ServerState, Any], params: BaseModel
                       ) -> HandlerResult:
         assert isinstance(params, TaskParams)
         _require_declared(ctx)
@@ -609,7 +609,7 @@ class JobUpdates:
         return unsubscribe
 
     # resources/subscribe and resources/unsubscribe (2025-11-25)
-    async def on_subscribe(self, ctx: ServerRequestContext[Any, Any],
+    async def on_subscribe(self, ctx: ServerRequestContext[ServerState, Any],
                            params: types.SubscribeRequestParams) -> dict[str, Any]:
         uri = str(params.uri)
         if not uri.startswith(RESOURCE_PREFIX):
@@ -629,7 +629,7 @@ class JobUpdates:
         self._wake.set()
         return {}
 
-    async def on_unsubscribe(self, ctx: ServerRequestContext[Any, Any],
+    async def on_unsubscribe(self, ctx: ServerRequestContext[ServerState, Any],
                              params: types.UnsubscribeRequestParams) -> dict[str, Any]:
         self._legacy.pop((id(ctx.session._connection), str(params.uri)), None)
         return {}
