@@ -32,7 +32,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from ask_another.errors import AmbiguousModel, InvalidArgument, ModelNotAllowed
-from ask_another.interaction.policy import Policy, PolicyError
+from ask_another.policy import Policy, PolicyError
 
 MODEL_PREFIX: Final = "MODEL_"
 DEFAULT_TIMEOUT: Final = 60.0

@@ -3,8 +3,6 @@
 See docs/interaction.md for the lifecycle and an embedding example.
 """
 
-from ask_another.interaction.policy import Policy as Policy
-from ask_another.interaction.policy import PolicyError as PolicyError
 from ask_another.interaction.protocol import CallHandle as CallHandle
 from ask_another.interaction.protocol import Interaction as Interaction
 from ask_another.interaction.protocol import valid as valid
@@ -23,6 +21,8 @@ from ask_another.interaction.types import PermissionRequest as PermissionRequest
 from ask_another.interaction.types import Question as Question
 from ask_another.interaction.types import SpendRequest as SpendRequest
 from ask_another.interaction.types import ToolUpdate as ToolUpdate
+from ask_another.policy import Policy as Policy
+from ask_another.policy import PolicyError as PolicyError
 
 __all__ = [
     "ALLOW",

@@ -26,7 +26,6 @@ from typing import Any, Protocol
 import structlog
 import trio
 
-from ask_another.interaction.policy import Policy
 from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import ToolCall, ToolRegistry
 from ask_another.interaction.types import (
@@ -37,6 +36,7 @@ from ask_another.interaction.types import (
     ToolStatus,
     ToolUpdate,
 )
+from ask_another.policy import Policy
 
 log = structlog.get_logger("ask_another.router")
 

@@ -11,13 +11,11 @@ from typing import Any, Literal
 
 import msgspec
 
+from ask_another.policy import CallClass as CallClass
+
 ToolClass = Literal["read", "effect"]
 """`read` tools only look (read an article); `effect` tools change something outside the turn."""
 
-CallClass = Literal["read", "effect", "internal", "after_internal"]
-"""The class one call is judged by: its tool's class, or, for a model-driven read, `internal`
-(it reads a host of `ASK_ANOTHER_ALLOW_HOSTS`) or `after_internal` (it reads another host, or
-searches, after an internal page was read in the same job: it could carry that page out)."""
 
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 

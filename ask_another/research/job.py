@@ -50,7 +50,6 @@ import msgspec
 import trio
 
 from ask_another.errors import AskAnotherError, ProviderUnreachable, StoreUnavailable
-from ask_another.interaction.policy import Policy
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.interaction.types import (
@@ -62,6 +61,7 @@ from ask_another.interaction.types import (
     SpendRequest,
 )
 from ask_another.logs import get_logger
+from ask_another.policy import Policy
 from ask_another.research.messages import (
     Answered,
     AskChoice,

@@ -17,9 +17,9 @@ from typing import Any, Final
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError
 from ask_another.gateway import Gateway
-from ask_another.interaction.policy import Policy
 from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import Tool
+from ask_another.policy import Policy
 from ask_another.research.usage import JobUsage
 from ask_another.store.jobs import JobRecord
 

@@ -8,6 +8,9 @@ harmless, changing the world needs a person, and so does a model reading a host 
 for themselves (`ASK_ANOTHER_ALLOW_HOSTS`: a wiki, an intranet) or, once it has, reading anything
 else (which could carry what it read to another host). `internal` and `after_internal` are decided
 by their class alone: `read_article=allow` does not open the user's internal hosts to a model.
+
+A leaf (it imports only errors.py), so config.py parses `ASK_ANOTHER_PERMISSIONS` with it without
+importing interaction/, which builds on the gateway and so on config.
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ from types import MappingProxyType
 from typing import Literal, get_args
 
 from ask_another.errors import AskAnotherError
-from ask_another.interaction.types import CallClass
+
+CallClass = Literal["read", "effect", "internal", "after_internal"]
+"""The class one call is judged by: its tool's class, or, for a model-driven read, `internal`
+(it reads a host of `ASK_ANOTHER_ALLOW_HOSTS`) or `after_internal` (it reads another host, or
+searches, after an internal page was read in the same job: it could carry that page out)."""
 
 Rule = Literal["allow", "ask", "deny"]
 
