@@ -336,6 +336,8 @@ class WholeBodies:
                 return "complete", False
 
 
+KEEP_ALIVE_SECONDS: Final = 5.0
+"""Seconds a connection may take to send its headers, or stay idle between requests."""
 SLOW_AFTER: Final = 2.0
 """A body still arriving after this long is a slow one, counted against the bounds below (not
 much less: on a loaded node a body already sent can wait a second for the loop to read it; 200
@@ -581,6 +583,10 @@ async def _serve(drain: Drain, sock: socket.socket, config: Config, local_url: s
     hypercorn.errorlog = logging.getLogger("hypercorn.error")  # through our stderr handler
     hypercorn.accesslog = None
     hypercorn.include_server_header = False
+    # Runs from the connection until its headers are complete (and between requests), however
+    # slowly bytes trickle in: what ends a client that holds a connection by sending its
+    # headers slowly, before any token is known (hypercorn's default, set here so it stays ours).
+    hypercorn.keep_alive_timeout = KEEP_ALIVE_SECONDS
 
     stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

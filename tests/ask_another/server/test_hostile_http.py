@@ -191,3 +191,46 @@ async def test_a_burst_of_one_users_fast_calls_is_not_refused_as_slow_bodies(
                     nursery.start_soon(one, n)
     assert len(answers) == clients
     assert all(not error for error, _ in answers), [text for error, text in answers if error][:1]
+
+
+async def test_a_client_sending_its_headers_slowly_is_cut_off_before_its_token_is_read(
+        sim: Simulator, tmp_path: Path):
+    # Before a token is known no per-token bound can apply: what bounds a connection whose
+    # request line and headers trickle in (a byte every half second) is hypercorn's keep-alive
+    # timer, which starts at the connection and stops only once the headers are complete. Its
+    # 5 s default is what ends such a connection, however slowly it keeps sending; this pins
+    # that our configuration keeps it so.
+    from ask_another.server.http import KEEP_ALIVE_SECONDS
+
+    env = server_env(sim, tmp_path / "home")
+    run_cli(env, "token", "add", "alice", check=True)  # a node serves only with a tokens file
+    closed_after: list[float] = []
+    async with http_server(env, tmp_path / "server.log") as server:
+        host, port = server.url.split("//")[1].split("/")[0].split(":")
+
+        async def trickle() -> None:
+            stream = await trio.open_tcp_stream(host, int(port))
+            began = trio.current_time()
+            request = f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nX-Slow: ".encode()
+            request += b"a" * 200  # 100 s at this pace: it never completes its headers
+            try:
+                for byte in request:
+                    await stream.send_all(bytes([byte]))
+                    with trio.move_on_after(0.5):
+                        if await stream.receive_some(1024) == b"":
+                            break  # the server closed it
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+            closed_after.append(trio.current_time() - began)
+            await stream.aclose()
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                for _ in range(20):
+                    nursery.start_soon(trickle)
+                await trio.sleep(1)
+                async with httpx.AsyncClient(timeout=10) as http:
+                    assert (await http.get(server.base + "/health")).status_code == 200
+    assert len(closed_after) == 20
+    assert all(KEEP_ALIVE_SECONDS - 1 < seconds < KEEP_ALIVE_SECONDS + 7
+               for seconds in closed_after), closed_after
