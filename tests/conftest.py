@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_server import PostgresServer, find_bindir
+from postgres_server import PostgresServer, own_server
 
 # litellm fetches its model cost map at import unless told to use the bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -70,14 +70,8 @@ def postgres_server() -> Iterator[PostgresServer]:
     """A real PostgreSQL server for the whole session (tests/support/postgres_server.py), started
     the first time a test asks for it; skipped where PostgreSQL is not installed (.ci/run
     installs it)."""
-    bindir = find_bindir()
-    if bindir is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    server = PostgresServer.start(bindir)
-    try:
+    with own_server() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

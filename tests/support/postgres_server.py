@@ -19,6 +19,7 @@ Debian's binaries live in /usr/lib/postgresql/<major>/bin, off PATH: `find_bindi
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import pwd
@@ -28,6 +29,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,3 +168,19 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@contextlib.contextmanager
+def own_server() -> Iterator[PostgresServer]:
+    """A server of the caller's own, stopped afterwards; the test is skipped where PostgreSQL is
+    not installed (.ci/run installs it)."""
+    import pytest  # only the fixtures that skip need it
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    server = PostgresServer.start(bindir)
+    try:
+        yield server
+    finally:
+        server.stop()

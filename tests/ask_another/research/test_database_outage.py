@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import psycopg
 import pytest
 import trio
-from postgres_server import PostgresServer, find_bindir
+from postgres_server import PostgresServer, own_server
 from research_helpers import GEMINI_AGENT
 
 from ask_another.config import Config
@@ -33,14 +33,8 @@ JOBS_PER_NODE = 4
 @pytest.fixture(scope="module")
 def own_postgres() -> Iterator[PostgresServer]:
     """A server of this module's own: stopping the session's would fail other tests' pools."""
-    bindir = find_bindir()
-    if bindir is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    server = PostgresServer.start(bindir)
-    try:
+    with own_server() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("outage", [4.0, 10.0])
