@@ -218,9 +218,11 @@ def socket_problem(path: Path) -> str | None:
     return _not_private(path.parent.parent) or _not_private(path.parent)
 
 
-def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket:
-    """A connection to the worker listening on `path`, started first if none does. Blocking:
-    run it in a thread. Raises `Unshareable` where no worker can listen on `path`."""
+def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket | None:
+    """A connection to the worker listening on `path`, started first if none does; None if the
+    worker this call started was gone again before it could connect (killed as it began, as by
+    the OOM killer: the caller's next attempt starts another). Blocking: run it in a thread.
+    Raises `Unshareable` where no worker can listen on `path`."""
     problem = socket_problem(path)
     if problem is not None:
         raise Unshareable(problem)
@@ -243,6 +245,8 @@ def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket:
         _start_worker(path, log_level, idle)
         try:
             return _connect(path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            return None  # it said it listens, then died: the same as closing before its Ready
         except OSError as exc:
             raise Unshareable(f"the shared gateway worker's socket refuses connections: "
                               f"{exc.strerror or exc}") from None
@@ -292,6 +296,8 @@ class _Connection(_Worker):
                 transport.fall_back(reason)
                 await super()._open()  # this server's own worker
                 return
+            if sock is None:  # the worker it started died at once; nothing was sent to it
+                continue
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
             with contextlib.suppress(trio.BrokenResourceError):
                 await stream.send_all(frame(self._encoder, Hello(self._secrets)))

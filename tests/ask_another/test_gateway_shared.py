@@ -493,6 +493,26 @@ async def test_a_shared_worker_that_never_gets_ready_falls_back_to_a_private_wor
     assert len(killed) >= 3 and parent == os.getpid()
 
 
+def test_a_worker_that_dies_right_after_it_listens_is_retried_not_given_up(
+        home: Path, monkeypatch: pytest.MonkeyPatch):
+    # Killed between "listening" and our connect (the test above's killer wins that race on
+    # some runs): the socket file is there and refuses. That used to make the server give up
+    # sharing at once, as for a socket that can never work; it is the same as a worker closing
+    # before its Ready, which the caller retries. A stand-in start: no real kill can be timed
+    # into that gap.
+    from ask_another.gateway import _shared
+
+    def started_and_killed(path: Path, log_level: str, idle: float) -> None:
+        dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dead.bind(str(path))  # listened, then died: the file stays, nobody accepts
+        dead.close()
+
+    monkeypatch.setattr(_shared, "_start_worker", started_and_killed)
+    path = home / "gateway" / "k.sock"
+    assert _shared.connect_or_start(path, "WARNING", 30) is None
+    assert path.exists()  # the next attempt removes it under the lock and starts another
+
+
 async def test_a_gateway_closed_while_its_worker_gets_ready_closes_at_the_ready(
         sim: Simulator, home: Path):
     # A session that ends while the worker it started imports litellm: its close could not be
