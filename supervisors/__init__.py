@@ -49,12 +49,15 @@ from ._spec import ShutdownPolicy as ShutdownPolicy
 from ._spec import Start as Start
 from ._spec import child_spec as child_spec
 from ._supervisor import GIVE_UP_REASON as GIVE_UP_REASON
+from ._supervisor import RECENT_EXITS as RECENT_EXITS
 from ._supervisor import AutoShutdown as AutoShutdown
 from ._supervisor import ChildCounts as ChildCounts
+from ._supervisor import ChildExit as ChildExit
 from ._supervisor import ChildInfo as ChildInfo
 from ._supervisor import ChildStatus as ChildStatus
 from ._supervisor import Strategy as Strategy
 from ._supervisor import SupervisorRef as SupervisorRef
+from ._supervisor import SupervisorStatistics as SupervisorStatistics
 from ._supervisor import open_supervisor as open_supervisor
 from ._supervisor import start_supervisor as start_supervisor
 from ._supervisor import supervisor_spec as supervisor_spec
@@ -66,6 +69,7 @@ __all__ = [
     "GIVE_UP_REASON",
     "IGNORE",
     "NOREPLY",
+    "RECENT_EXITS",
     "Actor",
     "ActorExited",
     "ActorRef",
@@ -75,6 +79,7 @@ __all__ = [
     "CallToSelf",
     "Caller",
     "ChildCounts",
+    "ChildExit",
     "ChildInfo",
     "ChildSpec",
     "ChildStatus",
@@ -103,6 +108,7 @@ __all__ = [
     "Strategy",
     "SupervisorError",
     "SupervisorRef",
+    "SupervisorStatistics",
     "TaskCancelled",
     "TaskDone",
     "TaskHandle",

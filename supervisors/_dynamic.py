@@ -29,6 +29,7 @@ from ._spec import ChildSpec, Start
 from ._supervisor import (
     ChildCounts,
     ChildInfo,
+    SupervisorStatistics,
     _CallError,
     _check_limits,
     _Child,
@@ -38,6 +39,7 @@ from ._supervisor import (
     _should_restart,
     _SupervisorBase,
     raw_call,
+    supervisor_statistics,
 )
 
 _PRUNE_MIN = 64
@@ -147,20 +149,15 @@ class DynamicSupervisor(_SupervisorBase):
                 child.ref = None
                 child.monitor = None
                 child.status = "stopped"
+                self._child_exited_with(child, msg.reason)
                 if _should_restart(child.spec, msg.reason) and not self._children_cancelled():
-                    await self._restart_child(child, msg.reason)
+                    await self._restart_child(child)
                 else:
                     self._forget(child)
         else:
             await super().handle_info(msg)
 
-    async def _restart_child(self, child: _Child, reason: ExitReason) -> None:
-        logger().info(
-            "supervisor.child_exited",
-            supervisor=repr(self.ref),
-            child=repr(child.spec.id),
-            reason=str(reason),
-        )
+    async def _restart_child(self, child: _Child) -> None:
         while True:
             if not self._allow_restart():
                 self._give_up(child.spec.id)
@@ -224,6 +221,11 @@ class DynamicSupervisorRef(ActorRef):
         """`ActorRef.call`; a request the supervisor does not know raises `InvalidSpec` (the
         supervisor answers it with that error and keeps running)."""
         return await raw_call(self, msg, timeout)
+
+    def statistics(self) -> SupervisorStatistics:
+        """The mailbox figures, and the monitored children's recent exits (`RECENT_EXITS`,
+        oldest first; temporary children are not monitored, so their exits are not there)."""
+        return supervisor_statistics(self)
 
     async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef | None:  # noqa: ASYNC109
         """Start a child from `spec` and return its ref once its init finished; None if its init

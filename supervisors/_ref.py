@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from ._process import Process
 
 
-@final
 @dataclass(frozen=True, slots=True)
 class ActorStatistics:
-    """`ActorRef.statistics()`: messages waiting in the mailbox, and its capacity."""
+    """`ActorRef.statistics()`: messages waiting in the mailbox, and its capacity (a
+    supervisor's ref answers a `SupervisorStatistics`, which adds its recent child exits)."""
 
     queued: int
     capacity: int

@@ -23,7 +23,7 @@ from ._call import Caller, call
 from ._errors import ActorExited, InvalidSpec, NameTaken, StartError, SupervisorError, UnknownChild
 from ._log import logger
 from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
-from ._ref import ActorRef, MonitorRef, process_of
+from ._ref import ActorRef, ActorStatistics, MonitorRef, process_of
 from ._registry import Registry, claim_name, unclaim_name
 from ._spawn import DEFAULT_MAILBOX_SIZE, check_start
 from ._spec import ChildSpec, ChildType, Start
@@ -37,6 +37,11 @@ ChildStatus = Literal["running", "restarting", "stopped"]
 _SHUTDOWN = Shutdown()
 GIVE_UP_REASON = Shutdown("reached_max_restart_intensity")
 """The exit reason of a supervisor that exceeded its restart intensity."""
+RECENT_EXITS = 10
+"""How many of its children's exits a supervisor keeps for `statistics()` (the latest ones)."""
+REASON_CHARS = 200
+"""An exit reason is kept as text of at most this many characters (a crash's message may be long,
+and the record must stay small)."""
 
 
 @final
@@ -49,6 +54,26 @@ class ChildInfo:
     status: ChildStatus
     restarts: int
     type: ChildType
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ChildExit:
+    """One exit of a child that its supervisor saw: when (trio's clock, `trio.current_time()`),
+    which child (its spec's id), and why (the exit reason as text, cut to `REASON_CHARS`)."""
+
+    at: float
+    child: Hashable
+    reason: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class SupervisorStatistics(ActorStatistics):
+    """A supervisor's `statistics()`: its mailbox figures, and the last `RECENT_EXITS` exits of
+    its children, oldest first, whether or not they were restarted."""
+
+    recent_exits: tuple[ChildExit, ...]
 
 
 @final
@@ -112,6 +137,7 @@ class _SupervisorBase(Actor):
     _max_restarts: int
     _max_seconds: float
     _restart_times: deque[float]
+    _recent_exits: deque[ChildExit]
     _nursery: trio.Nursery
     _extra_arguments: tuple[Any, ...] = ()
 
@@ -120,10 +146,24 @@ class _SupervisorBase(Actor):
         self._max_restarts = max_restarts
         self._max_seconds = float(max_seconds)
         self._restart_times = deque()
+        self._recent_exits = deque(maxlen=RECENT_EXITS)
         self._nursery = await process_of(self.ref).host_children(self._live_children)
 
     def _live_children(self) -> Iterable[ActorRef]:
         raise NotImplementedError
+
+    def _child_exited_with(self, child: _Child, reason: ExitReason) -> None:
+        """Log a monitored child's exit and keep it among the recent ones."""
+        text = str(reason)
+        if len(text) > REASON_CHARS:
+            text = text[: REASON_CHARS - 1] + "…"
+        self._recent_exits.append(ChildExit(trio.current_time(), child.spec.id, text))
+        logger().info(
+            "supervisor.child_exited",
+            supervisor=repr(self.ref),
+            child=repr(child.spec.id),
+            reason=str(reason),
+        )
 
     def _allow_restart(self) -> bool:
         """Record one restart; False when that exceeds max_restarts within max_seconds.
@@ -408,12 +448,7 @@ class Supervisor(_SupervisorBase):
         child.ref = None
         child.monitor = None
         child.status = "stopped"
-        logger().info(
-            "supervisor.child_exited",
-            supervisor=repr(self.ref),
-            child=repr(child.spec.id),
-            reason=str(reason),
-        )
+        self._child_exited_with(child, reason)
         if not _should_restart(child.spec, reason) or self._children_cancelled():
             if child.spec.restart == "temporary":
                 self._remove(child)
@@ -488,6 +523,15 @@ def _count(children: Sequence[_Child]) -> ChildCounts:
     )
 
 
+def supervisor_statistics(ref: ActorRef) -> SupervisorStatistics:
+    """`statistics()` of a supervisor's ref: read from the supervisor itself, in this task (the
+    record is only appended to by the supervisor's own task, so the copy is consistent)."""
+    process = process_of(ref)
+    mailbox = process.mailbox
+    exits = getattr(process.actor, "_recent_exits", ())  # none before init, or after the exit
+    return SupervisorStatistics(len(mailbox), mailbox.capacity, tuple(exits))
+
+
 def _log_started(sup: ActorRef, child: _Child) -> None:
     if child.ref is None:  # its init returned IGNORE: nothing started (OTP reports nothing)
         return
@@ -527,6 +571,10 @@ class SupervisorRef(ActorRef):
         """`ActorRef.call`; a request the supervisor does not know raises `InvalidSpec` (the
         supervisor answers it with that error and keeps running)."""
         return await raw_call(self, msg, timeout)
+
+    def statistics(self) -> SupervisorStatistics:
+        """The mailbox figures, and the children's recent exits (`RECENT_EXITS`, oldest first)."""
+        return supervisor_statistics(self)
 
     async def which_children(self, timeout: float | None = None) -> list[ChildInfo]:  # noqa: ASYNC109
         """Every child in start order: id, ref (None when not running), status, restarts.

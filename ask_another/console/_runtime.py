@@ -2,6 +2,10 @@
 own introspection (`which_children`, `ActorRef.statistics`), as Erlang's observer and Phoenix
 LiveDashboard show a BEAM node.
 
+A supervisor's node carries its children's recent exits (`SupervisorRef.statistics()`), with
+their reasons, and each child its own latest one, so a crash that was restarted at once is still
+visible after it.
+
 Each process is named by its path of child ids from the root (``research/research.owner``), so
 a detail panel or a stop names the same process across refreshes; a restarted child keeps its
 path and shows its new ref. Reading the tree asks each supervisor once (a call with a short
@@ -10,18 +14,23 @@ timeout: a supervisor busy restarting is shown as such rather than holding the p
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Final
+
+import trio
 
 from supervisors import (
     ActorRef,
     CallTimeout,
+    ChildExit,
     DynamicSupervisorRef,
     Registry,
     SupervisorRef,
 )
 
-__all__ = ["ProcessNode", "find", "supervision_tree"]
+__all__ = ["ExitRow", "ProcessNode", "find", "supervision_tree"]
 
 ASK_SECONDS: Final = 2.0
 
@@ -41,9 +50,27 @@ class ProcessNode:
     capacity: int = 0
     actor: str = ""  # the actor's class and id, as its ref shows it
     children: list[ProcessNode] = field(default_factory=list)
+    exits: list[ExitRow] = field(default_factory=list)  # a supervisor's, newest first
+    last_exit: ExitRow | None = None  # this process's latest, from its supervisor's record
 
     def count(self) -> int:
         return 1 + sum(child.count() for child in self.children)
+
+
+@dataclass(frozen=True)
+class ExitRow:
+    """One recent exit of a child, as the page shows it."""
+
+    at: str  # UTC wall-clock time, HH:MM:SS
+    child: str
+    reason: str
+
+
+def _rows(exits: tuple[ChildExit, ...]) -> list[ExitRow]:
+    # The supervisor stamps exits on trio's clock; the page shows the wall clock.
+    offset = time.time() - trio.current_time()
+    return [ExitRow(datetime.fromtimestamp(e.at + offset, UTC).strftime("%H:%M:%S"),
+                    str(e.child), e.reason) for e in reversed(exits)]
 
 
 async def supervision_tree(root: SupervisorRef, registry: Registry) -> ProcessNode:
@@ -69,6 +96,8 @@ async def _fill(node: ProcessNode, names: dict[ActorRef, list[str]]) -> None:
     if not isinstance(ref, SupervisorRef | DynamicSupervisorRef):
         return
     node.kind = "dynamic supervisor" if isinstance(ref, DynamicSupervisorRef) else "supervisor"
+    node.exits = _rows(ref.statistics().recent_exits)
+    latest = {row.child: row for row in reversed(node.exits)}  # each child's newest wins
     try:
         infos = await ref.which_children(timeout=ASK_SECONDS)
     except CallTimeout:
@@ -78,7 +107,8 @@ async def _fill(node: ProcessNode, names: dict[ActorRef, list[str]]) -> None:
         child_id = str(info.ref.name if info.id is None and info.ref is not None else info.id)
         child = ProcessNode(f"{node.path}/{child_id}".lstrip("/"), child_id,
                             "supervisor" if info.type == "supervisor" else "worker",
-                            info.status, info.restarts, info.ref)
+                            info.status, info.restarts, info.ref,
+                            last_exit=latest.get(child_id))
         await _fill(child, names)
         node.children.append(child)
 

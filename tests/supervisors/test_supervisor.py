@@ -10,9 +10,13 @@ import trio.testing
 from actors_for_tests import Echo, FailingInit, Journal, Stubborn
 
 from supervisors import (
+    DEFAULT_MAILBOX_SIZE,
     GIVE_UP_REASON,
+    RECENT_EXITS,
+    Actor,
     ActorExited,
     ActorRef,
+    Caller,
     ChildSpec,
     Crash,
     InvalidSpec,
@@ -27,9 +31,11 @@ from supervisors import (
     UnknownChild,
     child_spec,
     open_supervisor,
+    start_dynamic_supervisor,
     start_supervisor,
     supervisor_spec,
 )
+from supervisors._supervisor import REASON_CHARS
 
 
 async def refs(sup: SupervisorRef) -> dict[Any, ActorRef | None]:
@@ -387,3 +393,61 @@ async def test_reasons_match_by_pattern() -> None:
     assert describe(GIVE_UP_REASON) == "shutdown: reached_max_restart_intensity"
     assert describe(Crash(ValueError("x"))) == "bad value x"
     assert describe(Killed()) == "killed"
+
+
+async def test_statistics_keep_the_recent_child_exits_with_their_reasons(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The runtime page shows why children exited: a supervisor keeps the last RECENT_EXITS
+    exits (when, which child, the reason as text), oldest first, restarted or not."""
+    sup = await start_supervisor(
+        nursery,
+        [child_spec(Echo, id="a"), child_spec(Echo, id="once", restart="transient")],
+        max_restarts=100,
+    )
+    assert sup.statistics().recent_exits == ()
+    for _ in range(RECENT_EXITS + 2):
+        await trio.sleep(10)
+        await crash((await refs(sup))["a"])
+    await trio.sleep(10)
+    once = (await refs(sup))["once"]
+    assert once is not None
+    assert await once.call("stop") == "stopping"
+    await once.wait()
+    await trio.testing.wait_all_tasks_blocked()
+    stats = sup.statistics()
+    assert (stats.queued, stats.capacity) == (0, DEFAULT_MAILBOX_SIZE)
+    exits = stats.recent_exits
+    assert len(exits) == RECENT_EXITS
+    # 13 exits: the three oldest crashes (t=10, 20, 30) were dropped; the normal one is last.
+    assert [e.at for e in exits] == [40.0 + 10 * i for i in range(RECENT_EXITS)]
+    assert [e.child for e in exits] == ["a"] * (RECENT_EXITS - 1) + ["once"]
+    assert exits[0].reason == "crash (RuntimeError: asked to crash)"
+    assert exits[-1].reason == "normal"
+
+
+class Verbose(Actor):
+    """Crashes with a very long message."""
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        raise RuntimeError("x" * 5000)
+
+
+async def test_a_long_exit_reason_is_kept_cut_short(nursery: trio.Nursery) -> None:
+    sup = await start_supervisor(nursery, [child_spec(Verbose, id="v")])
+    await crash((await refs(sup))["v"])
+    [exit] = sup.statistics().recent_exits
+    assert exit.child == "v" and len(exit.reason) == REASON_CHARS
+    assert exit.reason.startswith("crash (RuntimeError: xxx") and exit.reason.endswith("…")
+
+
+async def test_a_dynamic_supervisor_keeps_its_monitored_childrens_exits(
+    nursery: trio.Nursery,
+) -> None:
+    sup = await start_dynamic_supervisor(nursery)
+    perm = await sup.start_child(child_spec(Echo, id="perm"))
+    temp = await sup.start_child(child_spec(Echo, id="temp", restart="temporary"))
+    await crash(perm)
+    await crash(temp)  # not monitored: its exit is not seen
+    [exit] = sup.statistics().recent_exits
+    assert (exit.child, exit.reason) == ("perm", "crash (RuntimeError: asked to crash)")

@@ -248,16 +248,22 @@ def test_a_form_posted_without_its_csrf_token_is_refused(
 
 
 @pytest.mark.parametrize("team", ["allow_stop"], indirect=True)
-def test_the_runtime_page_shows_a_killed_actors_restart_count_rising(
+def test_the_runtime_page_shows_a_killed_actors_restart_count_rising_and_why_it_exited(
     team: tuple[Served, dict[str, str]], page: Page
 ):
     served, tokens = team
     log_in(page, served, tokens["root"], "/console/runtime")
     page.locator("a.node[data-process='store']").click()
     expect(page.locator("#restarts")).to_have_text("0")
+    expect(page.locator("#last-exit")).to_have_count(0)
     page.get_by_role("button", name="Kill this process").click()
     expect(page.locator("#restarts")).to_have_text("1")
     expect(page.locator("a.node[data-process='store'] .restarts")).to_have_text("restarts 1")
+    expect(page.locator("#last-exit")).to_have_text(re.compile(r"^\d\d:\d\d:\d\d UTC: killed$"))
+    expect(page.locator("a.node[data-process='store'] .last-exit")).to_contain_text("killed")
+    # Its supervisor's panel lists the exit among its children's recent ones.
+    page.locator("a.node[data-process='']").click()
+    expect(page.get_by_role("row", name=re.compile(r"store killed"))).to_be_visible()
     shot(page, "runtime")
 
 

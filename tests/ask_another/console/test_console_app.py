@@ -289,6 +289,13 @@ async def test_a_killed_process_is_restarted_and_the_runtime_page_shows_its_rest
                 await trio.sleep(0.05)
                 page = await client.get("/runtime?process=store&part=live")
         assert (await s.runtime.jobs_for(LOCAL_USER).list()) == []  # the new store answers
+        # Why it exited stays on the page after the restart: on its node, its panel, and its
+        # supervisor's (the root's) recent exits.
+        assert re.search(r'class="meta last-exit">last exit \d\d:\d\d:\d\d: killed<', page.text)
+        assert re.search(r'id="last-exit">\d\d:\d\d:\d\d UTC: killed<', page.text)
+        root = await client.get("/runtime?process=&part=live")
+        assert re.search(r"<tr><td>\d\d:\d\d:\d\d</td><td>store</td><td>killed</td></tr>",
+                         root.text), root.text
 
 
 async def test_metrics_count_jobs_by_state_and_what_they_wait_for(
