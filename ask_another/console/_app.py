@@ -50,7 +50,7 @@ from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
 from ask_another.server.auth import TokensFileVerifier
 from ask_another.server.context import token_user
-from ask_another.store.jobs import JobRecord, job_events
+from ask_another.store.jobs import JobRecord, job_store
 from ask_another.store.rules import remove_rule, rules_of, set_rule
 from ask_another.users import LOCAL_USER, User
 
@@ -305,7 +305,7 @@ class Console:
     async def _job(self, request: Request, session: Session) -> Response:
         jobs = self.jobs(session)
         record = await jobs.get(request.path_params["job_id"])
-        events = await job_events(await self.runtime.database(), record.id)
+        events = await job_store(await self.runtime.database()).events(record.id)
         return self.render(request, session, "job", job=record, now=time.time(),
                            events=events[-50:], pending=pending_of(record),
                            citations=[c for c in record.citations

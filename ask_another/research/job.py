@@ -90,17 +90,7 @@ from ask_another.spend import Purpose, record_call
 from ask_another.spend.before import estimate_research, stored_estimate
 from ask_another.spend.budget import check_budget
 from ask_another.spend.confirm import needs_confirmation, not_confirmed_text
-from ask_another.store.jobs import (
-    JobEvent,
-    JobRecord,
-    add_event,
-    add_events,
-    finish_job,
-    get_job,
-    job_store,
-    start_job,
-    update_job,
-)
+from ask_another.store.jobs import JobEvent, JobRecord, JobStore, job_store
 from ask_another.store.outage import until_stored
 from ask_another.store.rules import rules_of
 from supervisors import (
@@ -267,7 +257,7 @@ class ResearchJob(Actor):
             # another process sharing the store takes it over at its next sweep instead of
             # after the lease runs out (resumed if its method can, failed with the reason if not).
             with trio.move_on_after(5), trio.CancelScope(shield=True):
-                store = job_store(await self.services.database())
+                store = await self._store()
                 if await store.release(self.record.id, self.record.owner):
                     log.info("research.released", job_id=self.record.id,
                              owner=self.record.owner)
@@ -278,13 +268,13 @@ class ResearchJob(Actor):
             log.warning("research.attempt_failed", job_id=self.record.id,
                         attempt=self.record.attempts, error=message)
             with trio.move_on_after(5), trio.CancelScope(shield=True):
-                db = await self.services.database()
-                await update_job(db, self.record.id, error=message,
-                                 step=f"attempt {self.record.attempts} failed")
+                store = await self._store()
+                await store.update(self.record.id, error=message,
+                                   step=f"attempt {self.record.attempts} failed")
 
     # ----- the work --------------------------------------------------------------------------
 
-    async def _load(self, db: Any) -> JobRecord | _Failure | None:
+    async def _load(self, store: JobStore) -> JobRecord | _Failure | None:
         """The job as this run starts it: a pending job is moved to attempt 1 (one guarded
         write); any other is reloaded from the store (a takeover, or a restart after a bug).
         None when it has finished (or vanished) meanwhile."""
@@ -292,8 +282,8 @@ class ResearchJob(Actor):
             now = time.time()
             event = JobEvent(job_id=self.record.id, at=now, step="started",
                              detail={"attempt": 1})
-            if await self._stored("start", lambda: start_job(db, self.record.id, started_at=now,
-                                                              event=event)):
+            if await self._stored("start", lambda: store.start(self.record.id, started_at=now,
+                                                                event=event)):
                 self._set(status="in_progress", attempts=1, started_at=now, step="started")
                 if self.record.provider_handle is None:
                     # In progress from here (the first estimate reads the price map, which
@@ -303,7 +293,7 @@ class ResearchJob(Actor):
                     if refused is not None:
                         return refused
                 return self.record
-        stored = await self._stored("load", lambda: get_job(db, self.record.id))
+        stored = await self._stored("load", lambda: store.get(self.record.id))
         if stored is None or stored.finished:
             if stored is not None:
                 self.record = stored
@@ -312,26 +302,26 @@ class ResearchJob(Actor):
         if stored.attempts >= self.max_attempts:
             return _Failure(f"gave up after {stored.attempts} attempts; the last one failed "
                             f"with: {stored.error or 'an unknown error'}")
-        return await self._next_attempt(db, stored)
+        return await self._next_attempt(store, stored)
 
-    async def _next_attempt(self, db: Any, stored: JobRecord) -> JobRecord | None:
+    async def _next_attempt(self, store: JobStore, stored: JobRecord) -> JobRecord | None:
         attempt = stored.attempts + 1
         started = stored.started_at if stored.started_at is not None else time.time()
         step = f"attempt {attempt}"
         event = JobEvent(job_id=stored.id, at=time.time(), step=step,
                          detail={"attempt": attempt, "last_error": stored.error})
-        if not await self._stored("attempt", lambda: add_event(
-                db, event, status="in_progress", attempts=attempt, started_at=started,
+        if not await self._stored("attempt", lambda: store.add_event(
+                event, status="in_progress", attempts=attempt, started_at=started,
                 step=step)):
             return None
         self._set(status="in_progress", attempts=attempt, started_at=started, step=step)
         return self.record
 
     async def _run(self) -> ResearchResult | _Failure | None:
-        db = await self.services.database()
+        store = await self._store()
         if self.record.finished:
             return None
-        record = await self._load(db)
+        record = await self._load(store)
         if record is None or isinstance(record, _Failure):
             return record
         method = METHODS.get(record.method)
@@ -371,7 +361,7 @@ class ResearchJob(Actor):
                 # under the same number (a Gemini job polls its saved interaction).
                 log.warning("research.store_unavailable", job_id=record.id, attempt=attempt,
                             error=str(exc))
-                await self._stored("wait", lambda: get_job(db, record.id))
+                await self._stored("wait", lambda: store.get(record.id))
                 continue
             except ProviderUnreachable as exc:
                 # Nothing listens at the URL: another attempt would only wait longer to say
@@ -385,11 +375,11 @@ class ResearchJob(Actor):
                     return _Failure(f"gave up after {attempt} attempts; the last one failed "
                                     f"with: {message}")
                 self.record.error = message
-                failed = functools.partial(update_job, db, record.id, error=message,
+                failed = functools.partial(store.update, record.id, error=message,
                                            step=f"attempt {attempt} failed")
                 if not await self._stored("attempt failed", failed):
                     return None
-                if await self._next_attempt(db, self.record) is None:
+                if await self._next_attempt(store, self.record) is None:
                     return None
                 self._notify(self._update())
             except AskAnotherError as exc:
@@ -404,6 +394,9 @@ class ResearchJob(Actor):
             await self._stored("budget", lambda: check_budget(
                 self.services, None, f"research job {ctx.job_id}", self.record.user_id))
         return budget
+
+    async def _store(self) -> JobStore:
+        return job_store(await self.services.database())
 
     async def _stored(self, what: str, fn: Callable[[], Awaitable[Any]]) -> Any:
         """`fn()`, waiting for a database that cannot be reached (see the module docstring)."""
@@ -470,13 +463,13 @@ class ResearchJob(Actor):
     async def _save_handle(self, handle: str) -> None:
         # In memory first, so a cancel arriving during the write knows what to cancel remotely.
         self.record.provider_handle = handle
-        db = await self.services.database()
+        store = await self._store()
         # Shielded: the provider runs (and bills) the work under this handle from now on; a
         # job stopped while the write waits for the database (the fence) must still leave it
         # stored, so whoever starts the job again resumes it instead of failing it.
         with trio.CancelScope(shield=True):
-            await self._stored("handle", lambda: update_job(db, self.record.id,
-                                                            provider_handle=handle))
+            await self._stored("handle", lambda: store.update(self.record.id,
+                                                              provider_handle=handle))
 
     # ----- state changes (in the actor's loop only) ------------------------------------------
 
@@ -505,9 +498,9 @@ class ResearchJob(Actor):
         events, self.unwritten = self.unwritten, []
         detail = _jsonable(self.record.detail) if self.detail_changed else None
         self.detail_changed = False
-        db = await self.services.database()
-        await self._stored("progress", lambda: add_events(
-            db, self.record.id, events, detail=detail, step=self.record.step,
+        store = await self._store()
+        await self._stored("progress", lambda: store.add_events(
+            self.record.id, events, detail=detail, step=self.record.step,
             waiting_for=list(self.record.waiting_for)))
 
     def _relinquish(self) -> None:
@@ -529,16 +522,16 @@ class ResearchJob(Actor):
     async def _finish(self, status: Any, **changes: Any) -> None:
         if self.record.finished or self.relinquished:
             return
-        db = await self.services.database()
+        store = await self._store()
         now = time.time()
         changes = {k: v for k, v in changes.items() if v is not None}
         if "detail" in changes:
             changes["detail"] = _jsonable(changes["detail"])
         event = JobEvent(job_id=self.record.id, at=now, step=status,
                          detail={"error": changes["error"]} if "error" in changes else {})
-        if await self._stored("finish", lambda: finish_job(db, self.record.id, status,
-                                                           ended_at=now, event=event,
-                                                           **changes)):
+        if await self._stored("finish", lambda: store.finish(self.record.id, status,
+                                                             ended_at=now, event=event,
+                                                             **changes)):
             self._set(status=status, ended_at=now, **changes)
             log.info("research.finished", job_id=self.record.id, status=status,
                      elapsed=round(self.record.elapsed(now), 3))
@@ -548,11 +541,11 @@ class ResearchJob(Actor):
         if self.record.finished:
             return CancelOutcome(cancelled=False, record=msgspec.structs.replace(self.record))
         self.work.cancel()
-        db = await self.services.database()
+        store = await self._store()
         now = time.time()
         event = JobEvent(job_id=self.record.id, at=now, step="cancelled")
-        if not await self._stored("cancel", lambda: finish_job(
-                db, self.record.id, "cancelled", ended_at=now, event=event, step="cancelled")):
+        if not await self._stored("cancel", lambda: store.finish(
+                self.record.id, "cancelled", ended_at=now, event=event, step="cancelled")):
             await self._settle()
             return CancelOutcome(cancelled=False, record=msgspec.structs.replace(self.record))
         self._set(status="cancelled", ended_at=now, step="cancelled")
@@ -665,8 +658,8 @@ class ResearchJob(Actor):
         self.questions.close_all()
         self.record.waiting_for = []
         if not self.record.finished:
-            db = await self.services.database()
-            stored = await self._stored("settle", lambda: get_job(db, self.record.id))
+            store = await self._store()
+            stored = await self._stored("settle", lambda: store.get(self.record.id))
             if stored is not None:
                 self.record = stored
         final = msgspec.structs.replace(self.record)

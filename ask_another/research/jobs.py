@@ -57,16 +57,7 @@ from ask_another.research.supervisor import JOB_OWNER, JOBS_SUPERVISOR, GetLease
 from ask_another.spend.before import estimate_json, estimate_research
 from ask_another.spend.budget import ceilings, check_budget
 from ask_another.spend.estimate import Estimate
-from ask_another.store.jobs import (
-    JobEvent,
-    JobRecord,
-    RequestKind,
-    finish_job,
-    get_job,
-    job_store,
-    list_jobs,
-    running_jobs,
-)
+from ask_another.store.jobs import JobEvent, JobRecord, JobStore, RequestKind, job_store
 from ask_another.users import LOCAL_USER, User
 from supervisors import (
     ActorExited,
@@ -208,11 +199,11 @@ class ResearchJobs:
                            detail={"depth": depth, "estimate": estimate_json(estimate)},
                            owner=lease.owner,
                            lease_expires=taken + lease.seconds, user_id=self.user.id)
-        db = await self.services.database()
+        store = await self._store()
         limit = self.services.config.max_jobs_per_user
         limited = limit > 0 and not self.user.local
-        if not await job_store(db).insert(record, taken, max_running=limit if limited else None):
-            running = await running_jobs(db, self.user.id)
+        if not await store.insert(record, taken, max_running=limit if limited else None):
+            running = await store.running(self.user.id)
             raise LimitReached(
                 f"Limit reached: at most {limit} research job{'s' if limit != 1 else ''} "
                 "running at once per user "
@@ -223,8 +214,8 @@ class ResearchJobs:
         except (StartError, AskAnotherError) as exc:
             now = time.time()
             reason = f"the job could not be started: {exc}"
-            await finish_job(db, record.id, "failed", ended_at=now, error=reason,
-                             event=JobEvent(job_id=record.id, at=now, step="failed"))
+            await store.finish(record.id, "failed", ended_at=now, error=reason,
+                               event=JobEvent(job_id=record.id, at=now, step="failed"))
             raise AskAnotherError(reason) from None
         return record
 
@@ -252,15 +243,12 @@ class ResearchJobs:
                 return self._allowed(record)
             except (ActorExited, CallTimeout):
                 pass  # it just finished (or crashed), or is busy: the store has its state
-        found = await get_job(await self.services.database(), job_id)
-        if found is None:
-            raise UnknownJob(job_id)
-        return self._allowed(found)
+        return self._allowed(await self._stored(job_id))
 
     async def list(self, limit: int = 200) -> list[JobRecord]:
         """Every job of this face's user (an admin: every job), newest first (reports left
         out)."""
-        return await list_jobs(await self.services.database(), limit, self.user)
+        return await (await self._store()).recent(limit, self.user)
 
     async def cancel(self, job_id: str) -> CancelOutcome:
         """Cancel a job; the outcome says whether it was still running and what was stopped.
@@ -283,16 +271,16 @@ class ResearchJobs:
                                  record=await self._stored(job_id), remote=answer.get("remote"))
         # Ours (or from before leases) with no actor: cancel it in the store.
         now = time.time()
-        cancelled = await finish_job(await self.services.database(), job_id, "cancelled",
-                                     ended_at=now, step="cancelled",
-                                     event=JobEvent(job_id=job_id, at=now, step="cancelled"))
+        cancelled = await (await self._store()).finish(
+            job_id, "cancelled", ended_at=now, step="cancelled",
+            event=JobEvent(job_id=job_id, at=now, step="cancelled"))
         return CancelOutcome(cancelled=cancelled, record=await self._stored(job_id))
 
     async def _request(self, record: JobRecord, kind: RequestKind,
                        tool_call_id: str | None = None, value: str | None = None
                        ) -> dict[str, Any]:
         """Store a request for the job's owner in another process and wait for its answer."""
-        store = job_store(await self.services.database())
+        store = await self._store()
         request_id = await store.request(record.id, kind, tool_call_id, value, now=time.time())
         with trio.move_on_after(REQUEST_WAIT):
             while True:
@@ -377,8 +365,11 @@ class ResearchJobs:
         assert isinstance(reply, Answered)
         return reply.message
 
+    async def _store(self) -> JobStore:
+        return job_store(await self.services.database())
+
     async def _stored(self, job_id: str) -> JobRecord:
-        found = await get_job(await self.services.database(), job_id)
+        found = await (await self._store()).get(job_id)
         if found is None:
             raise UnknownJob(job_id)
         return found

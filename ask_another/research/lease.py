@@ -4,9 +4,10 @@
 lasts; `heartbeat` is the loop `JobOwner` (supervisor.py) runs: it renews every lease this owner
 holds in ONE statement every `lease.seconds / 3` (so a job's lease survives two lost beats), takes
 the requests other processes stored for its jobs every `REQUEST_POLL` seconds, and every
-`lease.seconds / 2` looks for jobs whose lease has expired. The loop is written against the
-`JobStore` interface with trio's clock for its schedule and `lease.wall` for the leases' times,
-so its timings are tested on MockClock (tests/ask_another/research/test_lease_timings.py).
+`lease.seconds / 2` looks for jobs whose lease has expired. The loop is written against
+`Leases`, the three `JobStore` methods it needs, with trio's clock for its schedule and
+`lease.wall` for the leases' times, so its timings are tested on MockClock against a store in
+memory (tests/ask_another/research/test_lease_timings.py).
 
 A failed store statement (a locked file, a full disk) is logged and the loop goes on: the next
 beat retries, and a lease lapses only after `lease.seconds` without any successful renewal.
@@ -36,15 +37,16 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 import trio
 
 from ask_another.errors import StoreError, StoreUnavailable
 from ask_another.logs import get_logger
-from ask_another.store.jobs import JobRecord, JobRequest, JobStore
+from ask_another.store.jobs import JobRecord, JobRequest
 
-__all__ = ["FENCE", "REQUEST_POLL", "HeartbeatStatistics", "Lease", "heartbeat", "new_owner"]
+__all__ = ["FENCE", "REQUEST_POLL", "HeartbeatStatistics", "Lease", "Leases", "heartbeat",
+           "new_owner"]
 
 log = get_logger("ask_another.research")
 
@@ -54,6 +56,16 @@ FENCE: Final = 0.6
 """The part of a lease after which an owner that could not renew stops its jobs (fencing): just
 after the second failed renewal, with 40 % of the lease left to stop in and for clocks to
 differ."""
+
+
+class Leases(Protocol):
+    """What the heartbeat asks of the job store (`store.jobs.JobStore` has each of these)."""
+
+    async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]: ...
+
+    async def take_requests(self, owner: str, now: float) -> list[JobRequest]: ...
+
+    async def expired(self, now: float) -> list[JobRecord]: ...
 
 
 def new_owner() -> str:
@@ -138,7 +150,7 @@ async def _none(_: set[str]) -> None:
     await trio.lowlevel.checkpoint()
 
 
-async def heartbeat(store: JobStore, lease: Lease, *, on_renewed: RenewedFn,
+async def heartbeat(store: Leases, lease: Lease, *, on_renewed: RenewedFn,
                     on_requests: RequestsFn, on_expired: ExpiredFn,
                     on_fenced: FencedFn = _nothing, on_unfenced: RenewedFn = _none,
                     slow_is_away: bool = True, request_poll: float = REQUEST_POLL,
@@ -158,7 +170,7 @@ async def heartbeat(store: JobStore, lease: Lease, *, on_renewed: RenewedFn,
                     on_expired, request_poll, begin)
 
 
-async def _beat(store: JobStore, lease: Lease, renewal: _Renewal, stats: HeartbeatStatistics,
+async def _beat(store: Leases, lease: Lease, renewal: _Renewal, stats: HeartbeatStatistics,
                 on_renewed: RenewedFn, on_unfenced: RenewedFn, on_requests: RequestsFn,
                 on_expired: ExpiredFn, request_poll: float, begin: float) -> None:
     next_renew, next_sweep = begin + lease.renew_every, begin + lease.sweep_every

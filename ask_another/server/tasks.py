@@ -78,7 +78,7 @@ from ask_another.server.context import user_of
 from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.server.tools.attached import asked_of, waiting_text
 from ask_another.server.tools.research import result_json
-from ask_another.store.jobs import JobRecord, get_job, unfinished_jobs
+from ask_another.store.jobs import JobRecord, job_store
 from ask_another.users import LOCAL_USER, User
 
 __all__ = [
@@ -693,14 +693,14 @@ class JobUpdates:
 
     async def _look(self, runtime: Runtime, seen: dict[str, Any], *, announce: bool
                     ) -> dict[str, Any]:
-        db = await runtime.database()
-        current = {r.id: r for r in await unfinished_jobs(db, LOCAL_USER)}  # every user's
+        store = job_store(await runtime.database())
+        current = {r.id: r for r in await store.unfinished(LOCAL_USER)}  # every user's
         for job_id in seen.keys() - current.keys():  # ended since the last look
-            ended = await get_job(db, job_id)
+            ended = await store.get(job_id)
             if ended is not None and announce:
                 await self.job_changed(ended)
         for job_id in self._tasks.keys() - current.keys() - seen.keys():  # ended unseen
-            ended = await get_job(db, job_id)
+            ended = await store.get(job_id)
             if ended is None:
                 self._tasks.pop(job_id, None)
             elif ended.finished:

@@ -3,7 +3,7 @@
 Every state change of a research job is written here before it is acknowledged to anyone, so the
 table is the truth about every job that is not running, and after a crash or a restart.
 
-Terminal states are final at this level too: every update except `insert_job` carries the guard
+Terminal states are final at this level too: every update except `insert` carries the guard
 ``status NOT IN ('completed', 'failed', 'cancelled')`` and reports whether it changed a row, so a
 late writer (a result arriving after a cancel, a recovery racing a job) can never flip a finished
 job. Times are Unix timestamps (seconds, float); citations are a JSON list of objects (`url`,
@@ -17,9 +17,12 @@ ONE statement per heartbeat (`renew`); anyone may take over a job whose lease ha
 `claim` does it in one guarded UPDATE, so of two processes racing for one job exactly one wins.
 Requests for a job (a cancel, an answer) made in another process are rows of
 `research_requests`: the owner takes them (`take_requests`, one UPDATE that marks them taken),
-acts, and writes the answer back (`answer_request`), which the asker polls. `JobStore` is that
-protocol as an interface; `SqliteJobStore` is its SQLite backend, `PostgresJobStore` its
-PostgreSQL one, and `job_store(db)` gives the one for a `Database`.
+acts, and writes the answer back (`answer_request`), which the asker polls.
+
+`JobStore` is the one way into these tables: every statement on them is one of its methods,
+written once for both backends; `SqliteJobStore` and `PostgresJobStore` differ only in the lease
+clock below (and PostgreSQL's advisory lock on a user's running-jobs count), and `job_store(db)`
+gives the one for a `Database`.
 
 The lease clock: on SQLite, leases are times on the caller's clock (`now`, `lease_expires`; the
 processes sharing a file share a machine, and tests drive the clock). On PostgreSQL the nodes are
@@ -31,7 +34,7 @@ node whose clock is off cannot steal a live lease or keep a dead one.
 from __future__ import annotations
 
 import json
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -50,18 +53,7 @@ __all__ = [
     "PostgresJobStore",
     "RequestKind",
     "SqliteJobStore",
-    "add_event",
-    "add_events",
-    "finish_job",
-    "get_job",
-    "insert_job",
-    "job_events",
     "job_store",
-    "list_jobs",
-    "running_jobs",
-    "start_job",
-    "unfinished_jobs",
-    "update_job",
 ]
 
 JobStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
@@ -186,230 +178,6 @@ class _TooMany(Exception):
     """The user has too many unfinished jobs: the insert is rolled back."""
 
 
-async def insert_job(db: Database, record: JobRecord, *, max_running: int | None = None,
-                     lease_sql: str = "?", lease: float | None = None) -> bool:
-    """Store a new job (committed when this returns); True when stored.
-
-    With `max_running`, only while the job's user has fewer unfinished jobs than that, this one
-    included: the job is inserted, then the user's unfinished jobs are counted in the same
-    transaction, which is rolled back (nothing written, False) when they are too many. On SQLite
-    the insert takes the file's write lock before the count, so starts racing on one home
-    (several processes included) cannot both pass; on PostgreSQL, whose transactions run side by
-    side under READ COMMITTED, the transaction first takes an advisory lock on the user for the
-    same guarantee.
-
-    `lease_sql` and `lease`: how its `lease_expires` is written (`PostgresJobStore.insert` counts
-    it on the database's clock); by default, `record.lease_expires` as it is.
-    """
-    values = (record.id, record.model, record.query, record.method, record.status, record.step,
-              record.created_at, record.started_at, record.ended_at, record.attempts,
-              record.provider_handle, record.report, json.dumps(record.citations), record.error,
-              _detail_json(record.detail, record.waiting_for), record.entry, record.owner,
-              record.lease_expires if lease_sql == "?" else lease, record.user_id)
-    marks = ", ".join(lease_sql if column == "lease_expires" else "?"
-                      for column in _COLUMNS.split(", "))
-    insert = f"INSERT INTO research_jobs ({_COLUMNS}) VALUES ({marks})"
-    if max_running is None:
-        await db.execute(insert, values)
-        return True
-    mine, params = own(record.user_id)
-
-    def go(conn: Connection) -> bool:
-        try:
-            with conn:
-                if db.dialect == "postgres":
-                    conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))",
-                                 (f"ask-another.jobs.{record.user_id}",))
-                conn.execute(insert, values)
-                running = conn.execute(
-                    f"SELECT COUNT(*) FROM research_jobs WHERE {mine} AND {_NOT_FINAL}",
-                    params).fetchone()[0]
-                if running > max_running:
-                    raise _TooMany  # `with conn:` rolls the insert back, on both backends
-        except _TooMany:
-            return False
-        return True
-
-    return await db.run(go)
-
-
-async def running_jobs(db: Database, user_id: str | None) -> int:
-    """How many unfinished jobs the user `user_id` (None: the local user) has."""
-    mine, params = own(user_id)
-    row = await db.fetchone(
-        f"SELECT COUNT(*) FROM research_jobs WHERE {mine} AND {_NOT_FINAL}", params)
-    return int(row[0]) if row is not None else 0
-
-
-async def update_job(db: Database, job_id: str, **changes: Any) -> bool:
-    """Change columns of a job that has not finished; False if it has finished (or is unknown).
-
-    Use `finish_job` for the move to a terminal state.
-    """
-    if not changes:
-        return True
-    unknown = set(changes) - _UPDATABLE
-    if unknown:
-        raise ValueError(f"not research_jobs columns: {sorted(unknown)}")
-    if changes.get("status") in TERMINAL:
-        raise ValueError("use finish_job to move a job to a terminal state")
-    columns = sorted(changes)
-    assignments = ", ".join(f"{c} = ?" for c in columns)
-    params = [_encode(c, changes[c]) for c in columns]
-
-    def go(conn: Connection) -> bool:
-        with conn:
-            cursor = conn.execute(
-                f"UPDATE research_jobs SET {assignments} WHERE id = ? AND {_NOT_FINAL}",
-                (*params, job_id),
-            )
-            return cursor.rowcount == 1
-
-    return await db.run(go)
-
-
-async def finish_job(
-    db: Database,
-    job_id: str,
-    status: JobStatus,
-    *,
-    ended_at: float,
-    event: JobEvent | None = None,
-    **changes: Any,
-) -> bool:
-    """Move a job to the terminal `status` (with `ended_at` and other columns) in one commit.
-
-    Returns False, changing nothing, if the job had already finished: the first terminal state
-    written wins, whatever arrives later.
-    """
-    if status not in TERMINAL:
-        raise ValueError(f"{status!r} is not a terminal state")
-    unknown = set(changes) - _UPDATABLE
-    if unknown:
-        raise ValueError(f"not research_jobs columns: {sorted(unknown)}")
-    values = {**changes, "status": status, "ended_at": ended_at}
-    columns = sorted(values)
-    assignments = ", ".join(f"{c} = ?" for c in columns)
-    params = [_encode(c, values[c]) for c in columns]
-
-    def go(conn: Connection) -> bool:
-        with conn:
-            cursor = conn.execute(
-                f"UPDATE research_jobs SET {assignments} WHERE id = ? AND {_NOT_FINAL}",
-                (*params, job_id),
-            )
-            if cursor.rowcount != 1:
-                return False
-            if event is not None:
-                _insert_event(conn, event)
-            return True
-
-    return await db.run(go)
-
-
-def _insert_event(conn: Connection, event: JobEvent) -> None:
-    conn.execute(
-        "INSERT INTO research_events (job_id, at, step, detail) VALUES (?, ?, ?, ?)",
-        (event.job_id, event.at, event.step, json.dumps(event.detail) if event.detail else None),
-    )
-
-
-async def add_event(db: Database, event: JobEvent, **changes: Any) -> bool:
-    """Append a timeline event and, with `changes`, update the job's non-terminal columns in the
-    same commit. False (nothing written) if the job has finished."""
-    unknown = set(changes) - _UPDATABLE
-    if unknown or changes.get("status") in TERMINAL:
-        raise ValueError(f"cannot change {sorted(changes)} with an event")
-    columns = sorted(changes)
-    assignments = ", ".join(f"{c} = ?" for c in columns)
-    params = [_encode(c, changes[c]) for c in columns]
-
-    def go(conn: Connection) -> bool:
-        with conn:
-            if columns:
-                cursor = conn.execute(
-                    f"UPDATE research_jobs SET {assignments} WHERE id = ? AND {_NOT_FINAL}",
-                    (*params, event.job_id),
-                )
-            else:
-                cursor = conn.execute(
-                    f"SELECT 1 FROM research_jobs WHERE id = ? AND {_NOT_FINAL}", (event.job_id,)
-                )
-                if cursor.fetchone() is None:
-                    return False
-            if columns and cursor.rowcount != 1:
-                return False
-            _insert_event(conn, event)
-            return True
-
-    return await db.run(go)
-
-
-async def add_events(db: Database, job_id: str, events: list[JobEvent],
-                     detail: dict[str, Any] | None = None, step: str | None = None,
-                     waiting_for: list[Question] | None = None) -> bool:
-    """Append several timeline events and set the job's `step` (given, or the last event's) and,
-    given, its `detail` with what it waits for, in one commit. False (nothing written) if the
-    job has finished."""
-    if not events and detail is None and step is None:
-        return True
-    step = step if step is not None else (events[-1].step if events else None)
-
-    def go(conn: Connection) -> bool:
-        with conn:
-            cursor = conn.execute(
-                f"UPDATE research_jobs SET step = coalesce(?, step), "
-                f"detail = coalesce(?, detail) WHERE id = ? AND {_NOT_FINAL}",
-                (step, _detail_json(detail, waiting_for) if detail is not None else None,
-                 job_id),
-            )
-            if cursor.rowcount != 1:
-                return False
-            for event in events:
-                _insert_event(conn, event)
-            return True
-
-    return await db.run(go)
-
-
-async def get_job(db: Database, job_id: str) -> JobRecord | None:
-    row = await db.fetchone(f"SELECT {_COLUMNS} FROM research_jobs WHERE id = ?", (job_id,))
-    return _record(row) if row is not None else None
-
-
-async def list_jobs(db: Database, limit: int = 200, user: User = LOCAL_USER) -> list[JobRecord]:
-    """The most recent jobs `user` may see first (an admin: every job; without their reports,
-    which can be long)."""
-    seen, params = visible(user)
-    rows = await db.fetchall(
-        f"SELECT {_COLUMNS.replace('report', 'NULL AS report')} FROM research_jobs "
-        f"WHERE {seen} ORDER BY created_at DESC, rowid DESC LIMIT ?",
-        (*params, limit),
-    )
-    return [_record(r) for r in rows]
-
-
-async def unfinished_jobs(db: Database, user: User = LOCAL_USER) -> list[JobRecord]:
-    """Every job `user` may see (an admin: every job) not in a terminal state, oldest first."""
-    seen, params = visible(user)
-    rows = await db.fetchall(
-        f"SELECT {_COLUMNS} FROM research_jobs WHERE {_NOT_FINAL} AND {seen} "
-        "ORDER BY created_at, rowid", params)
-    return [_record(r) for r in rows]
-
-
-async def job_events(db: Database, job_id: str) -> list[JobEvent]:
-    """A job's timeline, oldest first."""
-    rows = await db.fetchall(
-        "SELECT job_id, at, step, detail FROM research_events WHERE job_id = ? ORDER BY id",
-        (job_id,),
-    )
-    return [JobEvent(job_id=r["job_id"], at=r["at"], step=r["step"],
-                     detail=json.loads(r["detail"]) if r["detail"] else {}) for r in rows]
-
-
-# ----- ownership and requests (the JobStore interface) ------------------------------------------
-
 RequestKind = Literal["cancel", "cancel_call", "permission", "choice"]
 
 
@@ -423,99 +191,264 @@ class JobRequest(msgspec.Struct, frozen=True, kw_only=True):
     value: str | None = None
 
 
-class JobStore(Protocol):
-    """The job store's ownership protocol, the part a second backend (PostgreSQL) implements.
+class JobStore:
+    """The one way into the job tables: every statement on `research_jobs`, `research_events`
+    and `research_requests` is a method here, written once for both backends.
 
-    Times are wall-clock Unix seconds given by the caller, so a test can drive them; a backend
-    for several machines (PostgreSQL) counts leases on its own clock instead: a lease given as
-    (`lease_expires`, `now`) lasts `lease_expires - now` seconds from the database's now.
+    Times are wall-clock Unix seconds given by the caller, so a test can drive them. The two
+    subclasses differ only in the lease clock (see the module docstring): `SqliteJobStore`
+    writes and compares leases on the caller's clock, `PostgresJobStore` on the database's,
+    where a lease given as (`lease_expires`, `now`) lasts `lease_expires - now` seconds.
     """
-
-    async def insert(self, record: JobRecord, now: float, *, max_running: int | None = None
-                     ) -> bool:
-        """Store a new job; its lease (`record.lease_expires`, taken at `now`) is alive. With
-        `max_running`, only if its user has fewer unfinished jobs (see `insert_job`)."""
-        ...
-
-    async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
-        """Take the job for `owner` if it is unfinished and unowned, expired at `now`, or already
-        `owner`'s; atomic: of several claimers of one expired lease exactly one gets True."""
-        ...
-
-    async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]:
-        """Extend every lease `owner` holds on an unfinished job (to `lease_expires`, renewed at
-        `now`), in one statement; returns the ids of the jobs it holds."""
-        ...
-
-    async def release(self, job_id: str, owner: str) -> bool:
-        """Give the job up (its lease ends now) if `owner` holds it."""
-        ...
-
-    async def finish(self, job_id: str, status: JobStatus, *, ended_at: float,
-                     event: JobEvent | None = None, **changes: Any) -> bool:
-        """Move the job to a terminal state (first one wins; see `finish_job`)."""
-        ...
-
-    async def expired(self, now: float) -> list[JobRecord]:
-        """Unfinished jobs whose lease has expired at `now` (or that have no owner)."""
-        ...
-
-    async def request(self, job_id: str, kind: RequestKind, tool_call_id: str | None = None,
-                      value: str | None = None, *, now: float) -> int:
-        """Store a request for the job's owner; returns its id."""
-        ...
-
-    async def take_requests(self, owner: str, now: float) -> list[JobRequest]:
-        """The untaken requests for the unfinished jobs `owner` holds, marked taken by it."""
-        ...
-
-    async def answer_request(self, request_id: int, answer: dict[str, Any], now: float) -> None:
-        """Record what the owner did about a request (a JSON object)."""
-        ...
-
-    async def request_answer(self, request_id: int) -> dict[str, Any] | None:
-        """The owner's answer, once there is one."""
-        ...
-
-    async def withdraw_request(self, request_id: int) -> bool:
-        """Delete a request nobody has taken yet (the asker gave up); False if it was taken."""
-        ...
-
-    async def get(self, job_id: str) -> JobRecord | None:
-        """The job as stored."""
-        ...
-
-
-class SqliteJobStore:
-    """`JobStore` on the SQLite file (every statement through `Database`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def insert(self, record: JobRecord, now: float, *, max_running: int | None = None
-                     ) -> bool:
-        return await insert_job(self.db, record, max_running=max_running)
+    # ----- the dialect's lease clock ------------------------------------------------------------
 
-    async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
+    def _lease(self, lease_expires: float, now: float) -> tuple[str, float]:
+        """How a lease taken at `now` until `lease_expires` is written: SQL and its parameter."""
+        raise NotImplementedError
+
+    def _now(self, now: float) -> tuple[str, tuple[float, ...]]:
+        """The SQL a lease is found expired against, and its parameters."""
+        raise NotImplementedError
+
+    def _lock_user(self, conn: Connection, user_id: str | None) -> None:
+        """Serialise the running-jobs count of one user within a transaction (see `insert`)."""
+
+    # ----- the job rows -------------------------------------------------------------------------
+
+    async def insert(self, record: JobRecord, now: float | None = None, *,
+                     max_running: int | None = None) -> bool:
+        """Store a new job (committed when this returns); True when stored. Its lease, if it has
+        one (`record.lease_expires`, taken at `now`, which it then needs), is alive.
+
+        With `max_running`, only while the job's user has fewer unfinished jobs than that, this
+        one included: the job is inserted, then the user's unfinished jobs are counted in the
+        same transaction, which is rolled back (nothing written, False) when they are too many.
+        On SQLite the insert takes the file's write lock before the count, so starts racing on
+        one home (several processes included) cannot both pass; on PostgreSQL, whose
+        transactions run side by side under READ COMMITTED, the transaction first takes an
+        advisory lock on the user for the same guarantee.
+        """
+        lease_sql, lease = "?", record.lease_expires
+        if record.lease_expires is not None:
+            if now is None:
+                raise ValueError("a job stored with a lease needs the time it was taken at")
+            lease_sql, lease = self._lease(record.lease_expires, now)
+        values = (record.id, record.model, record.query, record.method, record.status,
+                  record.step, record.created_at, record.started_at, record.ended_at,
+                  record.attempts, record.provider_handle, record.report,
+                  json.dumps(record.citations), record.error,
+                  _detail_json(record.detail, record.waiting_for), record.entry, record.owner,
+                  lease, record.user_id)
+        marks = ", ".join(lease_sql if column == "lease_expires" else "?"
+                          for column in _COLUMNS.split(", "))
+        insert = f"INSERT INTO research_jobs ({_COLUMNS}) VALUES ({marks})"
+        if max_running is None:
+            await self.db.execute(insert, values)
+            return True
+        mine, params = own(record.user_id)
+
+        def go(conn: Connection) -> bool:
+            try:
+                with conn:
+                    self._lock_user(conn, record.user_id)
+                    conn.execute(insert, values)
+                    running = conn.execute(
+                        f"SELECT COUNT(*) FROM research_jobs WHERE {mine} AND {_NOT_FINAL}",
+                        params).fetchone()[0]
+                    if running > max_running:
+                        raise _TooMany  # `with conn:` rolls the insert back, on both backends
+            except _TooMany:
+                return False
+            return True
+
+        return await self.db.run(go)
+
+    async def running(self, user_id: str | None) -> int:
+        """How many unfinished jobs the user `user_id` (None: the local user) has."""
+        mine, params = own(user_id)
+        row = await self.db.fetchone(
+            f"SELECT COUNT(*) FROM research_jobs WHERE {mine} AND {_NOT_FINAL}", params)
+        return int(row[0]) if row is not None else 0
+
+    async def update(self, job_id: str, **changes: Any) -> bool:
+        """Change columns of a job that has not finished; False if it has finished (or is
+        unknown). Use `finish` for the move to a terminal state."""
+        if not changes:
+            return True
+        _check_columns(changes)
+        if changes.get("status") in TERMINAL:
+            raise ValueError("use finish to move a job to a terminal state")
+        return await self._change(job_id, changes)
+
+    async def start(self, job_id: str, *, started_at: float, event: JobEvent) -> bool:
+        """Move a pending job to in_progress, attempt 1, with its first event; False (nothing
+        written) if it is not pending any more (it was started before: a restart reloads it)."""
         def go(conn: Connection) -> bool:
             with conn:
                 cursor = conn.execute(
-                    "UPDATE research_jobs SET owner = ?, lease_expires = ? WHERE id = ? AND "
-                    f"{_NOT_FINAL} AND (owner IS NULL OR owner = ? OR lease_expires IS NULL "
-                    "OR lease_expires < ?)",
-                    (owner, lease_expires, job_id, owner, now))
+                    "UPDATE research_jobs SET status = 'in_progress', attempts = 1, "
+                    "started_at = ?, step = ? WHERE id = ? AND status = 'pending'",
+                    (started_at, event.step, job_id))
+                if cursor.rowcount != 1:
+                    return False
+                _insert_event(conn, event)
+                return True
+        return await self.db.run(go)
+
+    async def finish(self, job_id: str, status: JobStatus, *, ended_at: float,
+                     event: JobEvent | None = None, **changes: Any) -> bool:
+        """Move a job to the terminal `status` (with `ended_at` and other columns) in one commit.
+
+        Returns False, changing nothing, if the job had already finished: the first terminal
+        state written wins, whatever arrives later.
+        """
+        if status not in TERMINAL:
+            raise ValueError(f"{status!r} is not a terminal state")
+        return await self._change(job_id, {**changes, "status": status, "ended_at": ended_at},
+                                  event)
+
+    async def _change(self, job_id: str, changes: dict[str, Any],
+                      event: JobEvent | None = None) -> bool:
+        # The one guarded UPDATE of an unfinished job's columns, with `event` in the same commit.
+        _check_columns(changes)
+        columns = sorted(changes)
+        assignments = ", ".join(f"{c} = ?" for c in columns)
+        params = [_encode(c, changes[c]) for c in columns]
+
+        def go(conn: Connection) -> bool:
+            with conn:
+                cursor = conn.execute(
+                    f"UPDATE research_jobs SET {assignments} WHERE id = ? AND {_NOT_FINAL}",
+                    (*params, job_id),
+                )
+                if cursor.rowcount != 1:
+                    return False
+                if event is not None:
+                    _insert_event(conn, event)
+                return True
+
+        return await self.db.run(go)
+
+    async def add_event(self, event: JobEvent, **changes: Any) -> bool:
+        """Append a timeline event and, with `changes`, update the job's non-terminal columns in
+        the same commit. False (nothing written) if the job has finished."""
+        unknown = set(changes) - _UPDATABLE
+        if unknown or changes.get("status") in TERMINAL:
+            raise ValueError(f"cannot change {sorted(changes)} with an event")
+        if changes:
+            return await self._change(event.job_id, changes, event)
+
+        def go(conn: Connection) -> bool:
+            with conn:
+                cursor = conn.execute(
+                    f"SELECT 1 FROM research_jobs WHERE id = ? AND {_NOT_FINAL}", (event.job_id,)
+                )
+                if cursor.fetchone() is None:
+                    return False
+                _insert_event(conn, event)
+                return True
+
+        return await self.db.run(go)
+
+    async def add_events(self, job_id: str, events: list[JobEvent],
+                         detail: dict[str, Any] | None = None, step: str | None = None,
+                         waiting_for: list[Question] | None = None) -> bool:
+        """Append several timeline events and set the job's `step` (given, or the last event's)
+        and, given, its `detail` with what it waits for, in one commit. False (nothing written)
+        if the job has finished."""
+        if not events and detail is None and step is None:
+            return True
+        step = step if step is not None else (events[-1].step if events else None)
+
+        def go(conn: Connection) -> bool:
+            with conn:
+                cursor = conn.execute(
+                    f"UPDATE research_jobs SET step = coalesce(?, step), "
+                    f"detail = coalesce(?, detail) WHERE id = ? AND {_NOT_FINAL}",
+                    (step, _detail_json(detail, waiting_for) if detail is not None else None,
+                     job_id),
+                )
+                if cursor.rowcount != 1:
+                    return False
+                for event in events:
+                    _insert_event(conn, event)
+                return True
+
+        return await self.db.run(go)
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        """The job as stored."""
+        row = await self.db.fetchone(f"SELECT {_COLUMNS} FROM research_jobs WHERE id = ?",
+                                     (job_id,))
+        return _record(row) if row is not None else None
+
+    async def recent(self, limit: int = 200, user: User = LOCAL_USER) -> list[JobRecord]:
+        """The most recent jobs `user` may see first (an admin: every job; without their
+        reports, which can be long)."""
+        seen, params = visible(user)
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS.replace('report', 'NULL AS report')} FROM research_jobs "
+            f"WHERE {seen} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [_record(r) for r in rows]
+
+    async def unfinished(self, user: User = LOCAL_USER) -> list[JobRecord]:
+        """Every job `user` may see (an admin: every job) not in a terminal state, oldest
+        first."""
+        seen, params = visible(user)
+        rows = await self.db.fetchall(
+            f"SELECT {_COLUMNS} FROM research_jobs WHERE {_NOT_FINAL} AND {seen} "
+            "ORDER BY created_at, rowid", params)
+        return [_record(r) for r in rows]
+
+    async def events(self, job_id: str) -> list[JobEvent]:
+        """A job's timeline, oldest first."""
+        rows = await self.db.fetchall(
+            "SELECT job_id, at, step, detail FROM research_events WHERE job_id = ? ORDER BY id",
+            (job_id,),
+        )
+        return [JobEvent(job_id=r["job_id"], at=r["at"], step=r["step"],
+                         detail=json.loads(r["detail"]) if r["detail"] else {}) for r in rows]
+
+    # ----- ownership ----------------------------------------------------------------------------
+
+    async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
+        """Take the job for `owner` if it is unfinished and unowned, expired at `now`, or
+        already `owner`'s; atomic: of several claimers of one expired lease exactly one gets
+        True (under PostgreSQL's READ COMMITTED a second claimer of the row waits for the first
+        to commit, re-checks the guard on the new row and changes nothing)."""
+        lease_sql, lease = self._lease(lease_expires, now)
+        now_sql, now_params = self._now(now)
+
+        def go(conn: Connection) -> bool:
+            with conn:
+                cursor = conn.execute(
+                    f"UPDATE research_jobs SET owner = ?, lease_expires = {lease_sql} WHERE id = ? "
+                    f"AND {_NOT_FINAL} AND (owner IS NULL OR owner = ? OR lease_expires IS NULL "
+                    f"OR lease_expires < {now_sql})",
+                    (owner, lease, job_id, owner, *now_params))
                 return cursor.rowcount == 1
         return await self.db.run(go)
 
     async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]:
+        """Extend every lease `owner` holds on an unfinished job (to `lease_expires`, renewed at
+        `now`), in one statement; returns the ids of the jobs it holds."""
+        lease_sql, lease = self._lease(lease_expires, now)
+
         def go(conn: Connection) -> set[str]:
             with conn:
                 return {r[0] for r in conn.execute(
-                    f"UPDATE research_jobs SET lease_expires = ? WHERE owner = ? AND {_NOT_FINAL} "
-                    "RETURNING id", (lease_expires, owner)).fetchall()}
+                    f"UPDATE research_jobs SET lease_expires = {lease_sql} WHERE owner = ? "
+                    f"AND {_NOT_FINAL} RETURNING id", (lease, owner)).fetchall()}
         return await self.db.run(go)
 
     async def release(self, job_id: str, owner: str) -> bool:
+        """Give the job up (its lease ends now) if `owner` holds it."""
         def go(conn: Connection) -> bool:
             with conn:
                 return conn.execute(
@@ -523,24 +456,27 @@ class SqliteJobStore:
                     "WHERE id = ? AND owner = ?", (job_id, owner)).rowcount == 1
         return await self.db.run(go)
 
-    async def finish(self, job_id: str, status: JobStatus, *, ended_at: float,
-                     event: JobEvent | None = None, **changes: Any) -> bool:
-        return await finish_job(self.db, job_id, status, ended_at=ended_at, event=event,
-                                **changes)
-
     async def expired(self, now: float) -> list[JobRecord]:
+        """Unfinished jobs whose lease has expired at `now` (or that have no owner)."""
+        now_sql, now_params = self._now(now)
         rows = await self.db.fetchall(
             f"SELECT {_COLUMNS} FROM research_jobs WHERE {_NOT_FINAL} AND (owner IS NULL OR "
-            "lease_expires IS NULL OR lease_expires < ?) ORDER BY created_at, rowid", (now,))
+            f"lease_expires IS NULL OR lease_expires < {now_sql}) ORDER BY created_at, rowid",
+            now_params)
         return [_record(r) for r in rows]
+
+    # ----- requests for a job's owner -----------------------------------------------------------
 
     async def request(self, job_id: str, kind: RequestKind, tool_call_id: str | None = None,
                       value: str | None = None, *, now: float) -> int:
+        """Store a request for the job's owner; returns its id."""
         return await self.db.insert(
             "INSERT INTO research_requests (job_id, kind, tool_call_id, value, created_at) "
             "VALUES (?, ?, ?, ?, ?) RETURNING id", (job_id, kind, tool_call_id, value, now))
 
     async def take_requests(self, owner: str, now: float) -> list[JobRequest]:
+        """The untaken requests for the unfinished jobs `owner` holds, marked taken by it (one
+        UPDATE: a request is marked taken once, whoever races)."""
         # A read first (the query-only connection, a partial index): most beats find nothing
         # and then write nothing.
         if await self.db.fetchone(
@@ -560,11 +496,13 @@ class SqliteJobStore:
         return await self.db.run(go)
 
     async def answer_request(self, request_id: int, answer: dict[str, Any], now: float) -> None:
+        """Record what the owner did about a request (a JSON object)."""
         await self.db.execute(
             "UPDATE research_requests SET answer = ?, answered_at = ? WHERE id = ?",
             (json.dumps(answer), now, request_id))
 
     async def request_answer(self, request_id: int) -> dict[str, Any] | None:
+        """The owner's answer, once there is one."""
         row = await self.db.fetchone("SELECT answer FROM research_requests WHERE id = ?",
                                      (request_id,))
         if row is None or row["answer"] is None:
@@ -572,10 +510,8 @@ class SqliteJobStore:
         answer: dict[str, Any] = json.loads(row["answer"])
         return answer
 
-    async def get(self, job_id: str) -> JobRecord | None:
-        return await get_job(self.db, job_id)
-
     async def withdraw_request(self, request_id: int) -> bool:
+        """Delete a request nobody has taken yet (the asker gave up); False if it was taken."""
         def go(conn: Connection) -> bool:
             with conn:
                 return conn.execute("DELETE FROM research_requests WHERE id = ? AND taken_at IS "
@@ -583,63 +519,49 @@ class SqliteJobStore:
         return await self.db.run(go)
 
 
+def _check_columns(changes: dict[str, Any]) -> None:
+    unknown = set(changes) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not research_jobs columns: {sorted(unknown)}")
+
+
+def _insert_event(conn: Connection, event: JobEvent) -> None:
+    conn.execute(
+        "INSERT INTO research_events (job_id, at, step, detail) VALUES (?, ?, ?, ?)",
+        (event.job_id, event.at, event.step, json.dumps(event.detail) if event.detail else None),
+    )
+
+
+class SqliteJobStore(JobStore):
+    """`JobStore` on the SQLite file: leases are times on the caller's clock."""
+
+    def _lease(self, lease_expires: float, now: float) -> tuple[str, float]:
+        return "?", lease_expires
+
+    def _now(self, now: float) -> tuple[str, tuple[float, ...]]:
+        return "?", (now,)
+
+
 _DB_CLOCK: Final = "extract(epoch from clock_timestamp())::double precision"
 """The database server's clock, in Unix seconds: what PostgreSQL's leases are counted on."""
 
 
-class PostgresJobStore(SqliteJobStore):
-    """`JobStore` on PostgreSQL: the SQLite store's statements, except that leases are taken,
-    renewed and found expired on the database's clock (see the module docstring). The claim is
-    the same one guarded UPDATE: under READ COMMITTED a second claimer of the row waits for the
-    first to commit, re-checks the guard on the new row and changes nothing, so exactly one
-    wins. `take_requests` is one UPDATE too: a request is marked taken once, whoever races."""
+class PostgresJobStore(JobStore):
+    """`JobStore` on PostgreSQL: leases are taken, renewed and found expired on the database's
+    clock (see the module docstring), and a user's running-jobs count is serialised by an
+    advisory lock."""
 
-    async def insert(self, record: JobRecord, now: float, *, max_running: int | None = None
-                     ) -> bool:
-        if record.lease_expires is None:
-            return await insert_job(self.db, record, max_running=max_running)
-        return await insert_job(self.db, record, max_running=max_running,
-                                lease_sql=f"{_DB_CLOCK} + ?", lease=record.lease_expires - now)
+    def _lease(self, lease_expires: float, now: float) -> tuple[str, float]:
+        return f"{_DB_CLOCK} + ?", lease_expires - now
 
-    async def claim(self, job_id: str, owner: str, lease_expires: float, now: float) -> bool:
-        changed = await self.db.execute(
-            f"UPDATE research_jobs SET owner = ?, lease_expires = {_DB_CLOCK} + ? WHERE id = ? "
-            f"AND {_NOT_FINAL} AND (owner IS NULL OR owner = ? OR lease_expires IS NULL "
-            f"OR lease_expires < {_DB_CLOCK})",
-            (owner, lease_expires - now, job_id, owner))
-        return changed == 1
+    def _now(self, now: float) -> tuple[str, tuple[float, ...]]:
+        return _DB_CLOCK, ()
 
-    async def renew(self, owner: str, lease_expires: float, now: float) -> set[str]:
-        def go(conn: Connection) -> set[str]:
-            with conn:
-                return {r[0] for r in conn.execute(
-                    f"UPDATE research_jobs SET lease_expires = {_DB_CLOCK} + ? WHERE owner = ? "
-                    f"AND {_NOT_FINAL} RETURNING id", (lease_expires - now, owner)).fetchall()}
-        return await self.db.run(go)
-
-    async def expired(self, now: float) -> list[JobRecord]:
-        rows = await self.db.fetchall(
-            f"SELECT {_COLUMNS} FROM research_jobs WHERE {_NOT_FINAL} AND (owner IS NULL OR "
-            f"lease_expires IS NULL OR lease_expires < {_DB_CLOCK}) ORDER BY created_at, rowid")
-        return [_record(r) for r in rows]
+    def _lock_user(self, conn: Connection, user_id: str | None) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))",
+                     (f"ask-another.jobs.{user_id}",))
 
 
-def job_store(db: Database) -> SqliteJobStore:
+def job_store(db: Database) -> JobStore:
     """The `JobStore` of `db`'s backend."""
     return PostgresJobStore(db) if db.dialect == "postgres" else SqliteJobStore(db)
-
-
-async def start_job(db: Database, job_id: str, *, started_at: float, event: JobEvent) -> bool:
-    """Move a pending job to in_progress, attempt 1, with its first event; False (nothing
-    written) if it is not pending any more (it was started before: a restart reloads it)."""
-    def go(conn: Connection) -> bool:
-        with conn:
-            cursor = conn.execute(
-                "UPDATE research_jobs SET status = 'in_progress', attempts = 1, started_at = ?, "
-                "step = ? WHERE id = ? AND status = 'pending'",
-                (started_at, event.step, job_id))
-            if cursor.rowcount != 1:
-                return False
-            _insert_event(conn, event)
-            return True
-    return await db.run(go)

@@ -21,7 +21,7 @@ from ask_another.console import ROOT, Console, Login, LoginCodes, Metrics, pendi
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.auth import TokensFile, TokensFileVerifier
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
-from ask_another.store.jobs import job_events
+from ask_another.store.jobs import job_store
 from ask_another.store.rules import set_rule
 from ask_another.store.usage import UsageRow, record_usage
 from ask_another.users import LOCAL_USER, User
@@ -338,7 +338,7 @@ async def test_always_allow_is_stored_listed_applied_to_the_next_job_and_revocab
         done = await jobs.wait(second.id, timeout=30)
         assert done.status == "completed" and done.report == "second report"
         assert not any("waiting for permission" in (e.step or "")
-                       for e in await job_events(await s.runtime.database(), second.id))
+                       for e in await job_store(await s.runtime.database()).events(second.id))
         # Revoked: asked again.
         revoked = await client.post("/rules/revoke", data={"tool": "read_article",
                                                           "csrf": csrf_of(listing.text)})

@@ -24,7 +24,7 @@ from ask_another.research import (
 )
 from ask_another.runtime import Runtime
 from ask_another.simulator import Fail, Reply, Simulator
-from ask_another.store.jobs import get_job, job_events, job_store
+from ask_another.store.jobs import job_store
 from supervisors import ActorExited
 
 
@@ -37,7 +37,7 @@ async def test_perplexity_job_completes_with_report_and_citations(
     assert final.status == "completed", final
     assert "boiling point of water" in (final.report or "")
     assert len(final.citations) == 2
-    stored = await get_job(await runtime.database(), record.id)
+    stored = await job_store(await runtime.database()).get(record.id)
     assert stored is not None and stored.status == "completed"
     assert stored.report == final.report and stored.citations == final.citations
     assert stored.ended_at is not None and stored.attempts == 1
@@ -65,7 +65,7 @@ async def test_gemini_job_polls_until_completed_and_keeps_the_interaction_id(
     (interaction,) = sim.interactions.values()
     assert final.provider_handle == interaction.id
     assert interaction.polls == 3
-    steps = [e.step for e in await job_events(await runtime.database(), record.id)]
+    steps = [e.step for e in await job_store(await runtime.database()).events(record.id)]
     assert steps[0] == "started"
     assert "Gemini interaction queued" in steps and "Gemini interaction in_progress" in steps
     assert steps[-1] == "completed"
@@ -132,7 +132,7 @@ async def test_cancel_during_gemini_polling_cancels_the_interaction_remotely(
     assert outcome.remote is not None and "cancelled on the provider" in outcome.remote
     (interaction,) = sim.interactions.values()
     assert interaction.cancel_called and interaction.status == "cancelled"
-    stored = await get_job(await runtime.database(), record.id)
+    stored = await job_store(await runtime.database()).get(record.id)
     assert stored is not None and stored.status == "cancelled"
     again = await jobs.cancel(record.id)
     assert not again.cancelled and again.record.status == "cancelled"
@@ -148,7 +148,7 @@ async def test_a_result_arriving_after_cancel_never_flips_the_state(
     outcome = await jobs.cancel(record.id)
     assert outcome.cancelled
     await trio.sleep(0.6)
-    stored = await get_job(await runtime.database(), record.id)
+    stored = await job_store(await runtime.database()).get(record.id)
     assert stored is not None and stored.status == "cancelled" and stored.report is None
     assert (await jobs.get(record.id)).status == "cancelled"
 
@@ -205,7 +205,7 @@ async def test_a_transient_failure_is_retried_inside_the_same_actor_callers_neve
     final = await jobs.get(record.id)
     assert final.status == "completed" and final.report == "second try"
     assert final.attempts == 2
-    stored = await get_job(await runtime.database(), record.id)
+    stored = await job_store(await runtime.database()).get(record.id)
     assert stored is not None and stored.attempts == 2
     assert any("waiting" in (s or "") and "attempt 2" in (s or "") for s in seen_steps) or \
         any((s or "").startswith("attempt") for s in seen_steps)

@@ -17,7 +17,7 @@ from ask_another.runtime import Runtime, open_runtime
 from ask_another.simulator import Simulator
 from ask_another.spend.budget import BudgetExceeded, check_budget
 from ask_another.spend.estimate import Estimate, Line
-from ask_another.store.jobs import get_job
+from ask_another.store.jobs import job_store
 from ask_another.store.usage import UsageRow, record_usage
 from ask_another.users import LOCAL_USER, User
 
@@ -34,7 +34,7 @@ async def test_another_users_job_is_no_job_to_every_method_and_left_as_it_was(
     alice, bob = runtime.jobs_for(ALICE), runtime.jobs_for(BOB)
     record = await alice.start("gdr", "alice's question")
     assert record.user_id == "alice"
-    stored = await get_job(await runtime.database(), record.id)
+    stored = await job_store(await runtime.database()).get(record.id)
     assert stored is not None and stored.user_id == "alice"
     attempts = [
         bob.get(record.id),

@@ -28,9 +28,8 @@ from ask_another.store.jobs import (
     JobRecord,
     JobRequest,
     JobStatus,
+    JobStore,
     RequestKind,
-    SqliteJobStore,
-    insert_job,
     job_store,
 )
 
@@ -234,10 +233,10 @@ async def test_of_two_processes_claiming_one_expired_job_exactly_one_wins(
     async with open_database(store_target) as one, open_database(store_target) as two:
         now = time.time()
         for n in range(20):
-            await insert_job(one, running_job(f"r-{n:010d}", "dead", now - 1.0))
+            await job_store(one).insert(running_job(f"r-{n:010d}", "dead", now - 1.0), now)
         wins: dict[str, list[str]] = {"x": [], "y": []}
 
-        async def claim_all(store: SqliteJobStore, owner: str) -> None:
+        async def claim_all(store: JobStore, owner: str) -> None:
             for n in range(20):
                 if await store.claim(f"r-{n:010d}", owner, now + 15.0, now):
                     wins[owner].append(f"r-{n:010d}")

@@ -26,7 +26,7 @@ from ask_another.config import Config, DatabaseUrl
 from ask_another.errors import StoreError
 from ask_another.runtime import open_runtime
 from ask_another.store import MIGRATIONS, Migration, add_feedback, list_feedback, open_database
-from ask_another.store.jobs import JobRecord, PostgresJobStore, get_job, job_store
+from ask_another.store.jobs import JobRecord, PostgresJobStore, job_store
 
 HELPER = Path(__file__).with_name("first_start.py")
 
@@ -266,13 +266,13 @@ async def test_leases_are_counted_on_the_database_clock_not_the_callers(postgres
         # On the caller's clock the lease expired an hour ago; on the database's it is alive.
         assert await store.expired(time.time()) == []
         assert not await store.claim("r-clock", "b", time.time() + 15.0, time.time())
-        stored = await get_job(db, "r-clock")
+        stored = await store.get("r-clock")
         assert stored is not None and stored.lease_expires is not None
         assert abs(stored.lease_expires - (time.time() + 15.0)) < 5.0
         # A node whose clock runs ahead cannot make a lease last longer than its length.
         ahead = time.time() + 3600.0
         assert await store.renew("a", ahead + 15.0, ahead) == {"r-clock"}
-        stored = await get_job(db, "r-clock")
+        stored = await store.get("r-clock")
         assert stored is not None and stored.lease_expires is not None
         assert abs(stored.lease_expires - (time.time() + 15.0)) < 5.0
         # Expired by the database's clock: taken over, whatever the caller's clock says.

@@ -10,7 +10,7 @@ from pathlib import Path
 from ask_another.config import DatabaseUrl
 from ask_another.server.auth import TokensFile
 from ask_another.store import MIGRATIONS, open_database
-from ask_another.store.jobs import list_jobs
+from ask_another.store.jobs import job_store
 from ask_another.store.usage import spent_since
 from ask_another.users import User
 
@@ -51,5 +51,6 @@ async def test_migration_8_moves_named_rows_to_the_principal_of_their_name(
     assert again.principal.startswith("token:carol:") and again.principal != "name:carol"
     assert "name:carol" in json.loads(path.read_text())["removed"]
     async with open_database(store_target) as db:
-        assert [r.id for r in await list_jobs(db, user=User("name:carol", False))] == ["r-carol"]
-        assert await list_jobs(db, user=User(again.principal, False)) == []
+        jobs = job_store(db)
+        assert [r.id for r in await jobs.recent(user=User("name:carol", False))] == ["r-carol"]
+        assert await jobs.recent(user=User(again.principal, False)) == []

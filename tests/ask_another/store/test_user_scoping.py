@@ -17,15 +17,7 @@ from ask_another.store.conversations import (
     append_messages,
     get_conversation,
 )
-from ask_another.store.jobs import (
-    JobRecord,
-    finish_job,
-    get_job,
-    insert_job,
-    list_jobs,
-    running_jobs,
-    unfinished_jobs,
-)
+from ask_another.store.jobs import JobRecord, job_store
 from ask_another.store.usage import UsageRow, record_usage, spent_since, usage_totals
 from ask_another.users import LOCAL_USER, User
 
@@ -49,12 +41,13 @@ async def test_a_version_6_database_gains_user_columns_and_its_rows_are_the_loca
         await db.execute(
             "INSERT INTO feedback (created_at, issue) VALUES ('2025-01-01', 'old feedback')")
     async with open_database(path) as db:
+        jobs = job_store(db)
         assert await db.schema_version() == len(MIGRATIONS) >= 7
-        old = await get_job(db, "r-old")
+        old = await jobs.get("r-old")
         assert old is not None and old.user_id is None
         # The local user (an admin) sees the old rows; a named user does not.
-        assert [r.id for r in await list_jobs(db)] == ["r-old"]
-        assert await list_jobs(db, user=ALICE) == []
+        assert [r.id for r in await jobs.recent()] == ["r-old"]
+        assert await jobs.recent(user=ALICE) == []
         assert [f.issue for f in await list_feedback(db)] == ["old feedback"]
         assert await list_feedback(db, user=ALICE) == []
     with sqlite3.connect(path) as conn:
@@ -68,32 +61,34 @@ async def test_job_listings_show_a_user_their_own_jobs_and_an_admin_every_job(
     store_target: Path | DatabaseUrl
 ):
     async with open_database(store_target) as db:
+        jobs = job_store(db)
         for n, user in enumerate(["alice", "bob", None, "alice"]):
-            await insert_job(db, job(f"r-{n}", user, at=float(n)))
-        await finish_job(db, "r-3", "completed", ended_at=9.0)
-        assert [r.id for r in await list_jobs(db, user=ALICE)] == ["r-3", "r-0"]
-        assert [r.id for r in await list_jobs(db, user=BOB)] == ["r-1"]
-        assert [r.id for r in await list_jobs(db, user=ADMIN)] == ["r-3", "r-2", "r-1", "r-0"]
-        assert [r.id for r in await list_jobs(db)] == ["r-3", "r-2", "r-1", "r-0"]  # local
-        assert [r.id for r in await unfinished_jobs(db, ALICE)] == ["r-0"]
-        assert [r.id for r in await unfinished_jobs(db, ADMIN)] == ["r-0", "r-1", "r-2"]
-        stored = await get_job(db, "r-1")
+            await jobs.insert(job(f"r-{n}", user, at=float(n)))
+        await jobs.finish("r-3", "completed", ended_at=9.0)
+        assert [r.id for r in await jobs.recent(user=ALICE)] == ["r-3", "r-0"]
+        assert [r.id for r in await jobs.recent(user=BOB)] == ["r-1"]
+        assert [r.id for r in await jobs.recent(user=ADMIN)] == ["r-3", "r-2", "r-1", "r-0"]
+        assert [r.id for r in await jobs.recent()] == ["r-3", "r-2", "r-1", "r-0"]  # local
+        assert [r.id for r in await jobs.unfinished(ALICE)] == ["r-0"]
+        assert [r.id for r in await jobs.unfinished(ADMIN)] == ["r-0", "r-1", "r-2"]
+        stored = await jobs.get("r-1")
         assert stored is not None and stored.user_id == "bob"
-        assert await running_jobs(db, "alice") == 1
-        assert await running_jobs(db, None) == 1  # the local user's own
+        assert await jobs.running("alice") == 1
+        assert await jobs.running(None) == 1  # the local user's own
 
 
 async def test_insert_within_a_running_limit_refuses_the_job_over_it_and_writes_nothing(
     store_target: Path | DatabaseUrl,
 ):
     async with open_database(store_target) as db:
-        assert await insert_job(db, job("r-1", "alice"), max_running=2)
-        assert await insert_job(db, job("r-2", "alice"), max_running=2)
-        assert not await insert_job(db, job("r-3", "alice"), max_running=2)
-        assert await get_job(db, "r-3") is None
-        assert await insert_job(db, job("r-4", "bob"), max_running=2)  # bob has his own count
-        await finish_job(db, "r-1", "cancelled", ended_at=5.0)
-        assert await insert_job(db, job("r-5", "alice"), max_running=2)  # one finished
+        jobs = job_store(db)
+        assert await jobs.insert(job("r-1", "alice"), max_running=2)
+        assert await jobs.insert(job("r-2", "alice"), max_running=2)
+        assert not await jobs.insert(job("r-3", "alice"), max_running=2)
+        assert await jobs.get("r-3") is None
+        assert await jobs.insert(job("r-4", "bob"), max_running=2)  # bob has his own count
+        await jobs.finish("r-1", "cancelled", ended_at=5.0)
+        assert await jobs.insert(job("r-5", "alice"), max_running=2)  # one finished
 
 
 async def test_racing_inserts_never_pass_the_running_limit(store_target: Path | DatabaseUrl):
@@ -105,14 +100,14 @@ async def test_racing_inserts_never_pass_the_running_limit(store_target: Path | 
 
         async def start(n: int) -> None:
             db = one if n % 2 else two
-            passed.append(await insert_job(db, job(f"r-{n}", "alice"), max_running=3))
+            passed.append(await job_store(db).insert(job(f"r-{n}", "alice"), max_running=3))
 
         async with trio.open_nursery() as nursery:
             for n in range(60):
                 nursery.start_soon(start, n)
         assert passed.count(True) == 3
-        assert await running_jobs(one, "alice") == 3
-        assert len(await list_jobs(two, user=ALICE)) == 3
+        assert await job_store(one).running("alice") == 3
+        assert len(await job_store(two).recent(user=ALICE)) == 3
 
 
 async def test_conversations_keep_the_user_who_started_them(
