@@ -81,7 +81,12 @@ from ask_another.research.messages import (
     TextPreview,
     ToolUpdated,
 )
-from ask_another.research.methods import METHODS, JobContext, ResearchFailed, ResearchResult
+from ask_another.research.methods import (
+    JOB_METHODS,
+    JobContext,
+    ResearchFailed,
+    ResearchResult,
+)
 from ask_another.research.methods.agent import HostInteraction, JobInteraction
 from ask_another.research.questions import Expired, Questions
 from ask_another.research.retry import TRANSIENT, backoff
@@ -324,7 +329,7 @@ class ResearchJob(Actor):
         record = await self._load(store)
         if record is None or isinstance(record, _Failure):
             return record
-        method = METHODS.get(record.method)
+        method = JOB_METHODS.get(record.method)
         if method is None:
             return _Failure(f"unknown research method {record.method!r}")
         try:
@@ -350,6 +355,8 @@ class ResearchJob(Actor):
                 tools=self.options.tools,
                 depth=str(self.record.detail.get("depth") or "standard"),
                 policy=await self._policy() if record.method == "agent" else None,
+                detail=dict(self.record.detail), user_id=self.record.user_id,
+                services=self.services,
             )
             ctx.check_budget = self._budget_check(ctx)
             try:
@@ -424,7 +431,7 @@ class ResearchJob(Actor):
         self._report(f"waiting for a person to confirm the estimated cost "
                      f"({estimate.describe()})")
         request = SpendRequest(estimated_cost=estimate.describe(), confirm_above_usd=limit,
-                               model=model)
+                               model=_asks_whom(stored))
         decision: Decision
         if self.options.interaction is not None:
             decision = await self.options.interaction.request_permission(PermissionRequest(
@@ -550,7 +557,7 @@ class ResearchJob(Actor):
             return CancelOutcome(cancelled=False, record=msgspec.structs.replace(self.record))
         self._set(status="cancelled", ended_at=now, step="cancelled")
         remote = None
-        method = METHODS.get(self.record.method)
+        method = JOB_METHODS.get(self.record.method)
         handle = self.record.provider_handle
         if method is not None and method.cancel_remote is not None and handle is not None:
             try:
@@ -698,6 +705,14 @@ class ResearchJob(Actor):
 async def _expire_after(tool_call_id: str, seconds: float) -> Expired:
     await trio.sleep(seconds)
     return Expired(tool_call_id)
+
+
+def _asks_whom(record: JobRecord) -> str:
+    """Whom the job asks, as its spend question names it: its model, or a consensus's panel."""
+    panel = record.detail.get("consensus")
+    if isinstance(panel, dict) and isinstance(panel.get("models"), list):
+        return "a consensus of " + ", ".join(str(m) for m in panel["models"])
+    return record.model
 
 
 def _describe(exc: BaseException) -> str:

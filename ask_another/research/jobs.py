@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
 import trio
 
+from ask_another.calls import CallSettings
 from ask_another.catalog import is_deep_research
 from ask_another.config import ModelEntry, is_research_agent, no_chat_call
+from ask_another.consensus import Consensus
 from ask_another.errors import AskAnotherError, InvalidArgument, LimitReached
 from ask_another.interaction.builtin import BUILTIN_NAMES
 from ask_another.interaction.protocol import Interaction, valid
@@ -52,7 +54,7 @@ from ask_another.research.messages import (
     Status,
     Subscribe,
 )
-from ask_another.research.methods import DEPTHS, METHODS
+from ask_another.research.methods import CONSENSUS_METHOD, DEPTHS, METHODS
 from ask_another.research.supervisor import JOB_OWNER, JOBS_SUPERVISOR, GetLease, job_spec
 from ask_another.spend.before import estimate_json, estimate_research
 from ask_another.spend.budget import ceilings, check_budget
@@ -187,16 +189,44 @@ class ResearchJobs:
         if ceilings(self.services):
             await check_budget(self.services, estimate, "this research job", self.user.id)
         async with self.services.starting:  # a burst queues here (services.py)
-            return await self._store_and_start(entry, query, method, depth,
+            return await self._store_and_start(entry, query, method, {"depth": depth},
                                                JobOptions(interaction, tools), estimate)
 
-    async def _store_and_start(self, entry: ModelEntry, query: str, method: str, depth: str,
-                               options: JobOptions, estimate: Estimate) -> JobRecord:
+    async def start_consensus(self, models: Sequence[str], prompt: str, *,
+                              system: str | None = None,
+                              stances: Mapping[str, str] | None = None,
+                              synthesize: str | None = None, conversation_id: str | None = None,
+                              temperature: float | None = None, timeout: float | None = None,  # noqa: ASYNC109 - per model call
+                              ) -> JobRecord:
+        """Store a consensus as a job (method "consensus", research/methods/consensus.py) and
+        start it; returns the job as stored (pending). The arguments are `Consensus.ask`'s,
+        validated here the same way (and refused the same way) before anything is stored; the
+        job asks a person to confirm the panel's estimate above ASK_ANOTHER_CONFIRM_USD, as a
+        research job does. Its report, once completed, is the consensus tool's answer."""
+        CallSettings(temperature, timeout)  # InvalidArgument for a value out of range
+        consensus = Consensus(self.services, self.user)
+        estimate = await consensus.estimate(models, prompt, system=system, stances=stances,
+                                            synthesize=synthesize,
+                                            conversation_id=conversation_id)
+        if ceilings(self.services):
+            await check_budget(self.services, estimate, "this consensus", self.user.id)
+        panel = [seat.entry.model for seat in consensus.seats(models, stances)]
+        arguments = {"models": panel, "system": system, "stances": dict(stances or {}),
+                     "synthesize": synthesize, "conversation_id": conversation_id,
+                     "temperature": temperature, "timeout": timeout, "admin": self.user.admin}
+        entry = self.services.config.resolve(panel[0])
+        async with self.services.starting:
+            return await self._store_and_start(entry, prompt.strip(), CONSENSUS_METHOD,
+                                               {"consensus": arguments}, JobOptions(), estimate)
+
+    async def _store_and_start(self, entry: ModelEntry, query: str, method: str,
+                               detail: dict[str, Any], options: JobOptions, estimate: Estimate
+                               ) -> JobRecord:
         lease = await self.lease()
         taken = lease.wall()
         record = JobRecord(id=_new_id(), model=entry.model, query=query, method=method,
                            created_at=time.time(), entry=entry.variable,
-                           detail={"depth": depth, "estimate": estimate_json(estimate)},
+                           detail={**detail, "estimate": estimate_json(estimate)},
                            owner=lease.owner,
                            lease_expires=taken + lease.seconds, user_id=self.user.id)
         store = await self._store()

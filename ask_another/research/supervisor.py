@@ -59,7 +59,7 @@ from ask_another.research.messages import (
     PermissionAnswer,
     Relinquish,
 )
-from ask_another.research.methods import METHODS
+from ask_another.research.methods import JOB_METHODS
 from ask_another.store.jobs import JobEvent, JobRecord, JobRequest, job_store
 from supervisors import (
     Actor,
@@ -207,7 +207,7 @@ class JobOwner(Actor):
             if not await self.store.claim(record.id, self.lease.owner, self.lease.until(),
                                           self.lease.wall()):
                 continue  # another process took it first, or it finished meanwhile
-            method = METHODS.get(record.method)
+            method = JOB_METHODS.get(record.method)
             mine = msgspec.structs.replace(record, owner=self.lease.owner,
                                            lease_expires=self.lease.until())
             reason = self._reason(record)

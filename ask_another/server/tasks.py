@@ -2,10 +2,11 @@
 
 A research job already is what the protocol calls a task: durable (its row is committed before
 `start_research` answers), polled, cancellable, and waiting for a person now and then. So a task
-*is* a job: the task id is the job id, every `tasks/*` request acts for the caller's user
-through `ResearchJobs` (another user's id is refused like check_research refuses it), and
-everything is read from and written to the job store, so a task started on one node is read,
-answered and cancelled on another, and survives a restart.
+*is* a job (a task-augmented `consensus` stores one too, of method "consensus":
+research/methods/consensus.py): the task id is the job id, every `tasks/*` request acts for
+the caller's user through `ResearchJobs` (another user's id is refused like check_research
+refuses it), and everything is read from and written to the job store, so a task started on
+one node is read, answered and cancelled on another, and survives a restart.
 
 Job to task (the state table in docs/server.md):
 
@@ -16,8 +17,8 @@ Job to task (the state table in docs/server.md):
 - failed -> ``failed`` on 2025-11-25 (that revision counts an ``isError`` tool result as a
   failure); on 2026-07-28 ``completed`` with the ``isError`` tool result, since that revision
   keeps ``failed`` for JSON-RPC errors only.
-- The task's result is the tool result `start_research` would have given: the same report JSON
-  check_research shows.
+- The task's result is the tool result its tool would have given: for start_research the same
+  report JSON check_research shows, for consensus the panel's answer (the job's report).
 
 Two wire forms, both served here:
 
@@ -73,6 +74,7 @@ from ask_another.errors import AskAnotherError, InvalidArgument, error_text
 from ask_another.interaction.types import ALLOW, Deny, Question
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate, ResearchJobs
+from ask_another.research.methods import CONSENSUS_METHOD
 from ask_another.runtime import Runtime
 from ask_another.server.context import user_of
 from ask_another.server.lifespan import ServerState, Unavailable
@@ -101,8 +103,9 @@ TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 IMMEDIATE_RESPONSE: Final = "io.modelcontextprotocol/model-immediate-response"
-TASK_TOOLS: Final = frozenset({"start_research"})
-"""The tools a client may run as a task: each one's task is the job it starts."""
+TASK_TOOLS: Final = frozenset({"start_research", "consensus"})
+"""The tools a client may run as a task: each one's task is the job it starts (a consensus's
+is a job of method "consensus", research/methods/consensus.py)."""
 LOOK_AGAIN: Final = 5.0
 """Seconds a blocked tasks/result waits on the job before it looks at the store again."""
 MISSING_CAPABILITY: Final = -32021
@@ -163,15 +166,19 @@ def task_fields(record: JobRecord, config: Config, *, modern: bool) -> dict[str,
 
 
 def tool_result(record: JobRecord) -> dict[str, Any]:
-    """The tools/call result of a finished job, as start_research gives it: the report JSON
-    check_research shows, a tool error for a failure, a line for a cancel."""
-    if record.status == "completed":
+    """The tools/call result of a finished job, as its tool gives it: for start_research the
+    report JSON check_research shows, for a consensus the consensus tool's answer; a tool error
+    for a failure, a line for a cancel."""
+    what = "Consensus" if record.method == CONSENSUS_METHOD else "Research job"
+    if record.status == "completed" and record.method == CONSENSUS_METHOD:
+        text, is_error = record.report or "", False
+    elif record.status == "completed":
         text, is_error = result_json(record), False
     elif record.status == "failed":
-        text = error_text(AskAnotherError(f"Research job {record.id} failed: {record.error}"))
+        text = error_text(AskAnotherError(f"{what} {record.id} failed: {record.error}"))
         is_error = True
     else:
-        text, is_error = f"Research job {record.id} was cancelled before it finished.", False
+        text, is_error = f"{what} {record.id} was cancelled before it finished.", False
     return {"content": [{"type": "text", "text": text}], "isError": is_error}
 
 
@@ -267,30 +274,69 @@ def _task_id(params: Mapping[str, Any] | None) -> str:
     return task_id.strip()
 
 
-def _argument(arguments: Mapping[str, Any], name: str, default: str | None = None) -> str:
+def _argument(arguments: Mapping[str, Any], name: str, default: str | None = None, *,
+              tool: str = "start_research") -> str:
     value = arguments.get(name, default)
     if not isinstance(value, str):
-        raise InvalidArgument(f"Invalid arguments for start_research: {name} is required "
+        raise InvalidArgument(f"Invalid arguments for {tool}: {name} is required "
                               "and must be a string" if value is None else
-                              f"Invalid arguments for start_research: {name} must be a string, "
+                              f"Invalid arguments for {tool}: {name} must be a string, "
                               f"got {value!r}")
     return value
 
 
-async def _start(runtime: Runtime, user: User, arguments: Mapping[str, Any]) -> JobRecord:
-    """Start the job a task-augmented start_research asks for; the row is committed when this
+def _optional(arguments: Mapping[str, Any], name: str, kind: type | tuple[type, ...],
+              what: str) -> Any:
+    """A consensus argument that may be left out (None), else of `kind`."""
+    value = arguments.get(name)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise InvalidArgument(f"Invalid arguments for consensus: {name} must be {what}, got "
+                              f"{value!r}")
+    return value
+
+
+async def _start_consensus(runtime: Runtime, user: User, arguments: Mapping[str, Any]
+                           ) -> JobRecord:
+    """The consensus job a task-augmented consensus asks for: the tool's arguments, checked
+    here as its schema would (`confirm_spend` has no use: the task asks for the confirmation)."""
+    models = arguments.get("models")
+    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+        raise InvalidArgument("Invalid arguments for consensus: models is required and must "
+                              f"be a list of model names, got {models!r}")
+    stances = _optional(arguments, "stances", dict, "an object of model: stance")
+    if stances is not None and not all(isinstance(v, str) for v in stances.values()):
+        raise InvalidArgument("Invalid arguments for consensus: each stance must be a string "
+                              "('for', 'against', 'neutral' or your own words)")
+    return await runtime.jobs_for(user).start_consensus(
+        models, _argument(arguments, "prompt", tool="consensus"),
+        system=_optional(arguments, "system", str, "a string"), stances=stances,
+        synthesize=_optional(arguments, "synthesize", str, "a model name"),
+        conversation_id=_optional(arguments, "conversation_id", str, "a conversation id"),
+        temperature=_optional(arguments, "temperature", (int, float), "a number"),
+        timeout=_optional(arguments, "timeout", (int, float), "a number of seconds"))
+
+
+async def _start(runtime: Runtime, user: User, tool: str, arguments: Mapping[str, Any]
+                 ) -> JobRecord:
+    """Start the job a task-augmented call of `tool` asks for; the row is committed when this
     returns, so tasks/get finds it from any node at once."""
     runtime.rates.check(user)  # the per-user tool-call limit, as for every tool call
-    model = _argument(arguments, "model")
-    query = _argument(arguments, "query")
-    method = _argument(arguments, "method", "auto").strip() or "auto"
-    depth = _argument(arguments, "depth", "standard").strip() or "standard"
-    record = await runtime.jobs_for(user).start(model, query, method, depth=depth)
-    log.info("tasks.created", job_id=record.id, user=user.id)
+    if tool == "consensus":
+        record = await _start_consensus(runtime, user, arguments)
+    else:
+        model = _argument(arguments, "model")
+        query = _argument(arguments, "query")
+        method = _argument(arguments, "method", "auto").strip() or "auto"
+        depth = _argument(arguments, "depth", "standard").strip() or "standard"
+        record = await runtime.jobs_for(user).start(model, query, method, depth=depth)
+    log.info("tasks.created", job_id=record.id, user=user.id, tool=tool)
     return record
 
 
 def _immediate(record: JobRecord) -> str:
+    if record.method == CONSENSUS_METHOD:
+        return (f"Consensus {record.id} runs as a task. The panel's answer arrives when the "
+                f"task completes; check_research with job_id='{record.id}' shows it too.")
     return (f"Research job {record.id} ({record.model}) runs as a task. Its report arrives "
             f"when the task completes; check_research with job_id='{record.id}' shows it too.")
 
@@ -349,7 +395,7 @@ class LegacyTasks:
                            f"call it without 'task' (tasks: {', '.join(sorted(TASK_TOOLS))})")
         runtime = _runtime(ctx)
         try:
-            record = await _start(runtime, user_of(), params.get("arguments") or {})
+            record = await _start(runtime, user_of(), name, params.get("arguments") or {})
         except Exception as exc:
             raise _refused(exc) from None
         if self.updates is not None:
@@ -508,7 +554,7 @@ class TasksExtension(Extension):
             return await call_next(ctx)
         runtime = _runtime(ctx)
         try:
-            record = await _start(runtime, user_of(), params.arguments or {})
+            record = await _start(runtime, user_of(), params.name, params.arguments or {})
         except AskAnotherError as exc:  # what the tool itself would answer
             return types.CallToolResult(content=[types.TextContent(type="text",
                                                                    text=error_text(exc))],

@@ -21,6 +21,7 @@ from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.policy import Policy
 from ask_another.research.usage import JobUsage
+from ask_another.services import Services
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -112,6 +113,13 @@ class JobContext:
     check_budget: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
     """Raises `BudgetExceeded` once a budget ceiling is reached: a method calls it before each
     step and stops, keeping its partial report (spend/budget.py)."""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """The job's stored detail: its depth, its estimate, a consensus job's arguments."""
+    user_id: str | None = None
+    """The job's user (None: the local user)."""
+    services: Services | None = None
+    """The runtime's services, for a method that needs more than the gateway (a consensus
+    keeps its conversation and its ledger rows itself)."""
 
 
 async def _nothing() -> None:
