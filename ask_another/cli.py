@@ -398,6 +398,7 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _research(config: Config, args: argparse.Namespace) -> int:
+    from ask_another.console_link import approval_url, running_console
     from ask_another.research import JobUpdate
     from ask_another.research.usage import usage_text
     from ask_another.runtime import open_runtime
@@ -428,13 +429,16 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
                     if call_id in asked:
                         continue
                     asked.add(call_id)
+                    # An `ask-another console` on this home answers it too (console_link.py).
+                    root = running_console(config.home)
+                    link = approval_url(root, job.id, call_id) if root is not None else None
                     try:
                         if question.kind == "choice":
-                            if (picked := await person.choice(question)) is not None:
+                            if (picked := await person.choice(question, link)) is not None:
                                 await jobs.answer_choice(job.id, call_id, picked)
                         else:
-                            await jobs.answer_permission(job.id, call_id,
-                                                         await person.permission(question))
+                            await jobs.answer_permission(
+                                job.id, call_id, await person.permission(question, link))
                     except AskAnotherError as exc:  # expired meanwhile, say
                         print(person_text(exc), file=sys.stderr)
                 await trio.sleep(0.2)

@@ -142,8 +142,9 @@ class TerminalPerson:
             return None
         return line.strip()
 
-    async def permission(self, question: Question) -> Decision:
-        """The person's `Decision` on a permission request or a spend confirmation."""
+    async def permission(self, question: Question, link: str | None = None) -> Decision:
+        """The person's `Decision` on a permission request or a spend confirmation; `link`, the
+        request's approval page in a running console, is shown as the other way to answer."""
         match question.request:
             case SpendRequest(estimated_cost=cost):
                 text = f"Confirm the research job's estimated cost, {cost}? [y/N] "
@@ -153,14 +154,15 @@ class TerminalPerson:
                         f"[{request.class_}]. Allow it? [y/N] ")
             case _:
                 raise ValueError(f"not a permission: {question.kind}")
-        answer = await self._ask(text)
+        answer = await self._ask(_or_at(link) + text)
         return ALLOW if answer is not None and answer.lower() in ("y", "yes") else Deny()
 
-    async def choice(self, question: Question) -> str | None:
-        """The picked option's id for a question of kind choice, or None."""
+    async def choice(self, question: Question, link: str | None = None) -> str | None:
+        """The picked option's id for a question of kind choice, or None (`link`: as for
+        `permission`)."""
         assert isinstance(question.request, Choice)
         options = [(o.id, o.label) for o in question.request.options]
-        lines = [f"The research agent asks: {question.request.prompt}"]
+        lines = [_or_at(link) + f"The research agent asks: {question.request.prompt}"]
         lines += [f"  {n}. {label}" for n, (_, label) in enumerate(options, 1)]
         while True:
             answer = await self._ask("\n".join(lines) + f"\nYour pick (1-{len(options)}): ")
@@ -172,3 +174,8 @@ class TerminalPerson:
             if picked is not None:
                 return picked
             lines = [f"{answer!r} is not one of the options."]
+
+
+def _or_at(link: str | None) -> str:
+    # Before the question, so the prompt stays the last thing on the line the answer is typed on.
+    return "" if link is None else f"(You can also answer it in the console: {link})\n"

@@ -26,6 +26,7 @@ from starlette.routing import Mount, Route
 from ask_another.config import Config
 from ask_another.console._app import ROOT, Console, Login
 from ask_another.console._session import LoginCodes
+from ask_another.console_link import publish_console
 from ask_another.errors import ConfigError
 from ask_another.logs import get_logger
 from ask_another.server.http import Drain, _listen, _serve, _url_host, is_loopback
@@ -88,5 +89,8 @@ async def serve_console(config: Config, host: str = "127.0.0.1", port: int = 0, 
                 # In a thread: a browser that starts slowly must not hold up the listener.
                 trio.lowlevel.spawn_system_task(_open, link)
 
-        await _serve(Drain(app), sock, config, f"{base}{ROOT}", f"{base}{ROOT}",
-                     "one-time login link", ready=ready)
+        # Sessions on this home (stdio, `ask-another research`) link their pending requests
+        # here while it runs (ask_another/console_link.py).
+        with publish_console(config.home, f"{base}{ROOT}"):
+            await _serve(Drain(app), sock, config, f"{base}{ROOT}", f"{base}{ROOT}",
+                         "one-time login link", ready=ready)

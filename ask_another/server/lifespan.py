@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ask_another.config import Config
+from ask_another.console_link import running_console
 from ask_another.errors import AskAnotherError, ConfigError
 from ask_another.home import home_problem
 from ask_another.logs import get_logger
@@ -58,6 +59,16 @@ class ServerState:
     console_url: str | None = None
     """The console's root as people reach it (`serve --http`: ``.../console``), for the
     approval links the tools show; None where no console is served with this server."""
+
+    def console_root(self) -> str | None:
+        """Where the approval links of this server's texts point: the console served with it,
+        else an `ask-another console` running on the same home (ask_another/console_link.py),
+        else None (no link). Blocking, briefly: a stat of the home's `console.url`."""
+        if self.console_url is not None:
+            return self.console_url
+        if isinstance(self.opened, Unavailable):
+            return None
+        return running_console(self.opened.config.home)
 
     @property
     def runtime(self) -> Runtime:

@@ -182,13 +182,16 @@ def tool_result(record: JobRecord) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": is_error}
 
 
-def _detailed(record: JobRecord, config: Config) -> dict[str, Any]:
-    """A 2026-07-28 `DetailedTask`: the task with its result or its input requests inline."""
+def _detailed(record: JobRecord, config: Config, console_url: str | None = None
+              ) -> dict[str, Any]:
+    """A 2026-07-28 `DetailedTask`: the task with its result or its input requests inline
+    (each with its approval link where a console serves the job, `console_url`)."""
     task = task_fields(record, config, modern=True)
     if record.finished and record.status != "cancelled":
         task["result"] = tool_result(record)
     elif task["status"] == "input_required":
-        task["inputRequests"] = {asked.key: asked.request() for asked in open_questions(record)}
+        task["inputRequests"] = {asked.key: asked.request()
+                                 for asked in open_questions(record, console_url)}
     return task
 
 
@@ -214,11 +217,12 @@ class Asked:
                            "requestedSchema": self.schema}}
 
 
-def open_questions(record: JobRecord) -> list[Asked]:
-    """The questions `record` waits on a person for, in the order the job asked them."""
+def open_questions(record: JobRecord, console_url: str | None = None) -> list[Asked]:
+    """The questions `record` waits on a person for, in the order the job asked them; each
+    message ends with its approval link where a console serves the job (`console_url`)."""
     asked = []
     for waiting in _waiting(record):
-        question = asked_of(record.id, waiting)
+        question = asked_of(record.id, waiting, console_url)
         schema = question.schema.model_json_schema()
         schema.pop("title", None)
         asked.append(Asked(f"{question.kind}:{question.tool_call_id}", question.kind,
@@ -255,6 +259,12 @@ def _runtime(ctx: ServerRequestContext[ServerState, Any]) -> Runtime:
     if not isinstance(runtime, Runtime):
         raise MCPError(types.INTERNAL_ERROR, "the ask-another runtime is not running")
     return runtime
+
+
+def _console_root(ctx: ServerRequestContext[ServerState, Any]) -> str | None:
+    """Where the approval links of the input requests point (`ServerState.console_root`)."""
+    state = ctx.lifespan_context
+    return state.console_root() if isinstance(state, ServerState) else None
 
 
 def _refused(exc: Exception) -> MCPError:
@@ -427,7 +437,7 @@ class LegacyTasks:
                 await _notify_status(ctx, task)
             if record.finished:
                 return {**tool_result(record), "_meta": related}
-            fresh = [q for q in open_questions(record) if q.key not in asked] \
+            fresh = [q for q in open_questions(record, _console_root(ctx)) if q.key not in asked] \
                 if _can_elicit(ctx) else []
             if fresh:
                 question = fresh[0]
@@ -570,7 +580,7 @@ class TasksExtension(Extension):
             record = await runtime.jobs_for(user_of()).get(params.task_id.strip())
         except Exception as exc:
             raise _refused(exc) from None
-        return _detailed(record, runtime.config)
+        return _detailed(record, runtime.config, _console_root(ctx))
 
     async def _update(self, ctx: ServerRequestContext[ServerState, Any], params: BaseModel
                       ) -> HandlerResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import signal
 import socket
 import sqlite3
@@ -16,6 +17,7 @@ import pytest
 import trio
 
 from ask_another.config import Config
+from ask_another.console_link import publish_console
 from ask_another.gateway import SharedTransport, open_gateway
 from ask_another.simulator import Fail, Reply, Simulator, Slow, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
@@ -319,16 +321,24 @@ def test_research_agent_asks_permission_and_questions_at_the_terminal(
         Reply("The final report."),
     ])
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
-    done = subprocess.run(
-        [sys.executable, "-m", "ask_another", "research", "sim", "Tides?", "--method", "agent"],
-        cwd=REPO, input="n\n2\n", capture_output=True, text=True, timeout=120,
-        env={**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), "ASK_ANOTHER_HOME": str(tmp_path),
-             "MODEL_SIM": f"openai/m1;k;{sim.openai_base}", "ASK_ANOTHER_PERMISSIONS": "read=ask"})
+    # An `ask-another console` runs on the home (this process stands in for it: the file it
+    # writes while it runs): each question also names its approval page there.
+    with publish_console(tmp_path, "http://127.0.0.1:9/console"):
+        done = subprocess.run(
+            [sys.executable, "-m", "ask_another", "research", "sim", "Tides?", "--method",
+             "agent"], cwd=REPO, input="n\n2\n", capture_output=True, text=True, timeout=120,
+            env={**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), "ASK_ANOTHER_HOME": str(tmp_path),
+                 "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
+                 "ASK_ANOTHER_PERMISSIONS": "read=ask"})
     assert done.returncode == 0, done
     assert done.stdout == "The final report.\n"
     assert "wants to run read_article(url='http://example.test/a') [read]. Allow it? [y/N]" in (
         done.stderr)
     assert "The research agent asks: How long?" in done.stderr
+    job = re.search(r"research job (r-[0-9a-f]{10})", done.stderr).group(1)  # type: ignore[union-attr]
+    for call_id in ("c1", "c2"):
+        assert ("(You can also answer it in the console: http://127.0.0.1:9/console/approvals/"
+                f"{job}/{call_id})\n") in done.stderr
     assert "research job r-" in done.stderr and "completed in" in done.stderr
     assert "· 3 provider calls, " in done.stderr  # the agent's usage: its three model calls
     results = [m["content"] for m in sim.requests_for("m1")[-1].messages if m["role"] == "tool"]

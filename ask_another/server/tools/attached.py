@@ -39,6 +39,7 @@ from mcp.server.mcpserver.resolve import (
 from pydantic import BaseModel, Field, create_model
 
 from ask_another.calls import MAX_TIMEOUT
+from ask_another.console_link import approval_url
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.interaction.types import (
     ALLOW,
@@ -121,7 +122,7 @@ def approval_link(console_url: str | None, job_id: str, tool_call_id: str) -> st
     console/_app.py), else ""."""
     if console_url is None:
         return ""
-    return f"; the user can also answer it at {console_url}/approvals/{job_id}/{tool_call_id}"
+    return f"; the user can also answer it at {approval_url(console_url, job_id, tool_call_id)}"
 
 
 def waiting_text(job_id: str, waiting: Sequence[Question], console_url: str | None = None
@@ -161,7 +162,7 @@ def asked_of(job_id: str, q: Question, console_url: str | None = None) -> Asked:
     if console_url is None:
         return asked
     return Asked(asked.tool_call_id, asked.kind, f"{asked.message}. Or answer it at "
-                 f"{console_url}/approvals/{job_id}/{q.tool_call_id}", asked.schema)
+                 f"{approval_url(console_url, job_id, q.tool_call_id)}", asked.schema)
 
 
 def _asked_of(job_id: str, q: Question) -> Asked:
@@ -263,7 +264,7 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
     final: JobRecord | None = None
     waits_for_a_person = False
     asking = can_elicit(ctx)
-    console_url = state_of(ctx).console_url
+    console_url = state_of(ctx).console_root()
     with trio.CancelScope() as scope:
 
         async def progress(update: JobUpdate) -> None:

@@ -269,7 +269,7 @@ def register(server: MCPServer[ServerState]) -> None:
                 raise AskAnotherError(f"Research job {final.id} failed: {final.error} {estimate}")
             if final.status == "cancelled":
                 return f"Research job {final.id} was cancelled before it finished. {estimate}"
-            console_url = state_of(ctx).console_url
+            console_url = state_of(ctx).console_root()
             unconfirmed = unconfirmed_text(final, console_url)
             if unconfirmed is not None:
                 return unconfirmed
@@ -336,7 +336,7 @@ def register(server: MCPServer[ServerState]) -> None:
                 return jobs_table(records, user.admin
                                   and any(r.user_id is not None for r in records))
             return job_text(await jobs.get(job_id.strip()), offset, max_chars,
-                            state_of(ctx).console_url)
+                            state_of(ctx).console_root())
 
     @server.tool(name="cancel_research", description=CANCEL, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,

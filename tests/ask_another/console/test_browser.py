@@ -4,7 +4,9 @@ jobs. Each test is a scenario a person goes through (docs/console.md)."""
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from browser import (
     serve_http,
 )
 from http_server import http_client_for
+from stdio_server import stdio_client_for
 from tool_results import call
 
 from ask_another.server.auth import TokensFile
@@ -310,3 +313,62 @@ def test_ask_another_console_answers_a_job_of_another_process_on_the_home(
         page.context.clear_cookies()
         page.goto(link)
         expect(page.get_by_role("alert")).to_contain_text("has been used or has expired")
+
+
+def test_a_stdio_sessions_request_links_the_console_running_on_its_home(
+    sim: Simulator, page: Page, tmp_path: Path
+):
+    """A stdio session knows no console of its own: while `ask-another console` runs on its
+    home, check_research links the request's page there, and an answer there reaches the job."""
+    home = tmp_path / "home"
+    env = team_env(sim, home)
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("answered from the console")])
+    waiting: queue.Queue[str] = queue.Queue()
+    answered = threading.Event()
+    finished: list[str] = []
+
+    def session() -> None:
+        # The stdio session runs in this thread (its own trio run) while the browser is driven
+        # from the test's, so the job's session stays open until the job is done.
+        async def go() -> None:
+            with (tmp_path / "stdio.log").open("w") as err:
+                async with stdio_client_for(env, err) as client:
+                    error, text = await call(client, "start_research", model="sim", query="q",
+                                             method="agent", timeout=0)
+                    job = re.search(r"\br-[0-9a-f]{10}\b", text)
+                    assert not error and job, text
+                    with trio.fail_after(WAIT_MS / 1000):
+                        while "call-1" not in text:
+                            await trio.sleep(0.1)
+                            _, text = await call(client, "check_research", job_id=job.group(0))
+                    waiting.put(text)
+                    await trio.to_thread.run_sync(answered.wait, WAIT_MS / 1000)
+                    with trio.fail_after(WAIT_MS / 1000):
+                        while "answered from the console" not in text:
+                            await trio.sleep(0.1)
+                            _, text = await call(client, "check_research", job_id=job.group(0))
+                    finished.append(text)
+        try:
+            trio.run(go)
+        except BaseException as exc:
+            waiting.put(f"the stdio session failed: {exc!r}")
+            raise
+
+    with console_process(env, tmp_path / "console.log") as link:
+        root = link.split("/console/")[0] + "/console"
+        thread = threading.Thread(target=session, daemon=True)
+        thread.start()
+        text = waiting.get(timeout=2 * WAIT_MS / 1000)
+        found = re.search(r"the user can also answer it at (\S+/console/approvals/\S+?)[.;]",
+                          text)
+        assert found and found.group(1).startswith(f"{root}/approvals/r-"), text
+        page.goto(link)  # the link needs a login: the console's one-time link
+        page.goto(found.group(1))
+        page.get_by_role("button", name="Allow once").click()
+        expect(page.get_by_role("status")).to_contain_text("was allowed")
+        expect(page.locator("#job-status")).to_have_text("completed")
+        answered.set()
+        thread.join(timeout=2 * WAIT_MS / 1000)
+        assert finished and "answered from the console" in finished[0], finished
+    assert not (home / "console.url").exists()  # gone with the console

@@ -136,6 +136,10 @@ async def test_tasks_across_nodes_users_and_a_killed_node(sim: Simulator, tmp_pa
                 assert isinstance(agent, TaskHandle)
             waiting = await until(two, agent.task_id, "input_required", "completed")
             assert list(waiting["inputRequests"]) == ["permission:call-a"], waiting
+            # Its form links the request's page in the console beside node 2's endpoint.
+            message = waiting["inputRequests"]["permission:call-a"]["params"]["message"]
+            assert message.endswith(f"Or answer it at {second.url.removesuffix('/mcp')}"
+                                    f"/console/approvals/{agent.task_id}/call-a"), message
             await request(two, "tasks/update", {"taskId": agent.task_id, "inputResponses": {
                 "permission:call-a": {"action": "accept", "content": {"decision": "allow"}}}})
             done = await until(two, agent.task_id, "completed", "failed")

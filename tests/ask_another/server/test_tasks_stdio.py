@@ -23,6 +23,7 @@ from stdio_server import stdio_client_for
 from tasks_client import TASKS_EXTENSION, TaskHandle, TasksClient, create_task, request, tasks_get
 from tool_results import call
 
+from ask_another.console_link import publish_console
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
 
 pytestmark = pytest.mark.slow  # starts real server processes
@@ -226,19 +227,24 @@ async def test_2026_tasks_over_stdio_survive_a_restart(sim: Simulator, tmp_path:
             error, shown = await call(client, "check_research", job_id=job_id)
             assert not error and done["result"]["content"][0]["text"] == shown
 
-            # 2. Input required: the form in inputRequests, answered by tasks/update.
+            # 2. Input required: the form in inputRequests, answered by tasks/update. An
+            # `ask-another console` runs on the home (this process stands in for it: the
+            # file it writes while it runs), so the form links the request's page there.
             url = pages.add("/tides", Page(ARTICLE))
             sim.script("m1", read_then_report(url, "The report: the moon pulls the sea."))
-            handle = await create_task(client, "start_research", {
-                "model": "sim", "query": "tides?", "method": "agent"})
-            assert isinstance(handle, TaskHandle)
-            agent_job = handle.task_id
-            waiting = await modern_until(client, agent_job, "input_required", "completed")
+            with publish_console(tmp_path / "home", "http://127.0.0.1:9/console"):
+                handle = await create_task(client, "start_research", {
+                    "model": "sim", "query": "tides?", "method": "agent"})
+                assert isinstance(handle, TaskHandle)
+                agent_job = handle.task_id
+                waiting = await modern_until(client, agent_job, "input_required", "completed")
             assert waiting["status"] == "input_required", waiting
             (key, asked), = waiting["inputRequests"].items()
             assert key == "permission:call-a" and asked["method"] == "elicitation/create"
             form = asked["params"]
             assert form["mode"] == "form" and "read_article" in form["message"]
+            assert form["message"].endswith("Or answer it at http://127.0.0.1:9/console"
+                                            f"/approvals/{agent_job}/call-a"), form["message"]
             assert form["requestedSchema"]["properties"]["decision"]["enum"] == ["allow", "deny"]
             assert not [r for r in pages.requests if r.target == "/tides"]
             ack = await request(client, "tasks/update", {"taskId": agent_job, "inputResponses": {
