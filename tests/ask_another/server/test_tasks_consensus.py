@@ -6,8 +6,9 @@ job machinery; its result is the consensus tool's answer.
   task polled to its answer (the same text check_research shows), the spend confirmation of a
   priced panel as input_required (asked through tasks/result; answered by tasks/update), a
   cancel that hangs up every call in flight, bad arguments refused before anything is stored,
-  the task read by another server process on the same home, and a call without a task
-  answered as always.
+  the task read by another server process on the same home, a consensus interrupted by that
+  restart ended with the reason rather than asked (and billed) again, and a call without a
+  task answered as always.
 - HTTP, two `serve --http` nodes on one PostgreSQL database: a consensus task started on node 1
   is read on node 2 (both eras) and refused to another user; a consensus started on node 1 is
   cancelled from node 2 and its calls are hung up.
@@ -217,12 +218,31 @@ async def test_2026_consensus_tasks_over_stdio_survive_a_restart(sim: Simulator,
             assert not isinstance(refused, TaskHandle) and refused.is_error
             assert "named twice" in text_of(refused)
 
-        # 4. Another server process on the same home (a restart) reads the same task; a
-        #    client that does not declare the extension gets today's answer.
+            # 4. A consensus still asking when its server stops (it hands the job back).
+            sim.clear()
+            sim.script("fast", [Slow(60)])
+            sim.script("mid", [Slow(60)])
+            handle = await create_task(client, "consensus", {"models": ["fast", "mid"],
+                                                             "prompt": "hold on"})
+            assert isinstance(handle, TaskHandle)
+            held = handle.task_id
+            await wait_until(lambda: len(sim.requests) == 2)
+
+        # 5. Another server process on the same home (a restart) reads the same task; the
+        #    interrupted consensus is not asked again (that would bill it twice): its task
+        #    ends with the reason. A client that does not declare the extension gets today's
+        #    answer.
         async with stdio_client_for(env, stderr, extensions=[TasksClient()]) as client:
             again = await tasks_get(client, task_id)
             assert again["status"] == "completed"
             assert again["result"]["content"][0]["text"] == text
+            ended = await until(client, held, "completed", "cancelled")
+            assert ended["result"]["isError"] is True, ended
+            why = ended["result"]["content"][0]["text"]
+            assert f"Consensus {held} failed: " in why
+            # Handed back at the shutdown, or (a shutdown cut short) its lease ran out.
+            assert "interrupted by a server restart" in why or "stopped before it" in why, why
+            assert len(sim.requests) == 2
         async with stdio_client_for(env, stderr) as plain:
             replies(sim, "plain")
             error, answer = await call(plain, "consensus", models=["fast", "mid"],
