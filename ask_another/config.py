@@ -49,6 +49,10 @@ DEFAULT_GATEWAY_IDLE: Final = 900.0  # the gateway worker exits after this long 
 DEFAULT_CONFIRM_USD: Final = 1.00  # estimates above this ask a person to confirm
 DEFAULT_SHUTDOWN_SECONDS: Final = 20.0  # serve --http: how long in-flight calls may finish
 DEFAULT_BODY_SECONDS: Final = 30.0  # serve --http: how long a request's body may take to arrive
+# serve --http: requests in flight at once (server/in_flight.py), well above a team's bursts (200
+# clients of one token calling at once, each with a call and perhaps an event stream).
+DEFAULT_REQUESTS_PER_USER: Final = 512
+DEFAULT_REQUESTS_PER_ADDRESS: Final = 1024
 # Per-user limits of a shared service (limits.py); never applied to the local user of stdio.
 DEFAULT_RATE_PER_MINUTE: Final = 120  # tool calls a user may make in any 60 s, per node
 DEFAULT_MAX_JOBS_PER_USER: Final = 10  # research jobs a user may have running at once
@@ -238,6 +242,8 @@ class Config:
     public_url: str | None = None  # ASK_ANOTHER_PUBLIC_URL: the MCP endpoint as clients see it
     shutdown_seconds: float = DEFAULT_SHUTDOWN_SECONDS
     body_seconds: float = DEFAULT_BODY_SECONDS
+    requests_per_user: int = DEFAULT_REQUESTS_PER_USER  # 0: only the node's bound
+    requests_per_address: int = DEFAULT_REQUESTS_PER_ADDRESS  # 0: only the node's bound
     rate_per_minute: int = DEFAULT_RATE_PER_MINUTE  # 0: no limit
     max_jobs_per_user: int = DEFAULT_MAX_JOBS_PER_USER  # 0: no limit
     database_url: DatabaseUrl | None = None  # None: SQLite under `home`
@@ -282,6 +288,10 @@ class Config:
                                            DEFAULT_SHUTDOWN_SECONDS, problems)
         body_seconds = _parse_positive(env, "ASK_ANOTHER_BODY_SECONDS", DEFAULT_BODY_SECONDS,
                                        problems)
+        requests_per_user = _parse_limit(env, "ASK_ANOTHER_REQUESTS_PER_USER",
+                                         DEFAULT_REQUESTS_PER_USER, problems)
+        requests_per_address = _parse_limit(env, "ASK_ANOTHER_REQUESTS_PER_ADDRESS",
+                                            DEFAULT_REQUESTS_PER_ADDRESS, problems)
         rate_per_minute = _parse_limit(env, "ASK_ANOTHER_RATE_PER_MINUTE",
                                        DEFAULT_RATE_PER_MINUTE, problems)
         max_jobs = _parse_limit(env, "ASK_ANOTHER_MAX_JOBS_PER_USER", DEFAULT_MAX_JOBS_PER_USER,
@@ -320,6 +330,8 @@ class Config:
             public_url=public_url,
             shutdown_seconds=shutdown_seconds,
             body_seconds=body_seconds,
+            requests_per_user=requests_per_user,
+            requests_per_address=requests_per_address,
             rate_per_minute=rate_per_minute,
             max_jobs_per_user=max_jobs,
             database_url=database_url,

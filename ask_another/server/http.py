@@ -12,6 +12,10 @@ opened once, in the app's lifespan, and shared by all sessions and requests.
   middleware (401 with `WWW-Authenticate` otherwise). With `--no-auth` (a loopback address
   only) the one token is the local user's, kept in `local-token` in the home (0600): other
   accounts on the machine reach a loopback port too.
+- Bounds (server/in_flight.py, and `WholeBodies` here): requests in flight per token user, per
+  client address and per node, below the open-files limit that `serve_http` raises at start, so
+  one token holder's long calls and event streams cannot take the files that others' calls and
+  `/health` need.
 - Shutdown: SIGTERM or SIGINT stops the listener at once, closes the open GET event streams (they
   carry no call's answer) and lets calls in flight finish for `ASK_ANOTHER_SHUTDOWN_SECONDS`;
   then the lifespan closes the runtime, whose research jobs hand their leases back. A second
@@ -63,6 +67,7 @@ from ask_another.server.auth import (
     local_token,
 )
 from ask_another.server.context import token_user
+from ask_another.server.in_flight import InFlight, InFlightBounds, raise_open_files_limit
 from ask_another.server.lifespan import Unavailable, open_lifespan
 from ask_another.server.stdio import AnsweringStdin
 
@@ -437,6 +442,13 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
     # hide behind "address already in use" (the real port, for an OAuth audience, comes next).
     plan_auth(config, host, config.public_url or f"http://{_url_host(host)}:{port}{MCP_PATH}",
               no_auth=no_auth)
+    # Raised before anything opens: every request in flight holds a file, and the soft limit is
+    # often 1,024 where the hard one is far higher.
+    open_files, before = raise_open_files_limit()
+    bounds = InFlightBounds.plan(config, open_files)
+    log.info("http.open_files", limit=open_files, raised_from=before if before != open_files
+             else None, requests_in_flight=bounds.total, per_user=bounds.per_user,
+             per_address=bounds.per_address)
     sock = _listen(host, port)
     port = sock.getsockname()[1]
     local_url = f"http://{_url_host(host)}:{port}{MCP_PATH}"
@@ -471,7 +483,9 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
             streamable_http_path=MCP_PATH, host=host,
             transport_security=transport_security(host, config.public_url))
         # After the SDK's authentication: a request without a valid token is answered 401
-        # before its body is read.
+        # before its body is read. Requests in flight are counted first, a slow body included.
+        mcp_app.user_middleware.append(Middleware(InFlight, bounds=bounds,
+                                                  exempt=frozenset({HEALTH_PATH})))
         mcp_app.user_middleware.append(Middleware(WholeBodies, seconds=config.body_seconds))
         if config.rate_per_minute > 0:
             # Innermost, after the SDK's authentication, which names the user.

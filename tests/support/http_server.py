@@ -44,8 +44,16 @@ class HttpServer:
         self.process.send_signal(signum)
 
 
-def server_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ask_another", "serve", "--http", "--port", "0", *args]
+def server_command(*args: str, open_files: tuple[int, int] | None = None) -> list[str]:
+    """The server's command line; with `open_files` (soft, hard), it starts under that
+    RLIMIT_NOFILE (set by a Python that then execs the server: no preexec_fn in a threaded
+    test process)."""
+    command = [sys.executable, "-m", "ask_another", "serve", "--http", "--port", "0", *args]
+    if open_files is None:
+        return command
+    limit = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, "
+             f"{open_files!r}); os.execv(sys.executable, sys.argv[1:])")
+    return [sys.executable, "-c", limit, *command]
 
 
 def process_env(env: dict[str, str]) -> dict[str, str]:
@@ -69,13 +77,15 @@ async def wait_for_line(path: Path, pattern: re.Pattern[str], process: trio.Proc
 
 
 @asynccontextmanager
-async def http_server(env: dict[str, str], stderr: Path, *args: str) -> AsyncIterator[HttpServer]:
-    """A running `serve --http` (extra `args`: --host, --no-auth); killed afterwards if it is
-    still running (a test that stops it waits for `server.process` itself)."""
+async def http_server(env: dict[str, str], stderr: Path, *args: str,
+                      open_files: tuple[int, int] | None = None) -> AsyncIterator[HttpServer]:
+    """A running `serve --http` (extra `args`: --host, --no-auth; `open_files`: its
+    RLIMIT_NOFILE, soft and hard); killed afterwards if it is still running (a test that stops
+    it waits for `server.process` itself)."""
     with stderr.open("w") as err:
         process = await trio.lowlevel.open_process(
-            server_command(*args), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=err, env=process_env(env), cwd=REPO)
+            server_command(*args, open_files=open_files), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=err, env=process_env(env), cwd=REPO)
     try:
         found = await wait_for_line(stderr, LISTENING, process)
         yield HttpServer(found.group(1), process, stderr)

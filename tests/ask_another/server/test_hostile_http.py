@@ -234,3 +234,113 @@ async def test_a_client_sending_its_headers_slowly_is_cut_off_before_its_token_i
     assert len(closed_after) == 20
     assert all(KEEP_ALIVE_SECONDS - 1 < seconds < KEEP_ALIVE_SECONDS + 7
                for seconds in closed_after), closed_after
+
+
+async def open_session(http: httpx.AsyncClient, url: str, token: str) -> str:
+    """A new handshake-era session of `token`'s user; its `Mcp-Session-Id`."""
+    answer = await http.post(url, headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream"}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "holder", "version": "0"}}})
+    assert answer.status_code == 200, answer.text
+    return answer.headers["mcp-session-id"]
+
+
+async def hold_event_stream(url: str, token: str, session: str, held: list[trio.SocketStream],
+                            refused: list[tuple[int, dict[str, str], bytes]],
+                            unanswered: list[str]) -> None:
+    """Open the session's GET event stream from 127.0.0.2 and keep it open (into `held`), or
+    record the refusal (status, headers, body); into `unanswered` when no status line comes
+    within 20 s (a node out of files accepts no connection) or the connection breaks."""
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    stream = await trio.open_tcp_stream(host, int(port), local_address="127.0.0.2")
+    data = b""
+    try:
+        await stream.send_all(
+            f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+            f"Accept: text/event-stream\r\nMcp-Session-Id: {session}\r\n"
+            "MCP-Protocol-Version: 2025-11-25\r\n\r\n".encode())
+        with trio.move_on_after(20):
+            while b"\r\n\r\n" not in data:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    break
+                data += chunk
+        head, end, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        if not end or not lines[0].startswith("HTTP/1.1 "):
+            unanswered.append(f"no status line: {data[:80]!r}")
+        elif (status := int(lines[0].split()[1])) == 200:
+            held.append(stream)
+            return
+        else:
+            headers = {name.lower(): value.strip()
+                       for name, _, value in (line.partition(":") for line in lines[1:])}
+            with trio.move_on_after(20):  # `Connection: close`: the body ends with it
+                while chunk := await stream.receive_some(4096):
+                    body += chunk
+            refused.append((status, headers, body))
+    except trio.BrokenResourceError as exc:
+        unanswered.append(f"broken: {exc}")
+    await stream.aclose()
+
+
+async def test_one_token_holders_event_streams_are_bounded_while_others_are_served(
+        sim: Simulator, tmp_path: Path):
+    # The node's files are 256 (the soft limit of 160 raised to the hard one at start): two
+    # token holders on one address open 300 event streams that never end. Without a bound
+    # they took every file; hypercorn could not accept, and another user's /health and calls
+    # hung. Now each user holds at most 24 and their address 40; the rest are told 429.
+    per_user, per_address = 24, 40
+    env = {**server_env(sim, tmp_path / "home"), "ASK_ANOTHER_RATE_PER_MINUTE": "0",
+           "ASK_ANOTHER_REQUESTS_PER_USER": str(per_user),
+           "ASK_ANOTHER_REQUESTS_PER_ADDRESS": str(per_address)}
+    tokens = {name: run_cli(env, "token", "add", name, check=True).stdout.strip()
+              for name in ("mallory", "trudy", "alice")}
+    streams = {"mallory": 200, "trudy": 100}
+    held: dict[str, list[trio.SocketStream]] = {name: [] for name in streams}
+    refused: list[tuple[int, dict[str, str], bytes]] = []
+    unanswered: list[str] = []
+    async with http_server(env, tmp_path / "server.log", open_files=(160, 256)) as server, \
+            http_client_for(server.url, tokens["alice"]) as client:
+        error, text = await call(client, "completion", model="sim", prompt="warm")
+        assert not error, text  # the gateway worker has imported litellm
+        sessions: dict[str, list[str]] = {name: [] for name in streams}
+        async with httpx.AsyncClient(timeout=30, transport=httpx.AsyncHTTPTransport(
+                local_address="127.0.0.2")) as http:
+            for name, count in streams.items():  # one at a time: none is refused
+                for _ in range(count):
+                    sessions[name].append(await open_session(http, server.url, tokens[name]))
+        try:
+            with trio.fail_after(60):
+                async with trio.open_nursery() as nursery:
+                    for name, opened in sessions.items():
+                        for session in opened:
+                            nursery.start_soon(hold_event_stream, server.url, tokens[name],
+                                               session, held[name], refused, unanswered)
+            # Every stream is held or refused; the held ones stay open meanwhile.
+            health: httpx.Response | None = None
+            error, text = True, "no answer within 30 s"
+            with trio.move_on_after(30):
+                async with httpx.AsyncClient(timeout=30) as http:
+                    health = await http.get(server.base + "/health")
+                error, text = await call(client, "completion", model="sim", prompt="hi")
+        finally:
+            for stream in (stream for streams_of in held.values() for stream in streams_of):
+                await stream.aclose()
+        log = server.log()
+    assert health is not None and health.status_code == 200, health and health.text
+    assert not error and "answer to: hi" in text, text
+    assert not unanswered, (len(unanswered), unanswered[:3])
+    assert sum(len(streams_of) for streams_of in held.values()) == per_address, held
+    assert all(len(streams_of) <= per_user for streams_of in held.values()), held
+    assert len(refused) == sum(streams.values()) - per_address
+    for status, headers, body in refused:
+        assert status == 429 and headers.get("retry-after") == "1", (status, headers, body)
+        message = json.loads(body)["error"]["message"]
+        assert re.match(r"too many requests in flight for this (token's user|client address):"
+                        r" at most (24|40) at once \(ASK_ANOTHER_REQUESTS_PER_", message), message
+    assert "http.too_many_requests" in log and "Traceback" not in log
+    assert re.search(r"http\.open_files .*limit=256 .*raised_from=160", log), log
