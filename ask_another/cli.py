@@ -25,15 +25,16 @@ import argparse
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
+from typing import Final
 from urllib.parse import urlsplit
 
 import trio
 
 from ask_another.coldstart import quick_import
 from ask_another.config import Config
-from ask_another.errors import FEEDBACK_POINTER, AskAnotherError, error_text
+from ask_another.errors import FEEDBACK_POINTER, AskAnotherError, Hint, error_text
 from ask_another.home import home_problem
 from ask_another.logs import configure_logging
 
@@ -81,13 +82,17 @@ Full documentation: README.md and docs/ in the source tree (a team service: docs
 # Said to a person at a terminal instead of to an MCP client.
 CLI_POINTER = ('If this seems like a bug, record it with `ask-another feedback "what happened"` '
                "and include the output of `ask-another doctor`.")
-_FOR_A_PERSON = (
-    (FEEDBACK_POINTER, CLI_POINTER),
-    ("Call list_models to see", "Run `ask-another models` to see"),
-    ("call list_models", "run `ask-another models`"),
-    ("Call list_models", "Run `ask-another models`"),
-    ("(start_research with method auto or provider)", "(`ask-another research MODEL QUERY`)"),
-)
+# An error's next step (`errors.Hint`) as the command to run.
+CLI_WORDS: Final[Mapping[Hint, str]] = {
+    "list_models": "Run `ask-another models` to see the allowed models.",
+    "list_jobs": "The console (`ask-another console`) lists every job.",
+    "free_a_job": "Retry when one finishes, or cancel one in the console (`ask-another "
+                  "console`).",
+    "check_job": "The console (`ask-another console`) shows the job's state.",
+    "answer_choice": "Answer it as a choice.",
+    "answer_permission": "Answer it with allow or deny.",
+    "run_research": "Use it for research instead (`ask-another research MODEL QUERY`).",
+}
 
 TTY_HELLO = """\
 ask-another is an MCP server: an MCP client (Claude Code, Claude Desktop, Gemini CLI) starts it
@@ -342,11 +347,8 @@ def _log_level(config: Config, command: str, by_hand: bool) -> str:
 
 def person_text(exc: BaseException) -> str:
     """`error_text(exc)` for a person at a terminal: the commands to run instead of the tools to
-    call."""
-    text = error_text(exc)
-    for said, instead in _FOR_A_PERSON:
-        text = text.replace(said, instead)
-    return text
+    call, and the bug pointer to the feedback command."""
+    return error_text(exc, CLI_WORDS).replace(FEEDBACK_POINTER, CLI_POINTER)
 
 
 async def _models(config: Config) -> int:

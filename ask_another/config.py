@@ -117,10 +117,10 @@ def is_research_agent(model: str) -> bool:
 
 
 def no_chat_call(model: str) -> str:
-    """What a chat call to a research agent is told instead of the provider's bare Not Found."""
+    """What a chat call to a research agent is told instead of the provider's bare Not Found
+    (raised with the hint "run_research", which each face words)."""
     return (f"{model} is a deep-research agent, and this kind of model takes no chat call: it "
-            "only runs research jobs of its own (start_research with method auto or provider); "
-            "choose another model here")
+            "only runs research jobs of its own; choose another model here")
 
 
 @dataclass(frozen=True, slots=True)

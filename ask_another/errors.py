@@ -25,11 +25,36 @@ jobs); they all end up here through `AskAnotherError`.
 logs all use it. Only what may be a bug of ours (an unexpected exception, an answer we could not
 read, a provider failure we could not classify, a store that failed) ends with `FEEDBACK_POINTER`:
 asking for a bug report after "the prompt is empty" or "rate limited" sends people nowhere.
+
+An error may carry a structured next step, its `hint` (`ModelNotAllowed`: "list_models"), rather
+than naming a tool or a command in its text: each face words the hint for its audience
+(`error_text(exc, words)`; the MCP server: the tool to call, `server/wording.py`; the CLI: the
+command to run; `str(exc)` and `error_text(exc)`: `PLAIN`, words for a program embedding the
+library). No module below the faces names an MCP tool in a message
+(tests/ask_another/test_layers.py checks it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Final, Literal
+
 FEEDBACK_POINTER = "If this seems like a bug, call the feedback tool to report it."
+
+Hint = Literal["list_models", "list_jobs", "free_a_job", "check_job", "answer_choice",
+               "answer_permission", "run_research"]
+"""The next step an error points to, named for no face."""
+
+PLAIN: Final[Mapping[Hint, str]] = {
+    "list_models": "The allowed models are the ones the MODEL_* variables name.",
+    "list_jobs": "`ResearchJobs.list` gives every job you may see.",
+    "free_a_job": "Retry when one finishes, or cancel one.",
+    "check_job": "`ResearchJobs.get` gives the job's state.",
+    "answer_choice": "Answer it with `ResearchJobs.answer_choice`.",
+    "answer_permission": "Answer it with `ResearchJobs.answer_permission`.",
+    "run_research": "Use it for research instead (a research job of method auto or "
+                    "provider).",
+}
 
 
 class AskAnotherError(Exception):
@@ -38,6 +63,26 @@ class AskAnotherError(Exception):
     # Whether the message asks for a bug report: a mistake in the request, the configuration
     # or at the provider is not ours, and the message already says how to fix it.
     may_be_a_bug = False
+    hint: Hint | None = None
+
+    def __init__(self, *args: object, hint: Hint | None = None) -> None:
+        super().__init__(*args)
+        if hint is not None:
+            self.hint = hint
+
+    @property
+    def fact(self) -> str:
+        """The message without its next step."""
+        return super().__str__().strip()
+
+    def said(self, words: Mapping[Hint, str] = PLAIN) -> str:
+        """The message, with its next step (if any) worded by `words`."""
+        if self.hint is None:
+            return self.fact
+        return f"{_sentence(self.fact)} {words[self.hint]}"
+
+    def __str__(self) -> str:
+        return self.said()
 
 
 class ConfigError(AskAnotherError):
@@ -57,9 +102,7 @@ class ModelNotAllowed(ModelError):
         message = f"Model not allowed: {model!r}."
         if self.suggestions:
             message += f" Similar allowed models: {', '.join(self.suggestions)}."
-        else:
-            message += " Call list_models to see the allowed models."
-        super().__init__(message)
+        super().__init__(message, hint=None if self.suggestions else "list_models")
 
 
 class AmbiguousModel(ModelError):
@@ -83,9 +126,10 @@ class LimitReached(AskAnotherError):
     current count and when to retry; `retry_after` is in seconds (None: when something of the
     user's finishes)."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, *,
+                 hint: Hint | None = None) -> None:
         self.retry_after = retry_after
-        super().__init__(message)
+        super().__init__(message, hint=hint)
 
 
 class ProviderError(AskAnotherError):
@@ -153,18 +197,22 @@ class StoreUnavailable(StoreError):
     may_be_a_bug = False
 
 
-def error_text(exc: BaseException) -> str:
-    """The message a person sees for `exc`, ending with the feedback pointer where it may be a bug.
+def error_text(exc: BaseException, words: Mapping[Hint, str] = PLAIN) -> str:
+    """The message a person sees for `exc`, its next step worded by `words` (the face's), ending
+    with the feedback pointer where it may be a bug.
 
     Anticipated errors keep their own message; anything else is named by type only, so an
     unexpected exception never leaks a traceback or internal state into a tool result.
     """
     if isinstance(exc, AskAnotherError):
-        text = str(exc).strip() or type(exc).__name__
+        text = exc.said(words) or type(exc).__name__
         bug = exc.may_be_a_bug
     else:
         text = f"Internal error ({type(exc).__name__})."
         bug = True
-    if not text.endswith((".", "!", "?")):
-        text += "."
+    text = _sentence(text)
     return f"{text} {FEEDBACK_POINTER}" if bug else text
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?")) else text + "."

@@ -135,7 +135,7 @@ class Gateway:
         if (prompt is None) == (messages is None):
             raise InvalidArgument("give either prompt or messages")
         if is_research_agent(entry.model):  # completion, consensus, discuss, a pipeline's turn
-            raise InvalidArgument(no_chat_call(entry.model))
+            raise InvalidArgument(no_chat_call(entry.model), hint="run_research")
         if isinstance(temperature, bool) or (temperature is not None
                                              and not 0.0 <= temperature <= 2.0):
             # `True` is an int to Python and would be sent as 1.

@@ -590,7 +590,7 @@ class ResearchJob(Actor):
     def _answer_permission(self, call_id: str, decision: Decision) -> Answered | NotWaiting:
         refusal = self.questions.refusal(self.record.id, call_id, "permission")
         if refusal is not None:
-            return NotWaiting(refusal)
+            return refusal
         how = "allowed" if decision == Allow() else "denied"
         self.questions.settle(call_id, decision, f"{how} by the user")
         self._questions_changed()
@@ -599,7 +599,7 @@ class ResearchJob(Actor):
     def _answer_choice(self, call_id: str, option_id: str) -> Answered | NotWaiting:
         refusal = self.questions.refusal(self.record.id, call_id, "choice")
         if refusal is not None:
-            return NotWaiting(refusal)
+            return refusal
         choice = self.questions.open[call_id].question.request
         ids = [o.id for o in choice.options] if isinstance(choice, Choice) else []
         if option_id not in ids:

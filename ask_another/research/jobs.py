@@ -26,7 +26,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 import msgspec
 import trio
@@ -35,7 +35,7 @@ from ask_another.calls import CallSettings
 from ask_another.catalog import is_deep_research
 from ask_another.config import ModelEntry, is_research_agent, no_chat_call
 from ask_another.consensus import Consensus
-from ask_another.errors import AskAnotherError, InvalidArgument, LimitReached
+from ask_another.errors import AskAnotherError, Hint, InvalidArgument, LimitReached
 from ask_another.interaction.builtin import BUILTIN_NAMES
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
@@ -89,8 +89,7 @@ class UnknownJob(AskAnotherError):
 
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id
-        super().__init__(f"No research job has the id {job_id!r}. Call check_research without "
-                         "a job_id to list every job")
+        super().__init__(f"No research job has the id {job_id!r}.", hint="list_jobs")
 
 
 ProgressFn = Callable[[JobUpdate], Awaitable[None]]
@@ -160,7 +159,7 @@ class ResearchJobs:
             # The sequential pipeline and the agent make chat calls: refused before anything
             # is stored, instead of a job that fails with the provider's bare "Not Found".
             raise InvalidArgument(f"method {method!r} makes chat calls: "
-                                  f"{no_chat_call(entry.model)}")
+                                  f"{no_chat_call(entry.model)}", hint="run_research")
         if depth not in DEPTHS:
             raise InvalidArgument(f"unknown research depth {depth!r}; use one of "
                                   f"{', '.join(DEPTHS)}")
@@ -237,8 +236,8 @@ class ResearchJobs:
             raise LimitReached(
                 f"Limit reached: at most {limit} research job{'s' if limit != 1 else ''} "
                 "running at once per user "
-                f"(ASK_ANOTHER_MAX_JOBS_PER_USER); you have {running} running. Retry when one "
-                "finishes (check_research lists them), or stop one with cancel_research")
+                f"(ASK_ANOTHER_MAX_JOBS_PER_USER); you have {running} running",
+                hint="free_a_job")
         try:
             await self._start_child(record, options)
         except (StartError, AskAnotherError) as exc:
@@ -339,8 +338,7 @@ class ResearchJobs:
                 await trio.sleep(0.05)  # another process writes it: nothing here to wait on
         raise AskAnotherError(
             f"job {record.id} runs in another ask-another process, which took the request but "
-            f"did not say what it did within {DELIVERY_WAIT:g} s; call check_research to see "
-            "the job's state")
+            f"did not say what it did within {DELIVERY_WAIT:g} s", hint="check_job")
 
     async def cancel_call(self, job_id: str, tool_call_id: str) -> str:
         """Cancel one tool call of a running agent job (the job goes on); returns what happened.
@@ -386,12 +384,12 @@ class ResearchJobs:
                 kind, value = _request_of(message)
                 answer = await self._request(record, kind, message.tool_call_id, value)
                 if not answer.get("ok"):
-                    raise AskAnotherError(str(answer.get("message")))
+                    raise AskAnotherError(str(answer.get("message")), hint=_hint(answer))
                 return str(answer.get("message"))
             raise AskAnotherError(f"Cannot {what} job {job_id}: it is {record.status} and "
                                   "waits for nothing. This changes nothing")
         if isinstance(reply, NotWaiting):
-            raise AskAnotherError(reply.message)
+            raise reply.error()
         assert isinstance(reply, Answered)
         return reply.message
 
@@ -492,6 +490,12 @@ class ResearchJobs:
                                    elapsed=record.elapsed(time.time()),
                                    waiting_for=tuple(record.waiting_for))
             await on_progress(update)
+
+
+def _hint(answer: dict[str, Any]) -> Hint | None:
+    # The next step another process's owner gave its refusal (stored as JSON, so checked).
+    hint = answer.get("hint")
+    return hint if hint in get_args(Hint) else None
 
 
 def _request_of(message: Any) -> tuple[RequestKind, str | None]:

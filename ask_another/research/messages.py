@@ -32,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from ask_another.errors import AskAnotherError, Hint
 from ask_another.interaction.protocol import CallHandle
 from ask_another.interaction.types import (
     Choice,
@@ -108,6 +109,10 @@ class NotWaiting(msgspec.Struct, frozen=True, tag=True):
     """The answer to a permission or choice answer the job was not waiting for."""
 
     message: str
+    hint: Hint | None = None
+
+    def error(self) -> AskAnotherError:
+        return AskAnotherError(self.message, hint=self.hint)
 
 
 class Answered(msgspec.Struct, frozen=True, tag=True):

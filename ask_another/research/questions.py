@@ -24,6 +24,7 @@ from ask_another.interaction.types import (
     QuestionKind,
     SpendRequest,
 )
+from ask_another.research.messages import NotWaiting
 from supervisors import Caller, TaskHandle
 
 __all__ = ["AnswerKind", "Expired", "OpenQuestion", "Questions"]
@@ -70,22 +71,23 @@ class Questions:
         """The open questions, oldest first."""
         return [entry.question for entry in self.open.values()]
 
-    def refusal(self, job_id: str, tool_call_id: str, kind: AnswerKind) -> str | None:
+    def refusal(self, job_id: str, tool_call_id: str, kind: AnswerKind) -> NotWaiting | None:
         """Why an answer of `kind` for `tool_call_id` cannot be taken, or None if it can."""
         entry = self.open.get(tool_call_id)
         if entry is not None and _ANSWERS[entry.question.kind] == kind:
             return None
         if entry is not None:
-            other = "answer_choice" if entry.question.kind == "choice" else "answer_permission"
-            return (f"tool call {tool_call_id!r} of job {job_id} waits for a "
-                    f"{_NAMES[entry.question.kind]}, not a {kind}: use {other}")
+            return NotWaiting(f"tool call {tool_call_id!r} of job {job_id} waits for a "
+                              f"{_NAMES[entry.question.kind]}, not a {kind}",
+                              hint="answer_choice" if entry.question.kind == "choice"
+                              else "answer_permission")
         how = self.settled.get(tool_call_id)
         if how is not None:
-            return (f"tool call {tool_call_id!r} of job {job_id} is no longer waiting: it was "
-                    f"already {how}. This answer changes nothing")
+            return NotWaiting(f"tool call {tool_call_id!r} of job {job_id} is no longer "
+                              f"waiting: it was already {how}. This answer changes nothing")
         waiting = ", ".join(repr(k) for k in self.open) or "nothing"
-        return (f"job {job_id} has no question for tool call {tool_call_id!r} (it waits for "
-                f"{waiting}). This answer changes nothing")
+        return NotWaiting(f"job {job_id} has no question for tool call {tool_call_id!r} (it "
+                          f"waits for {waiting}). This answer changes nothing")
 
     def settle(self, tool_call_id: str, answer: Decision | str | ChoiceFailed, how: str) -> bool:
         """Reply to the waiting turn with `answer`; False if it was no longer open."""

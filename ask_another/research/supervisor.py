@@ -328,14 +328,14 @@ class JobOwner(Actor):
             except ActorExited:
                 reply = None
             except AskAnotherError as exc:
-                return {"ok": False, "message": str(exc)}
+                return {"ok": False, "message": exc.fact, "hint": exc.hint}
         match reply:
             case CancelOutcome(cancelled=cancelled, remote=remote):
                 return {"ok": True, "cancelled": cancelled, "remote": remote}
             case Answered(message=text):
                 return {"ok": True, "message": text}
-            case NotWaiting(message=text):
-                return {"ok": False, "message": text}
+            case NotWaiting(message=text, hint=hint):
+                return {"ok": False, "message": text, "hint": hint}
         # The job ended here just before the request was delivered.
         stored = await self.store.get(request.job_id)
         status = stored.status if stored is not None else "unknown"

@@ -18,11 +18,12 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
-from ask_another.errors import AskAnotherError, InvalidArgument, error_text
+from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
 from ask_another.server.auth import LOCAL_CLAIM
 from ask_another.server.lifespan import ServerState, Unavailable
+from ask_another.server.wording import tool_text
 from ask_another.users import ADMIN_SCOPE, LOCAL_USER, User
 
 __all__ = ["ADMIN_SCOPE", "LOCAL_USER", "ServerState", "Unavailable", "User", "arguments_text",
@@ -35,7 +36,7 @@ def state_of(ctx: Context[ServerState]) -> ServerState:
     """The server's state, as its lifespan made it."""
     state = ctx.request_context.lifespan_context
     if not isinstance(state, ServerState):  # only if the server was built without our lifespan
-        raise ToolError(error_text(RuntimeError("the ask-another runtime is not running")))
+        raise ToolError(tool_text(RuntimeError("the ask-another runtime is not running")))
     return state
 
 
@@ -43,7 +44,7 @@ def runtime_of(ctx: Context[ServerState]) -> Runtime:
     """The runtime the server's lifespan opened (a `ToolError` saying why it did not start)."""
     opened = state_of(ctx).opened
     if isinstance(opened, Unavailable):
-        raise ToolError(error_text(opened.error))
+        raise ToolError(tool_text(opened.error))
     return opened
 
 
@@ -80,7 +81,7 @@ def check_rate(ctx: Context[ServerState] | None) -> None:
         try:
             runtime.rates.check(user_of(ctx))
         except AskAnotherError as exc:
-            raise ToolError(error_text(exc)) from None
+            raise ToolError(tool_text(exc)) from None
 
 
 @contextlib.contextmanager
@@ -96,7 +97,7 @@ def tool_errors(tool: str) -> Iterator[None]:
     except Exception as exc:
         if not isinstance(exc, AskAnotherError):
             log.exception("tool.crashed", tool=tool)
-        raise ToolError(error_text(exc)) from None
+        raise ToolError(tool_text(exc)) from None
 
 
 
@@ -114,4 +115,4 @@ def arguments_text(tool: str, exc: ValidationError) -> str:
         shown = repr(err.get("input"))
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         problems.append(f"{field} {message}, got {shown}")
-    return error_text(InvalidArgument(f"Invalid arguments for {tool}: {'; '.join(problems)}"))
+    return tool_text(InvalidArgument(f"Invalid arguments for {tool}: {'; '.join(problems)}"))

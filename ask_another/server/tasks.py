@@ -70,7 +70,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field
 
 from ask_another.config import Config
-from ask_another.errors import AskAnotherError, InvalidArgument, error_text
+from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.interaction.types import ALLOW, Deny, Question
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate, ResearchJobs
@@ -80,6 +80,7 @@ from ask_another.server.context import user_of
 from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.server.tools.attached import asked_of, waiting_text
 from ask_another.server.tools.research import result_json
+from ask_another.server.wording import tool_text
 from ask_another.store.jobs import JobRecord, job_store
 from ask_another.users import LOCAL_USER, User
 
@@ -175,7 +176,7 @@ def tool_result(record: JobRecord) -> dict[str, Any]:
     elif record.status == "completed":
         text, is_error = result_json(record), False
     elif record.status == "failed":
-        text = error_text(AskAnotherError(f"{what} {record.id} failed: {record.error}"))
+        text = tool_text(AskAnotherError(f"{what} {record.id} failed: {record.error}"))
         is_error = True
     else:
         text, is_error = f"{what} {record.id} was cancelled before it finished.", False
@@ -255,7 +256,7 @@ def _runtime(ctx: ServerRequestContext[ServerState, Any]) -> Runtime:
     state = ctx.lifespan_context
     runtime = state.opened if isinstance(state, ServerState) else None
     if isinstance(runtime, Unavailable):
-        raise MCPError(types.INTERNAL_ERROR, error_text(runtime.error))
+        raise MCPError(types.INTERNAL_ERROR, tool_text(runtime.error))
     if not isinstance(runtime, Runtime):
         raise MCPError(types.INTERNAL_ERROR, "the ask-another runtime is not running")
     return runtime
@@ -271,9 +272,9 @@ def _refused(exc: Exception) -> MCPError:
     """A job's refusal (unknown id, another user's job, bad arguments) as invalid params, one
     line a person can act on; anything else as an internal error, logged."""
     if isinstance(exc, AskAnotherError):
-        return MCPError(types.INVALID_PARAMS, error_text(exc))
+        return MCPError(types.INVALID_PARAMS, tool_text(exc))
     log.exception("tasks.crashed")
-    return MCPError(types.INTERNAL_ERROR, error_text(exc))
+    return MCPError(types.INTERNAL_ERROR, tool_text(exc))
 
 
 def _task_id(params: Mapping[str, Any] | None) -> str:
@@ -567,7 +568,7 @@ class TasksExtension(Extension):
             record = await _start(runtime, user_of(), params.name, params.arguments or {})
         except AskAnotherError as exc:  # what the tool itself would answer
             return types.CallToolResult(content=[types.TextContent(type="text",
-                                                                   text=error_text(exc))],
+                                                                   text=tool_text(exc))],
                                         is_error=True)
         return {"resultType": "task", **task_fields(record, runtime.config, modern=True)}
 

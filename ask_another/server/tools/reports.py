@@ -6,9 +6,10 @@ from __future__ import annotations
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
-from ask_another.errors import AskAnotherError, error_text
+from ask_another.errors import AskAnotherError
 from ask_another.server.context import runtime_of, user_of
 from ask_another.server.lifespan import ServerState
+from ask_another.server.wording import tool_text
 
 REPORT = """The report of a finished research job (start_research, check_research), as markdown \
 with its sources. A job still running, failed or cancelled is an error saying so."""
@@ -32,12 +33,12 @@ def register(server: MCPServer[ServerState]) -> None:
         try:
             record = await runtime_of(ctx).jobs_for(user_of(ctx)).get(job_id.strip())
         except AskAnotherError as exc:
-            raise ResourceError(error_text(exc)) from None
+            raise ResourceError(tool_text(exc)) from None
         except Exception as exc:  # a ToolError from runtime_of (the server is not working)
             raise ResourceError(str(exc)) from None
         if record.status != "completed" or record.report is None:
             why = f": {record.error}" if record.error else ""
-            raise ResourceError(error_text(AskAnotherError(
+            raise ResourceError(tool_text(AskAnotherError(
                 f"Research job {record.id} is {record.status}{why}; its report is a resource "
                 "once it has completed")))
         return report_markdown(record.report, record.citations)

@@ -9,9 +9,10 @@ import trio
 
 from ask_another.config import Config
 from ask_another.interaction import Deny, PermissionRequest, Policy
-from ask_another.research.messages import TextPreview
+from ask_another.research.messages import NotWaiting, TextPreview
 from ask_another.research.methods.agent import PREVIEW_EVERY, JobInteraction
 from ask_another.research.questions import Questions
+from ask_another.server.wording import tool_text
 from supervisors import Actor, Caller, spawn
 
 
@@ -58,18 +59,23 @@ def _request(call_id: str) -> PermissionRequest:
                              class_="effect", arguments={"text": "x"})
 
 
+def _said(refusal: NotWaiting | None) -> str:
+    """A refusal as the MCP face words it (its hint as the tool to use)."""
+    return tool_text(refusal.error()) if refusal is not None else ""
+
+
 def test_a_question_is_settled_once_and_later_answers_say_how() -> None:
     questions = Questions()
     caller = _Caller()
     questions.add(_request("c1"), "c1", caller, 10)  # type: ignore[arg-type]
     assert questions.refusal("r-1", "c1", "permission") is None
-    assert "use answer_permission" in (questions.refusal("r-1", "c1", "choice") or "")
-    assert "no question for tool call 'c2'" in (questions.refusal("r-1", "c2", "permission") or "")
+    assert "use answer_permission" in _said(questions.refusal("r-1", "c1", "choice"))
+    assert "no question for tool call 'c2'" in _said(questions.refusal("r-1", "c2", "permission"))
     assert questions.expire("c1") is True
     assert caller.replies == [Deny("expired")]
     assert questions.expire("c1") is False  # settled once
-    assert "already expired without an answer" in (
-        questions.refusal("r-1", "c1", "permission") or "")
+    assert "already expired without an answer" in _said(
+        questions.refusal("r-1", "c1", "permission"))
 
 
 def test_permission_settings_are_parsed_by_the_one_config_parser() -> None:
