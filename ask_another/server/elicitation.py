@@ -24,11 +24,12 @@ from typing import Annotated, Any, Final, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import ElicitationResult, Resolve
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
 from ask_another.server.lifespan import ServerState
 
-__all__ = ["MAX_ELICITED", "Approval", "Step", "can_elicit", "resolver_chain"]
+__all__ = ["MAX_ELICITED", "Approval", "Step", "asks_by_url", "can_elicit", "resolver_chain"]
 
 MAX_ELICITED: Final = 4
 """Questions one call asks by elicitation; later ones wait for answer_permission /
@@ -48,6 +49,18 @@ def can_elicit(ctx: Context[ServerState]) -> bool:
     caps = ctx.client_capabilities
     elicitation = caps.elicitation if caps is not None else None
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def asks_by_url(ctx: Context[ServerState]) -> bool:
+    """Whether this call's client is asked through a link rather than a form: it declares
+    URL-mode elicitation and not forms (`elicitation: {url: {}}`), on a session before 2026-07-28
+    (the SDK has URL mode, with its completion notification, on those only). A client that takes
+    forms keeps them: it answers in the chat, and the form's message carries the link anyway."""
+    caps = ctx.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    return (elicitation is not None and elicitation.url is not None
+            and elicitation.form is None
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS)
 
 
 Step = Callable[[Context[ServerState], Any, int, ElicitationResult[Any] | None], Awaitable[Any]]

@@ -52,7 +52,13 @@ from ask_another.interaction.types import (
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
-from ask_another.server.elicitation import MAX_ELICITED, Approval, can_elicit, resolver_chain
+from ask_another.server.elicitation import (
+    MAX_ELICITED,
+    Approval,
+    asks_by_url,
+    can_elicit,
+    resolver_chain,
+)
 from ask_another.server.lifespan import ServerState
 from ask_another.spend.before import stored_estimate
 from ask_another.store.jobs import JobRecord
@@ -96,11 +102,12 @@ class Attachment:
     deadline: float  # trio.current_time()
     asked: list[Asked] = field(default_factory=list)
     delivered: set[tuple[str, str]] = field(default_factory=set)
+    by_url: set[tuple[str, str]] = field(default_factory=set)  # asked as a link, not a form
     estimate: str | None = None  # the cost estimated before the job started (spend/)
 
     def asked_keys(self) -> set[tuple[str, str]]:
         # One tool call can ask twice: ask_user needs a permission, then asks its choice.
-        return {(q.tool_call_id, q.kind) for q in self.asked}
+        return {(q.tool_call_id, q.kind) for q in self.asked} | self.by_url
 
 
 @dataclass(frozen=True)
@@ -263,7 +270,7 @@ async def _watch(ctx: Context[ServerState], att: Attachment, elicit: bool) -> Fi
     found: Asked | None = None
     final: JobRecord | None = None
     waits_for_a_person = False
-    asking = can_elicit(ctx)
+    asking = can_elicit(ctx) or _url_root(ctx) is not None
     console_url = state_of(ctx).console_root()
     with trio.CancelScope() as scope:
 
@@ -309,14 +316,67 @@ async def _step(ctx: Context[ServerState], att: Attachment, index: int,
     if index < len(att.asked):
         question = att.asked[index]  # asked in an earlier round: ask it again, identically
         return Elicit(question.message, question.schema)
+    root = _url_root(ctx)
     with tool_errors("start_research"):
-        event = await _watch(ctx, att, elicit=can_elicit(ctx))
-    if isinstance(event, Finished):
-        return event
+        while True:
+            event = await _watch(ctx, att, elicit=can_elicit(ctx) or root is not None)
+            if isinstance(event, Finished):
+                return event
+            if root is None:
+                break
+            await _ask_by_url(ctx, att, event, approval_url(root, att.record.id,
+                                                             event.tool_call_id))
     att.asked.append(event)
     log.info("research.elicit", job_id=att.record.id, tool_call_id=event.tool_call_id,
              kind=event.kind)
     return Elicit(event.message, event.schema)
+
+
+def _url_root(ctx: Context[ServerState]) -> str | None:
+    """The console to send this call's questions to as URL elicitations, or None (forms, or not
+    asked): for a client that takes links and not forms, where a console serves the job."""
+    return state_of(ctx).console_root() if asks_by_url(ctx) else None
+
+
+async def _ask_by_url(ctx: Context[ServerState], att: Attachment, question: Asked,
+                      url: str) -> None:
+    """Send `question` as a URL elicitation (its approval page), then wait until it is answered
+    there (or any other way, or it expires) and say so with notifications/elicitation/complete.
+    A person who will not open the page has declined: a permission or spend is denied, as a
+    declined form denies; a choice stays open. The call's time bounds the wait."""
+    key = (question.tool_call_id, question.kind)
+    att.by_url.add(key)
+    elicitation_id = f"{att.record.id}/{question.tool_call_id}/{question.kind}"
+    log.info("research.elicit", job_id=att.record.id, tool_call_id=question.tool_call_id,
+             kind=question.kind, mode="url")
+    reply = await ctx.elicit_url(f"{question.message}. Answer it on its console page.", url,
+                                 elicitation_id)
+    jobs = runtime_of(ctx).jobs_for(user_of(ctx))
+    if reply.action != "accept":
+        if question.kind in ("permission", "spend"):
+            try:
+                await jobs.answer_permission(att.record.id, question.tool_call_id,
+                                             Deny("rejected"))
+            except AskAnotherError as exc:  # answered or expired meanwhile
+                log.info("research.elicited_answer_refused", job_id=att.record.id,
+                         tool_call_id=question.tool_call_id, reason=str(exc))
+        return
+    remaining = att.deadline - trio.current_time()
+    if remaining <= 0:
+        return
+    answered = False
+    with trio.CancelScope() as scope:
+
+        async def progress(update: JobUpdate) -> None:
+            nonlocal answered
+            if all((q.tool_call_id, q.kind) != key for q in update.waiting_for):
+                answered = True
+                scope.cancel()
+
+        final = await jobs.wait(att.record.id, remaining, on_progress=progress)
+        answered = answered or (final is not None and final.finished)
+    if answered:
+        await ctx.session.send_elicit_complete(elicitation_id, related_request_id=ctx.request_id)
 
 
 last_step = resolver_chain(attachment, _step)

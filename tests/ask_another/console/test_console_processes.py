@@ -9,6 +9,8 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 import trio
 from http_server import http_client_for, http_server, process_env
 from mcp.types import ElicitResult
+from raw_stdio import raw_stdio
 from stdio_server import REPO
 from tool_results import call
 
@@ -127,3 +130,80 @@ async def test_an_elicited_question_on_serve_http_carries_its_approval_link(
     (message,) = asked
     assert re.search(rf"Or answer it at {re.escape(server.base)}/console/approvals/"
                      r"r-[0-9a-f]{10}/call-1$", message), message
+
+
+@asynccontextmanager
+async def console_on(env: dict[str, str]) -> AsyncIterator[tuple[str, str]]:
+    """A real `ask-another console --no-browser`: (its base URL, its one-time login link)."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "ask_another", "console", "--no-browser"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env=process_env(env), cwd=REPO)
+    try:
+        assert process.stdout is not None
+        text = ""
+        with trio.fail_after(60):
+            while not (found := LINK.search(text)):
+                chunk = await process.stdout.receive_some()
+                assert chunk, f"console exited before printing its link: {text!r}"
+                text += chunk.decode()
+        yield found.group(1), found.group(0)
+    finally:
+        process.kill()
+        await process.wait()
+
+
+async def test_a_client_that_takes_links_not_forms_is_sent_the_approval_page_and_moves_on(
+    sim: Simulator, tmp_path: Path
+):
+    """A 2025-11-25 client declaring `elicitation: {url: {}}` (no forms) on a home where
+    `ask-another console` runs: the question comes as a URL elicitation of its approval page,
+    the person answers there, the client is told it is complete and the call ends with the
+    report."""
+    env = {"ASK_ANOTHER_HOME": str(tmp_path / "home"),
+           "MODEL_SIM": f"openai/m1;sk-test-URL;{sim.openai_base}",
+           "ASK_ANOTHER_PERMISSIONS": "read=ask", "ASK_ANOTHER_CONFIRM_USD": "1000"}
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("allowed in the console")])
+    asked: dict[str, Any] = {}
+    elicited = trio.Event()
+
+    async def on_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert method == "elicitation/create" and not asked, (method, params)
+        asked.update(params)
+        elicited.set()
+        return {"action": "accept"}  # the person opens the page
+
+    result: dict[str, Any] = {}
+    async with console_on(env) as (base, link):
+        with (tmp_path / "stdio.log").open("w") as err:
+            async with raw_stdio(env, err, capabilities={"elicitation": {"url": {}}},
+                                 on_request=on_request) as rpc, trio.open_nursery() as nursery:
+
+                async def start() -> None:
+                    result.update(await rpc.request("tools/call", {
+                        "name": "start_research", "arguments": {
+                            "model": "sim", "query": "q", "method": "agent", "timeout": 120}},
+                        seconds=150))
+
+                nursery.start_soon(start)
+                with trio.fail_after(60):
+                    await elicited.wait()
+                assert asked["mode"] == "url" and "requestedSchema" not in asked, asked
+                assert re.fullmatch(rf"{re.escape(base)}/console/approvals/r-[0-9a-f]{{10}}"
+                                    r"/call-1", asked["url"]), asked
+                assert "read_article" in asked["message"]
+                async with httpx.AsyncClient(base_url=base) as web:
+                    await web.get(link, follow_redirects=True)  # the console's login
+                    page = await web.get(asked["url"])
+                    assert page.status_code == 200, page.text
+                    form = re.search(r'name="csrf" value="([^"]+)"', page.text)
+                    assert form, page.text
+                    answered = await web.post(asked["url"], data={
+                        "answer": "allow", "csrf": form.group(1)}, headers={"Origin": base})
+                    assert answered.status_code == 303, answered.text
+                with trio.fail_after(60):
+                    await rpc.notified("notifications/elicitation/complete",
+                                       elicitationId=asked["elicitationId"])
+    assert not result.get("isError") and "allowed in the console" in \
+        result["content"][0]["text"], result
