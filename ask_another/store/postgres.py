@@ -24,7 +24,8 @@ the lock is taken, so nodes starting at once on one fresh database take turns an
 runs exactly once. A database at a newer version than this ask-another knows is refused.
 
 A pooled connection is checked as it is taken (`check_connection`), so statements after a
-database restart run on fresh connections rather than failing once per pooled connection.
+database restart run on fresh connections rather than failing once per pooled connection; the
+first that fails its check has every idle connection of its pool checked at once (`_Pool`).
 
 Errors are `StoreError`s naming the server by its URL with the password masked; psycopg's own
 message is scrubbed of the password too, in case it quotes the connection string.
@@ -244,16 +245,34 @@ def _connect_and_migrate(url: DatabaseUrl, migrations: Sequence[Migration]) -> N
         _migrate(conn, migrations)
 
 
+class _Pool(psycopg_pool.ConnectionPool):
+    """A pool whose connections are tested (an empty query) as they leave it, so after a
+    database restart or a dropped link each statement gets a live connection instead of failing
+    once per pooled connection (one round trip more per statement).
+
+    A connection that fails its test means its idle neighbours are dead too (they went through
+    the same restart): they are all tested and replaced at once. psycopg_pool's own loop takes
+    them one by one and waits 1 s, 2 s, 4 s... between them, so a statement meeting four or more
+    dead connections spent its `POOL_WAIT` on them and failed as "cannot reach the database"
+    with the server up (a node's first statements after every database restart)."""
+
+    def __init__(self, conninfo: str, **kwargs: Any) -> None:
+        super().__init__(conninfo, check=self._check_or_purge, **kwargs)
+
+    def _check_or_purge(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            self.check_connection(conn)
+        except Exception:
+            self.check()  # the idle ones: each dead one dropped, a new one asked for
+            raise
+
+
 def _open_pools(url: DatabaseUrl) -> tuple[psycopg_pool.ConnectionPool,
                                           psycopg_pool.ConnectionPool]:
     def pool(name: str, **kwargs: Any) -> psycopg_pool.ConnectionPool:
-        # `check`: a connection is tested (an empty query) as it leaves the pool, so after a
-        # database restart or a dropped link each statement gets a live connection instead of
-        # failing once per pooled connection; one round trip more per statement.
-        return psycopg_pool.ConnectionPool(
+        return _Pool(
             url.url.reveal(), min_size=1, max_size=url.pool_size, open=True, name=name,
             timeout=POOL_WAIT,
-            check=psycopg_pool.ConnectionPool.check_connection,
             kwargs={"autocommit": True, "row_factory": _rows,
                     "connect_timeout": CONNECT_TIMEOUT, **kwargs})
 

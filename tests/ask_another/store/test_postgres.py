@@ -311,10 +311,16 @@ async def test_statements_after_a_database_restart_succeed_on_fresh_connections(
     try:
         url = database_url(server.new_database())
         async with open_database(url) as db:
-            # Several pooled connections, all idle when the server goes away.
+            # Five pooled connections (held at once, so the pool made them), all idle when the
+            # server goes away. psycopg_pool alone tested them one at a time, 1 s, 2 s, 2 s
+            # apart, and the first statement after the restart failed ("no connection within
+            # 5 s") whenever the pool had grown to four or more: under load, often.
+            held = threading.Barrier(5, timeout=60)
             async with trio.open_nursery() as nursery:
-                for n in range(5):
-                    nursery.start_soon(add_feedback, db, f"before {n}")
+                for _ in range(5):
+                    nursery.start_soon(db.run, lambda _conn: held.wait())
+            for n in range(5):
+                await add_feedback(db, f"before {n}")
             await trio.to_thread.run_sync(server.restart)
             # Each statement gets a connection the pool checked first: none fails.
             for n in range(8):
