@@ -4,9 +4,9 @@ started without authentication.
 Jobs, conversations, feedback and usage rows carry the `id` of the user who made them (the
 `user_id` column; NULL for the local user). A user sees and acts on their own rows only; an
 admin sees and acts on everyone's. The local user is an admin: whoever runs ask-another on their
-own machine owns its store anyway. The MCP face builds the user from the request's access token
-(server/context.py, `user_of`); a program embedding the runtime acts as the local user unless it
-says otherwise.
+own machine owns its store anyway. The HTTP faces build the user from the request's verified
+access token (`token_user`: the MCP server's `user_of` in server/context.py, the console's token
+login); a program embedding the runtime acts as the local user unless it says otherwise.
 
 The id is a stable principal id that no later user can take, never a name a person chooses:
 `token:NAME:ID` for a tokens-file user (ID random, made by `token add` and kept in the file after
@@ -19,12 +19,18 @@ still that user). Names cannot contain `:`, so no id of one kind is an id of ano
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-__all__ = ["ADMIN_SCOPE", "LOCAL_USER", "User"]
+if TYPE_CHECKING:  # the SDK's type only: this module imports nothing heavy
+    from mcp.server.auth.provider import AccessToken
+
+__all__ = ["ADMIN_SCOPE", "LOCAL_CLAIM", "LOCAL_USER", "User", "token_user"]
 
 ADMIN_SCOPE: Final = "ask-another:admin"
 """The token scope that makes its user an admin."""
+LOCAL_CLAIM: Final = "ask-another/local"
+"""The claim of `serve --http --no-auth`'s local token (server/auth.py): its user is the local
+user."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +54,12 @@ class User:
 
 
 LOCAL_USER: Final = User(None, admin=True)
+
+
+def token_user(token: AccessToken) -> User:
+    """The user of a verified access token: its `subject`, else its `client_id`; an admin with
+    the ``ask-another:admin`` scope; the local user for the local token."""
+    if (token.claims or {}).get(LOCAL_CLAIM):  # `serve --http --no-auth`'s own token
+        return LOCAL_USER
+    return User(token.subject or token.client_id, admin=ADMIN_SCOPE in token.scopes,
+                name=token.client_id)

@@ -15,10 +15,10 @@ session's CSRF token and is refused (403) without it.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 from urllib.parse import quote, urlsplit
 
 import jinja2
@@ -48,11 +48,9 @@ from ask_another.logs import get_logger
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
-from ask_another.server.auth import TokensFileVerifier
-from ask_another.server.context import token_user
 from ask_another.store.jobs import JobRecord, job_store
 from ask_another.store.rules import remove_rule, rules_of, set_rule
-from ask_another.users import LOCAL_USER, User
+from ask_another.users import LOCAL_USER, User, token_user
 
 __all__ = ["ROOT", "Console", "Login"]
 
@@ -64,6 +62,32 @@ POLL_SECONDS: Final = 5.0
 slower while nothing changes): ten open pages cost the node under 1% of a core (bench/console.py;
 every 2 s they cost 1.5%)."""
 
+class TokenHolder(Protocol):
+    """One user of the tokens file, as a login is re-checked against it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def admin(self) -> bool: ...
+
+    @property
+    def principal(self) -> str: ...
+
+
+class TokensFile(Protocol):
+    """The tokens file as the console reads it (`serve --http` gives its verifier,
+    server/auth.py's `TokensFileVerifier`; the console imports nothing of the MCP server)."""
+
+    def reload(self) -> None: ...
+
+    @property
+    def users(self) -> Sequence[TokenHolder]: ...
+
+
 @dataclass(frozen=True)
 class Login:
     """How people log in: `mode` "token" (a token of `verifier`; `tokens`, the tokens file's
@@ -72,7 +96,7 @@ class Login:
 
     mode: Literal["token", "code", "open"]
     verifier: TokenVerifier | None = None
-    tokens: TokensFileVerifier | None = None
+    tokens: TokensFile | None = None
     codes: LoginCodes | None = None
 
 

@@ -28,9 +28,16 @@ from ask_another.console._app import ROOT, Console, Login
 from ask_another.console._session import LoginCodes
 from ask_another.console_link import publish_console
 from ask_another.errors import ConfigError
+from ask_another.hosting import (
+    Drain,
+    Unavailable,
+    is_loopback,
+    listen,
+    open_lifespan,
+    serve_until_stopped,
+    url_host,
+)
 from ask_another.logs import get_logger
-from ask_another.server.http import Drain, _listen, _serve, _url_host, is_loopback
-from ask_another.server.lifespan import Unavailable, open_lifespan
 
 __all__ = ["serve_console"]
 
@@ -64,9 +71,9 @@ async def serve_console(config: Config, host: str = "127.0.0.1", port: int = 0, 
                           "console logs in with tokens")
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port must be 0-65535, got {port}")
-    sock = _listen(host, port)
+    sock = listen(host, port)
     port = sock.getsockname()[1]
-    base = f"http://{_url_host(host)}:{port}"
+    base = f"http://{url_host(host)}:{port}"
     async with open_lifespan(config, prewarm_after=None, per_session=True) as opened:
         if isinstance(opened, Unavailable):
             sock.close()
@@ -92,5 +99,5 @@ async def serve_console(config: Config, host: str = "127.0.0.1", port: int = 0, 
         # Sessions on this home (stdio, `ask-another research`) link their pending requests
         # here while it runs (ask_another/console_link.py).
         with publish_console(config.home, f"{base}{ROOT}"):
-            await _serve(Drain(app), sock, config, f"{base}{ROOT}", f"{base}{ROOT}",
-                         "one-time login link", ready=ready)
+            await serve_until_stopped(Drain(app), sock, config, f"{base}{ROOT}",
+                                      f"{base}{ROOT}", "one-time login link", ready=ready)

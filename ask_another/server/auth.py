@@ -46,7 +46,7 @@ from mcp.server.auth.settings import AuthSettings
 from ask_another.config import OAuthSettings
 from ask_another.errors import ConfigError
 from ask_another.logs import get_logger
-from ask_another.users import ADMIN_SCOPE  # the one definition (users.py)
+from ask_another.users import ADMIN_SCOPE, LOCAL_CLAIM  # the one definitions (users.py)
 
 __all__ = [
     "ADMIN_SCOPE",
@@ -257,8 +257,6 @@ def _access_token(token: str, user: TokenUser) -> AccessToken:
 
 LOCAL_TOKEN_FILE: Final = "local-token"
 """`serve --http --no-auth`'s token, in the home: readable by the local user only."""
-LOCAL_CLAIM: Final = "ask-another/local"
-"""The claim of the local token's `AccessToken`: its user is the local user (context.py)."""
 
 
 def local_token(home: Path) -> tuple[Path, str]:

@@ -13,7 +13,6 @@ import contextlib
 from collections.abc import Iterator
 
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
@@ -21,10 +20,9 @@ from pydantic import ValidationError
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
-from ask_another.server.auth import LOCAL_CLAIM
 from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.server.wording import tool_text
-from ask_another.users import ADMIN_SCOPE, LOCAL_USER, User
+from ask_another.users import ADMIN_SCOPE, LOCAL_USER, User, token_user
 
 __all__ = ["ADMIN_SCOPE", "LOCAL_USER", "ServerState", "Unavailable", "User", "arguments_text",
            "check_rate", "runtime_of", "state_of", "token_user", "tool_errors", "user_of"]
@@ -58,14 +56,6 @@ def user_of(ctx: Context[ServerState] | None = None) -> User:
     if token is None:
         return LOCAL_USER
     return token_user(token)
-
-
-def token_user(token: AccessToken) -> User:
-    """The user of a verified access token (see `user_of`)."""
-    if (token.claims or {}).get(LOCAL_CLAIM):  # `serve --http --no-auth`'s own token
-        return LOCAL_USER
-    return User(token.subject or token.client_id, admin=ADMIN_SCOPE in token.scopes,
-                name=token.client_id)
 
 
 def check_rate(ctx: Context[ServerState] | None) -> None:

@@ -25,19 +25,12 @@ opened once, in the app's lifespan, and shared by all sessions and requests.
 from __future__ import annotations
 
 import collections
-import ipaddress
-import logging
 import math
-import signal
-import socket
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
@@ -54,6 +47,18 @@ from starlette.routing import Mount
 
 from ask_another.config import DEFAULT_BODY_SECONDS, Config
 from ask_another.errors import AskAnotherError, ConfigError, LimitReached
+from ask_another.hosting import KEEP_ALIVE_SECONDS as KEEP_ALIVE_SECONDS
+from ask_another.hosting import (
+    ASGIApp,
+    Drain,
+    Scope,
+    Unavailable,
+    is_loopback,
+    listen,
+    open_lifespan,
+    serve_until_stopped,
+    url_host,
+)
 from ask_another.limits import WINDOW, RequestRate
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
@@ -68,7 +73,6 @@ from ask_another.server.auth import (
 )
 from ask_another.server.context import token_user
 from ask_another.server.in_flight import InFlight, InFlightBounds, raise_open_files_limit
-from ask_another.server.lifespan import Unavailable, open_lifespan
 from ask_another.server.stdio import AnsweringStdin
 
 __all__ = [
@@ -94,20 +98,6 @@ MCP_PATH: Final = "/mcp"
 HEALTH_PATH: Final = "/health"
 HEALTH_SECONDS: Final = 5.0
 METRICS_PATH: Final = "/metrics"
-
-Scope = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` names this machine only (127.0.0.0/8, ::1, localhost)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
 
 @dataclass(frozen=True)
 class HttpAuth:
@@ -152,47 +142,6 @@ def plan_auth(config: Config, host: str, resource_url: str, *, no_auth: bool) ->
                           "address)")
     verifier = verifiers[0] if len(verifiers) == 1 else AnyOfVerifiers(verifiers)
     return HttpAuth(auth_settings(resource_url, config.oauth), verifier, "; ".join(described))
-
-
-class Drain:
-    """ASGI middleware that lets `serve_http` stop gracefully.
-
-    `stop()` cancels the open GET requests (the session event streams: no call's answer travels
-    on them, and they would otherwise hold the server open until the deadline); `cancel_calls()`
-    cancels the rest (a second Ctrl-C)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-        self._streams: set[trio.CancelScope] = set()
-        self._calls: set[trio.CancelScope] = set()
-        self.stopping = False
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        held = self._streams if scope["method"] == "GET" else self._calls
-        with trio.CancelScope() as cancel:
-            if self.stopping and held is self._streams:
-                cancel.cancel()
-            held.add(cancel)
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                held.discard(cancel)
-
-    @property
-    def calls_in_flight(self) -> int:
-        return len(self._calls)
-
-    def stop(self) -> None:
-        self.stopping = True
-        for cancel in list(self._streams):
-            cancel.cancel()
-
-    def cancel_calls(self) -> None:
-        for cancel in list(self._calls):
-            cancel.cancel()
 
 
 SESSIONS_PER_MINUTE: Final = 10
@@ -341,8 +290,6 @@ class WholeBodies:
                 return "complete", False
 
 
-KEEP_ALIVE_SECONDS: Final = 5.0
-"""Seconds a connection may take to send its headers, or stay idle between requests."""
 SLOW_AFTER: Final = 2.0
 """A body still arriving after this long is a slow one, counted against the bounds below (not
 much less: on a loaded node a body already sent can wait a second for the loop to read it; 200
@@ -384,20 +331,6 @@ def _opens_session(scope: Scope) -> bool:
         version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS)
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """A bound socket (hypercorn listens on it): bound here so `--port 0` has a known port
-    before the app (whose resource URL names it) is built, and a taken port is one line."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    return sock
-
-
 def transport_security(host: str, public_url: str | None) -> TransportSecuritySettings | None:
     """DNS-rebinding protection as the SDK sets it for a loopback host (Host and Origin must be
     loopback ones), plus the public URL's host and origin: a reverse proxy on the same machine
@@ -412,10 +345,6 @@ def transport_security(host: str, public_url: str | None) -> TransportSecuritySe
         origins.append(f"{public.scheme}://{public.netloc}")
     return TransportSecuritySettings(enable_dns_rebinding_protection=True,
                                      allowed_hosts=hosts, allowed_origins=origins)
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
 
 
 async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
@@ -440,7 +369,7 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
                           "https://ask.example.com/mcp")
     # Who could sign in is checked before binding: "run `ask-another token add NAME`" must not
     # hide behind "address already in use" (the real port, for an OAuth audience, comes next).
-    plan_auth(config, host, config.public_url or f"http://{_url_host(host)}:{port}{MCP_PATH}",
+    plan_auth(config, host, config.public_url or f"http://{url_host(host)}:{port}{MCP_PATH}",
               no_auth=no_auth)
     # Raised before anything opens: every request in flight holds a file, and the soft limit is
     # often 1,024 where the hard one is far higher.
@@ -449,9 +378,9 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
     log.info("http.open_files", limit=open_files, raised_from=before if before != open_files
              else None, requests_in_flight=bounds.total, per_user=bounds.per_user,
              per_address=bounds.per_address)
-    sock = _listen(host, port)
+    sock = listen(host, port)
     port = sock.getsockname()[1]
-    local_url = f"http://{_url_host(host)}:{port}{MCP_PATH}"
+    local_url = f"http://{url_host(host)}:{port}{MCP_PATH}"
     resource_url = config.public_url or local_url
     try:
         auth = plan_auth(config, host, resource_url, no_auth=no_auth)
@@ -495,7 +424,7 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         mcp_app.router.routes.append(console_mount(config, opened, auth, no_auth=no_auth,
                                                    allow_stop=console_allow_stop))
         app = Drain(mcp_app)
-        await _serve(app, sock, config, local_url, resource_url, auth.describe)
+        await serve_until_stopped(app, sock, config, local_url, resource_url, auth.describe)
 
 
 def console_url(resource_url: str) -> str:
@@ -585,50 +514,3 @@ async def health_problem(opened: Runtime | Unavailable) -> str | None:
     except AskAnotherError as exc:
         return str(exc)
     return None
-
-
-async def _serve(drain: Drain, sock: socket.socket, config: Config, local_url: str,
-                 resource_url: str, auth_described: str,
-                 ready: Callable[[], None] | None = None) -> None:
-    """hypercorn on `sock` until SIGTERM or SIGINT, then the drain (see the module docstring)."""
-    hypercorn = HypercornConfig()
-    hypercorn.bind = [f"fd://{sock.detach()}"]
-    hypercorn.graceful_timeout = config.shutdown_seconds
-    hypercorn.errorlog = logging.getLogger("hypercorn.error")  # through our stderr handler
-    hypercorn.accesslog = None
-    hypercorn.include_server_header = False
-    # Runs from the connection until its headers are complete (and between requests), however
-    # slowly bytes trickle in: what ends a client that holds a connection by sending its
-    # headers slowly, before any token is known (hypercorn's default, set here so it stays ours).
-    hypercorn.keep_alive_timeout = KEEP_ALIVE_SECONDS
-
-    stop = trio.Event()
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with trio.open_nursery() as nursery:
-
-            async def on_signals() -> None:
-                async for signum in signals:
-                    name = signal.Signals(signum).name
-                    if not stop.is_set():
-                        log.info("http.stopping", signal=name, calls=drain.calls_in_flight,
-                                 deadline_seconds=config.shutdown_seconds)
-                        drain.stop()
-                        stop.set()
-                    elif signum == signal.SIGINT:  # Ctrl-C again: a person wants it now
-                        log.warning("http.cancelling_calls", signal=name,
-                                    calls=drain.calls_in_flight)
-                        drain.cancel_calls()
-                    # A repeated SIGTERM changes nothing: `uv run` forwards the one a service
-                    # manager sends to the whole group, so it often arrives twice.
-
-            async def run(task_status: trio.TaskStatus[list[str]]) -> None:
-                await serve(drain, hypercorn, shutdown_trigger=stop.wait,  # type: ignore[arg-type]
-                            task_status=task_status)
-                nursery.cancel_scope.cancel()  # served and shut down: stop listening for signals
-
-            nursery.start_soon(on_signals)
-            await nursery.start(run)
-            log.info("http.listening", url=local_url, resource=resource_url, auth=auth_described)
-            if ready is not None:
-                ready()
-    log.info("http.stopped")

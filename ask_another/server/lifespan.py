@@ -1,13 +1,12 @@
-"""What the server's lifespan holds: the running `Runtime`, or why it could not start, and the
-MCP face's own state (`ServerState`).
+"""What the server's lifespan holds: the running `Runtime`, or why it could not start (an
+`Unavailable`, from `ask_another.hosting.open_lifespan`, which the console shares), and the MCP
+face's own state (`ServerState`).
 
-`open_lifespan(config)` opens the runtime, or, when it cannot start (an unusable
-`ASK_ANOTHER_HOME`, a database file that is not SQLite), holds an `Unavailable` saying why: the
-server still answers `initialize`, and every tool call that needs the runtime fails with that
-reason (over stdio; `serve --http` exits with the reason instead, server/http.py). This
-module does not import the MCP SDK, so `ask-another serve` opens the lifespan
-before the SDK's import: the gateway's worker process then imports litellm (about 1.3 s of CPU)
-on the other core while this process imports the SDK (about 0.4 s).
+When the runtime cannot start (an unusable `ASK_ANOTHER_HOME`, a database file that is not
+SQLite), the server still answers `initialize`, and every tool call that needs the runtime fails
+with that reason (over stdio; `serve --http` exits with the reason instead, server/http.py).
+This module does not import the MCP SDK, so `ask-another serve` opens the lifespan before the
+SDK's import (ask_another/hosting.py says why).
 
 `ServerState` is what every tool handler reads (`Context[ServerState]`; `state_of(ctx)` in
 server/context.py): what `open_lifespan` opened, plus what only the MCP face keeps between the
@@ -17,32 +16,17 @@ The library object (`Runtime`) knows nothing of either.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ask_another.config import Config
 from ask_another.console_link import running_console
-from ask_another.errors import AskAnotherError, ConfigError
-from ask_another.home import home_problem
-from ask_another.logs import get_logger
-from ask_another.runtime import Runtime, open_runtime
+from ask_another.hosting import Unavailable, open_lifespan
+from ask_another.runtime import Runtime
 
 if TYPE_CHECKING:  # the SDK is imported after the lifespan opens (see above)
     from ask_another.server.tools.attached import Attachment
 
 __all__ = ["ServerState", "Unavailable", "open_lifespan"]
-
-log = get_logger("ask_another.server")
-
-
-@dataclass(frozen=True)
-class Unavailable:
-    """What the lifespan holds instead of a `Runtime` when the runtime cannot start: every tool
-    call that needs the runtime fails with `error`."""
-
-    error: AskAnotherError
 
 
 @dataclass
@@ -76,24 +60,3 @@ class ServerState:
         if isinstance(self.opened, Unavailable):
             raise self.opened.error
         return self.opened
-
-
-@contextlib.asynccontextmanager
-async def open_lifespan(config: Config, *, prewarm_after: float | None = 0,
-                        per_session: bool = False) -> AsyncIterator[Runtime | Unavailable]:
-    """The runtime for the duration of the block (see `open_runtime`; `per_session` for the
-    stdio server), or an `Unavailable`."""
-    unusable = home_problem(config.home)  # a few system calls
-    if unusable is not None:
-        log.error("server.home_unusable", problem=unusable)
-        yield Unavailable(ConfigError(unusable))
-        return
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            runtime = await stack.enter_async_context(open_runtime(
-                config, prewarm_after=prewarm_after, per_session=per_session))
-        except AskAnotherError as exc:  # e.g. a database file that is not SQLite
-            log.error("server.runtime_unavailable", error=str(exc))
-            yield Unavailable(exc)
-            return
-        yield runtime

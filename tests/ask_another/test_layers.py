@@ -1,5 +1,10 @@
-"""The hallway's rules, read from the source: no module below the faces names an MCP tool in a
-message (an error carries a hint the face words instead; docs/architecture.md, errors.py).
+"""The hallway's rules, read from the source (docs/architecture.md, "Layers"): every import runs
+down the layers or within one, no two packages import each other (directly or round a longer
+circle), and no module below the faces names an MCP tool in a message (an error carries a hint
+the face words instead; errors.py).
+
+Imports are read with `ast` from every module's `import` and `from ... import` statements, those
+under `if TYPE_CHECKING:` and inside functions included: a deferred import is still an arrow.
 
 The source is parsed with `ast`, so only string literals count: docstrings and comments may name a
 tool, and so may a hint (`hint="list_models"`, a string that is exactly an `errors.Hint`) or an
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import get_args
 
@@ -30,6 +36,113 @@ MCP_TOOLS = ("check_research", "answer_permission", "answer_choice", "list_model
 ALLOWED = {("research/job.py", "start_research")}
 
 _NAMED = re.compile(r"(?<![\w.])(" + "|".join(MCP_TOOLS) + r")(?!\w)")
+
+
+# docs/architecture.md's layers, top first: a package or module imports only its own layer and
+# those below it.
+LAYERS = {
+    "faces": ("cli", "terminal", "server", "console", "demo", "hosting", "__main__"),
+    "library": ("runtime",),
+    "domain": ("research", "consensus", "conversations"),
+    "services": ("spend", "services"),
+    "parts": ("store", "gateway", "interaction", "websearch", "articles", "sequential",
+              "simulator", "console_link"),
+    "leaves": ("catalog", "config", "policy", "calls", "costs", "users", "limits", "errors",
+               "logs", "home", "_lazy", "coldstart"),
+}
+
+
+def _unit(module: str) -> str:
+    """The package or top-level module of `ask_another` that `module` belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def package_imports(root: Path = PACKAGE) -> dict[str, dict[str, list[str]]]:
+    """Who imports whom among `root`'s packages and modules: importer -> imported -> the
+    `file:line`s of the imports (the package face itself, "", left out)."""
+    edges: dict[str, dict[str, list[str]]] = {}
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root).with_suffix("")
+        parts = where.parts[:-1] if where.name == "__init__" else where.parts
+        importer = _unit(".".join((root.name, *parts)))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # `from ask_another import errors` imports the module `ask_another.errors`.
+                names = [f"{node.module}.{a.name}" if node.module == root.name else node.module
+                         for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                imported = _unit(name)
+                if name.split(".")[0] == root.name and importer and imported not in ("",
+                                                                                      importer):
+                    edges.setdefault(importer, {}).setdefault(imported, []).append(
+                        f"{root.name}/{where.as_posix()}.py:{node.lineno}")
+    return edges
+
+
+def upward(edges: Mapping[str, Mapping[str, list[str]]]) -> list[str]:
+    """Each import that runs up the layers, as `importer -> imported: where`."""
+    rank = {unit: n for n, units in enumerate(LAYERS.values()) for unit in units}
+    return [f"{a} -> {b}: {', '.join(edges[a][b][:3])}" for a in sorted(edges)
+            for b in sorted(edges[a]) if rank.get(b, len(rank)) < rank.get(a, len(rank))]
+
+
+def circles(edges: Mapping[str, Mapping[str, list[str]]]) -> list[list[str]]:
+    """The strongly connected groups of more than one package (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(unit: str) -> None:
+        index[unit] = low[unit] = len(index)
+        stack.append(unit)
+        for other in edges.get(unit, {}):
+            if other not in index:
+                visit(other)
+                low[unit] = min(low[unit], low[other])
+            elif other in stack:
+                low[unit] = min(low[unit], index[other])
+        if low[unit] == index[unit]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == unit:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for unit in sorted(edges):
+        if unit not in index:
+            visit(unit)
+    return found
+
+
+def test_every_import_runs_down_the_layers_and_no_packages_import_each_other() -> None:
+    edges = package_imports()
+    placed = {unit for units in LAYERS.values() for unit in units}
+    seen = set(edges) | {b for a in edges for b in edges[a]}
+    assert seen <= placed, f"place these in LAYERS (and docs/architecture.md): {seen - placed}"
+    assert edges["console"] and "server" not in edges["console"]  # the old circle's arrow
+    assert not upward(edges), "imports up the layers:\n" + "\n".join(upward(edges))
+    assert not circles(edges), f"packages that import each other: {circles(edges)}"
+
+
+def test_the_import_checks_find_a_circle_and_an_upward_arrow(tmp_path: Path) -> None:
+    root = tmp_path / "ask_another"
+    for module, text in {"server/http.py": "from ask_another.console import ROOT\n",
+                         "console/_serve.py": "def f():\n    from ask_another.server import x\n",
+                         "errors.py": "import ask_another.runtime\n"}.items():
+        (root / module).parent.mkdir(parents=True, exist_ok=True)
+        (root / module).write_text(text, encoding="utf-8")
+    edges = package_imports(root)
+    assert circles(edges) == [["console", "server"]]
+    assert upward(edges) == ["errors -> runtime: ask_another/errors.py:1"]
 
 
 def _domain_modules() -> list[Path]:
