@@ -445,9 +445,11 @@ class Console:
                 gateway = (await self.runtime.gateway()).statistics()
         except AskAnotherError:
             gateway = None
+        # The page keeps watching the process asked for even when this reading of the tree
+        # lacks it (a supervisor busy restarting it answers late): its next refresh shows it.
         return self.render(request, session, "runtime", tree=tree, gateway=gateway,
                            selected=find(tree, wanted) if wanted is not None else None,
-                           allow_stop=self.allow_stop)
+                           wanted=wanted, allow_stop=self.allow_stop)
 
     async def _kill(self, request: Request, session: Session) -> Response:
         refused = self._admin(request, session)

@@ -4,13 +4,21 @@
 // pages still work; they are only not refreshed.
 (function () {
   "use strict";
+  var CONTROLS = { INPUT: true, BUTTON: true, SELECT: true, TEXTAREA: true };
   function watch(node, base) {
     var every = base;
     function next() { setTimeout(refresh, every); }
+    function busy() {
+      // Someone is typing in a form of it or pressing one of its buttons (a press focuses the
+      // button): replacing it now would drop what they typed, or the click between its press
+      // and its release, so the form would never be sent. Asked when the fresh part is there,
+      // the moment it would replace the old one.
+      var active = document.activeElement;
+      return active !== null && node.contains(active) && CONTROLS[active.tagName] === true;
+    }
     function refresh() {
-      if (document.hidden ||
-          (node.contains(document.activeElement) && document.activeElement.tagName === "INPUT")) {
-        next(); // hidden, or someone is typing in a form of it: do not replace it under them
+      if (document.hidden) {
+        next();
         return;
       }
       fetch(node.getAttribute("data-live"), { credentials: "same-origin", cache: "no-store" })
@@ -19,7 +27,7 @@
           return response.ok ? response.text() : null;
         })
         .then(function (html) {
-          if (html !== null && html !== node.getAttribute("data-last")) {
+          if (html !== null && html !== node.getAttribute("data-last") && !busy()) {
             node.setAttribute("data-last", html);
             node.innerHTML = html;
             every = base;

@@ -270,6 +270,35 @@ def test_the_runtime_page_shows_a_killed_actors_restart_count_rising_and_why_it_
     shot(page, "runtime")
 
 
+@pytest.mark.parametrize("team", ["allow_stop"], indirect=True)
+def test_a_refresh_never_replaces_a_button_being_pressed(
+    team: tuple[Served, dict[str, str]], page: Page
+):
+    """Regression: the live part was replaced under a button being clicked (always at the first
+    refresh, and whenever it changed), so under load a click's press and release could land on
+    two different buttons and the form (Allow once, Kill this process) was never sent. The
+    page's timers run on Playwright's clock here, so each refresh happens when the test says."""
+    served, tokens = team
+    page.clock.install()
+    log_in(page, served, tokens["root"], "/console/runtime?process=store")
+    kill = page.get_by_role("button", name="Kill this process")
+    kill.evaluate("button => { button.dataset.mark = 'the same button'; button.focus(); }")
+
+    def one_refresh() -> None:
+        # The next refresh is scheduled only once the last one's answer was handled, so after
+        # a second answer the first has been dealt with.
+        with page.expect_response(lambda response: "part=live" in response.url):
+            page.clock.run_for(11_000)
+
+    one_refresh()  # (the old script replaced the part at its first refresh, whatever it held)
+    one_refresh()
+    expect(page.locator("button[data-mark]")).to_have_count(1)
+    kill.evaluate("button => button.blur()")
+    one_refresh()
+    expect(page.locator("button[data-mark]")).to_have_count(0)  # refreshed again
+    expect(kill).to_be_visible()
+
+
 def test_always_allow_then_a_second_job_is_not_asked(
     sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
 ):

@@ -274,6 +274,20 @@ async def test_runtime_is_for_admins_and_a_kill_needs_allow_stop(
         assert refused.status_code == 403
 
 
+async def test_the_runtime_page_keeps_watching_a_process_missing_from_one_reading(
+    make_config: Callable[..., Config]
+):
+    """Regression: a page asked for a process its reading of the tree lacked (its supervisor
+    busy restarting it, after a kill under load) refreshed the tree without it from then on, so
+    its panel never came back."""
+    async with served(make_config, allow_stop=True) as s, s.browser() as client:
+        await log_in(client, s.tokens["root"])
+        page = await client.get("/runtime?process=research/nothing")
+        assert page.status_code == 200
+        assert 'data-live="/console/runtime?part=live&amp;process=research/nothing"' in page.text
+        assert 'id="not-found"' in page.text
+
+
 async def test_a_killed_process_is_restarted_and_the_runtime_page_shows_its_restarts_rise(
     make_config: Callable[..., Config]
 ):
