@@ -278,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _token(config: Config, args: argparse.Namespace) -> int:
-    from ask_another.server.auth import TokensFile
+    from ask_another.server.tokens import TokensFile
 
     tokens = TokensFile(config.tokens_path)
     if args.token_command == "add":
@@ -618,7 +618,7 @@ async def _doctor(config: Config, stop_workers: bool = False) -> int:
 def _tokens_status(config: Config) -> str:
     """The tokens line of `doctor`: who could sign in to `serve --http`, or a `PROBLEM: ` line
     for a tokens file that `serve --http` would refuse to start with."""
-    from ask_another.server.auth import TokensFile
+    from ask_another.server.tokens import TokensFile
 
     path = config.tokens_path
     try:

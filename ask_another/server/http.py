@@ -69,11 +69,11 @@ from ask_another.server.auth import (
     LocalTokenVerifier,
     TokensFileVerifier,
     auth_settings,
-    local_token,
 )
 from ask_another.server.context import token_user
 from ask_another.server.in_flight import InFlight, InFlightBounds, raise_open_files_limit
 from ask_another.server.stdio import AnsweringStdin
+from ask_another.server.tokens import local_token
 
 __all__ = [
     "DEFAULT_PORT",

@@ -12,12 +12,14 @@ import json
 import socket
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from http_server import http_client_for, http_server, run_cli
+from http_server import http_client_for, http_server, process_env, run_cli
 from loopback_pages import Page, PageServer
 from mcp.types import ElicitResult
 from postgres_server import PostgresServer
@@ -244,6 +246,22 @@ async def test_token_commands_and_refusals_are_one_line(tmp_path: Path):
     assert run_cli({**env, "ASK_ANOTHER_TOKENS_FILE": str(elsewhere)}, "token", "add",
                    "carol").returncode == 0
     assert [u.name for u in TokensFile(elsewhere).users()] == ["carol"]
+
+
+def test_the_token_commands_import_no_mcp_sdk(tmp_path: Path):
+    # A `token` command reads and writes one JSON file: importing the SDK with the verifiers
+    # (about a second of CPU) made each take over a second.
+    code = ("import sys\n"
+            "from ask_another.cli import main\n"
+            "assert main(['token', 'add', 'dora']) == 0\n"
+            "assert main(['token', 'list']) == 0\n"
+            "print(sorted(m for m in ('mcp', 'starlette', 'hypercorn') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=process_env({"ASK_ANOTHER_HOME": str(tmp_path / "home")}),
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+    assert [u.name for u in TokensFile(tmp_path / "home" / "tokens.json").users()] == ["dora"]
 
 
 async def test_no_auth_on_loopback_serves_the_local_user_with_the_homes_token(
