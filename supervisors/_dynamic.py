@@ -29,7 +29,7 @@ from ._spec import ChildSpec, Start
 from ._supervisor import (
     ChildCounts,
     ChildInfo,
-    SupervisorStatistics,
+    SupervisorRefBase,
     _CallError,
     _check_limits,
     _Child,
@@ -38,8 +38,6 @@ from ._supervisor import (
     _scoped,
     _should_restart,
     _SupervisorBase,
-    raw_call,
-    supervisor_statistics,
 )
 
 _PRUNE_MIN = 64
@@ -212,20 +210,10 @@ def _check_max(max_children: object) -> None:
 
 
 @final
-class DynamicSupervisorRef(ActorRef):
+class DynamicSupervisorRef(SupervisorRefBase):
     """The ref of a DynamicSupervisor: an `ActorRef` plus start/terminate/introspection."""
 
     __slots__ = ()
-
-    async def call(self, msg: Any, timeout: float | None = 5.0) -> Any:  # noqa: ASYNC109
-        """`ActorRef.call`; a request the supervisor does not know raises `InvalidSpec` (the
-        supervisor answers it with that error and keeps running)."""
-        return await raw_call(self, msg, timeout)
-
-    def statistics(self) -> SupervisorStatistics:
-        """The mailbox figures, and the monitored children's recent exits (`RECENT_EXITS`,
-        oldest first; temporary children are not monitored, so their exits are not there)."""
-        return supervisor_statistics(self)
 
     async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef | None:  # noqa: ASYNC109
         """Start a child from `spec` and return its ref once its init finished; None if its init

@@ -561,9 +561,8 @@ async def raw_call(ref: ActorRef, msg: Any, timeout: float | None) -> Any:  # no
     return result
 
 
-@final
-class SupervisorRef(ActorRef):
-    """The ref of a static supervisor: an `ActorRef` plus OTP's supervisor requests."""
+class SupervisorRefBase(ActorRef):
+    """What the refs of both kinds of supervisor add to `ActorRef` alike."""
 
     __slots__ = ()
 
@@ -573,8 +572,17 @@ class SupervisorRef(ActorRef):
         return await raw_call(self, msg, timeout)
 
     def statistics(self) -> SupervisorStatistics:
-        """The mailbox figures, and the children's recent exits (`RECENT_EXITS`, oldest first)."""
+        """The mailbox figures, and the monitored children's recent exits (`RECENT_EXITS`,
+        oldest first; a dynamic supervisor's temporary children are not monitored, so their
+        exits are not there)."""
         return supervisor_statistics(self)
+
+
+@final
+class SupervisorRef(SupervisorRefBase):
+    """The ref of a static supervisor: an `ActorRef` plus OTP's supervisor requests."""
+
+    __slots__ = ()
 
     async def which_children(self, timeout: float | None = None) -> list[ChildInfo]:  # noqa: ASYNC109
         """Every child in start order: id, ref (None when not running), status, restarts.

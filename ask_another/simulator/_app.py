@@ -410,23 +410,22 @@ async def _answer(
             response_id = f"resp_sim{state.next_id()}"
             call_base = state.next_id()
             if sim_request.stream:
-                return StreamingResponse(
-                    _named_sse(_responses.stream_events(sim_request, step, response_id, call_base)),
-                    media_type="text/event-stream",
-                    headers={"cache-control": "no-cache"},
-                )
+                return _event_stream(_named_sse(
+                    _responses.stream_events(sim_request, step, response_id, call_base)))
             return JSONResponse(_responses.response(sim_request, step, response_id, call_base))
         case Reply() | ToolCalls():
             completion_id = f"chatcmpl-sim{state.next_id()}"
             call_base = state.next_id()
             if sim_request.stream:
-                return StreamingResponse(
-                    _sse(_openai.stream_events(sim_request, step, completion_id, call_base)),
-                    media_type="text/event-stream",
-                    headers={"cache-control": "no-cache"},
-                )
+                return _event_stream(_sse(
+                    _openai.stream_events(sim_request, step, completion_id, call_base)))
             return JSONResponse(_openai.completion(sim_request, step, completion_id, call_base))
     raise TypeError(f"not a simulator step: {step!r}")
+
+
+def _event_stream(chunks: AsyncIterator[bytes]) -> StreamingResponse:
+    return StreamingResponse(chunks, media_type="text/event-stream",
+                             headers={"cache-control": "no-cache"})
 
 
 async def _sse(events: Any) -> AsyncIterator[bytes]:

@@ -144,46 +144,16 @@ def stream_events(
                 item={**item, "status": "in_progress", "content": []},
             )
             empty_part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            yield event(
-                "response.content_part.added",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                part=empty_part,
-            )
+            # Every event of the message's one text part names the item, its index and the part.
+            at = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            yield event("response.content_part.added", **at, part=empty_part)
             for piece in split_text(part["text"]):
-                yield event(
-                    "response.output_text.delta",
-                    item_id=item["id"],
-                    output_index=index,
-                    content_index=0,
-                    delta=piece,
-                    logprobs=[],
-                )
+                yield event("response.output_text.delta", **at, delta=piece, logprobs=[])
             for number, annotation in enumerate(part["annotations"]):
-                yield event(
-                    "response.output_text.annotation.added",
-                    item_id=item["id"],
-                    output_index=index,
-                    content_index=0,
-                    annotation_index=number,
-                    annotation=annotation,
-                )
-            yield event(
-                "response.output_text.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                text=part["text"],
-                logprobs=[],
-            )
-            yield event(
-                "response.content_part.done",
-                item_id=item["id"],
-                output_index=index,
-                content_index=0,
-                part=part,
-            )
+                yield event("response.output_text.annotation.added", **at,
+                            annotation_index=number, annotation=annotation)
+            yield event("response.output_text.done", **at, text=part["text"], logprobs=[])
+            yield event("response.content_part.done", **at, part=part)
         else:
             yield event(
                 "response.output_item.added",

@@ -118,30 +118,15 @@ class JobEvent(msgspec.Struct, kw_only=True):
     detail: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+_AS_STORED: Final = tuple(c for c in _COLUMNS.split(", ") if c not in ("citations", "detail"))
+"""The columns a `JobRecord` field holds as they are (citations and detail are JSON)."""
+
+
 def _record(row: Row) -> JobRecord:
     detail = json.loads(row["detail"]) if row["detail"] else {}
-    return JobRecord(
-        id=row["id"],
-        model=row["model"],
-        query=row["query"],
-        method=row["method"],
-        status=row["status"],
-        step=row["step"],
-        created_at=row["created_at"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        attempts=row["attempts"],
-        provider_handle=row["provider_handle"],
-        report=row["report"],
-        citations=_citations(row["citations"]),
-        error=row["error"],
-        waiting_for=_questions(detail.pop("waiting_for", None)),
-        detail=detail,
-        entry=row["entry"],
-        owner=row["owner"],
-        lease_expires=row["lease_expires"],
-        user_id=row["user_id"],
-    )
+    return JobRecord(**{column: row[column] for column in _AS_STORED},
+                     citations=_citations(row["citations"]),
+                     waiting_for=_questions(detail.pop("waiting_for", None)), detail=detail)
 
 
 def _questions(raw: Any) -> list[Question]:

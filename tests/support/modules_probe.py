@@ -39,17 +39,9 @@ def modules_of(pid: int, path: Path) -> set[str]:
 
 def probed_pid(marker: str) -> int:
     """The one running probe whose environment holds `marker` (e.g. its ASK_ANOTHER_HOME=...)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in environ and str(PROBE).encode() in cmdline:
-            found.append(int(entry.name))
+    from processes import processes_with  # here: the probed process imports nothing more
+
+    found = [pid for pid, cmdline in processes_with(marker) if str(PROBE).encode() in cmdline]
     if len(found) != 1:
         raise LookupError(f"expected one probed server, found {found}")
     return found[0]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 from mcp import Client
+from processes import processes_with
 from research_helpers import GEMINI_AGENT, research_env
 from stdio_server import stdio_client_for
 from tool_results import call, text_of
@@ -183,19 +184,8 @@ async def test_two_hundred_jobs_through_the_tools(sim: Simulator, tmp_path: Path
 def _server_pids(home: Path, *, worker: bool = False) -> list[int]:
     """Processes whose environment holds this test's ASK_ANOTHER_HOME: our server, or (`worker`)
     its gateway worker, which inherits the server's environment."""
-    marker = f"ASK_ANOTHER_HOME={home}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker in environ.split(b"\0") and (b"gateway._worker" in cmdline) == worker:
-            found.append(int(entry.name))
-    return found
+    return [pid for pid, cmdline in processes_with(f"ASK_ANOTHER_HOME={home}")
+            if (b"gateway._worker" in cmdline) == worker]
 
 
 async def test_kill_9_then_restart_resumes_gemini_fails_the_rest_keeps_results(

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import trio
 from mcp import Client
+from processes import processes_with
 from research_helpers import GEMINI, GEMINI_AGENT
 from stdio_server import stdio_client_for
 from tool_results import call
@@ -69,18 +70,8 @@ def gets_with(sim: Simulator, interaction_id: str, key: str) -> int:
 
 
 def server_pid(name: str) -> int:
-    marker = f"ASK_ANOTHER_TEST_SERVER={name}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker in environ and b"gateway" not in cmdline:  # not its gateway worker
-            found.append(int(entry.name))
+    found = [pid for pid, cmdline in processes_with(f"ASK_ANOTHER_TEST_SERVER={name}")
+             if b"gateway" not in cmdline]  # not its gateway worker
     assert len(found) == 1, found
     return found[0]
 

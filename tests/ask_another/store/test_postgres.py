@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import trio
+from first_start import first_starts
 from postgres_server import PostgresServer, find_bindir
 
 from ask_another.config import Config, DatabaseUrl
@@ -27,8 +26,6 @@ from ask_another.errors import StoreError
 from ask_another.runtime import open_runtime
 from ask_another.store import MIGRATIONS, Migration, add_feedback, list_feedback, open_database
 from ask_another.store.jobs import JobRecord, PostgresJobStore, job_store
-
-HELPER = Path(__file__).with_name("first_start.py")
 
 
 def database_url(url: str, **extra: str) -> DatabaseUrl:
@@ -186,15 +183,7 @@ def test_processes_migrating_one_fresh_postgres_database_at_once_all_succeed(
     for round_ in range(3):
         url = postgres_server.new_database()
         go = tmp_path / f"go-{round_}"
-        procs = [subprocess.Popen([sys.executable, str(HELPER), url, str(go)],
-                                  stderr=subprocess.PIPE, text=True) for _ in range(8)]
-        go.touch()
-        failures = []
-        for proc in procs:
-            _, err = proc.communicate(timeout=120)
-            if proc.returncode != 0:
-                failures.append(err.strip().splitlines()[-1] if err.strip() else "no output")
-        assert failures == []
+        assert first_starts(url, 8, go) == []
         with psycopg.connect(url) as conn:
             assert conn.execute("SELECT version FROM ask_another_schema").fetchall() == [
                 (len(MIGRATIONS),)]
