@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 import trio
+from interaction_recorder import Recorder
 
 import ask_another
 from ask_another import (
     ALLOW,
-    CallHandle,
-    Choice,
     ChoiceFailed,
     Config,
     Decision,
@@ -23,7 +22,6 @@ from ask_another import (
     Runtime,
     Tool,
     ToolCall,
-    ToolUpdate,
     open_runtime,
 )
 from ask_another.errors import AskAnotherError, InvalidArgument
@@ -32,32 +30,13 @@ from ask_another.simulator import Reply, Simulator, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
 
 
-class Host:
-    """An agent host's Interaction: writes every callback down and answers from a script."""
+class Host(Recorder):
+    """An agent host's Interaction: writes every callback down and answers from a script; the
+    text it is streamed is kept apart (`deltas`)."""
 
     def __init__(self, decision: Decision = ALLOW, choice: str | ChoiceFailed = "yes") -> None:
-        self.events: list[tuple[str, Any]] = []
+        super().__init__(decision, choice)
         self.deltas: list[str] = []
-        self.decision = decision
-        self.choice = choice
-        self.handles: dict[str, CallHandle] = {}
-        self.requests: list[PermissionRequest] = []
-
-    async def tool_updated(self, update: ToolUpdate) -> None:
-        self.events.append(("update", update.status))
-
-    async def request_permission(self, request: PermissionRequest) -> Decision:
-        self.events.append(("permission", request.tool))
-        self.requests.append(request)
-        return self.decision
-
-    async def register_call(self, tool_call_id: str, handle: CallHandle) -> None:
-        self.events.append(("register", tool_call_id))
-        self.handles[tool_call_id] = handle
-
-    async def ask_choice(self, choice: Choice) -> str | ChoiceFailed:
-        self.events.append(("choice", choice.prompt))
-        return self.choice
 
     async def text_delta(self, text: str) -> None:
         self.deltas.append(text)

@@ -11,20 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import trio
+from interaction_recorder import Recorder
 
 from ask_another.interaction import (
-    ALLOW,
-    CallHandle,
-    Choice,
-    ChoiceFailed,
-    Decision,
     Deny,
-    PermissionRequest,
     Policy,
     Tool,
     ToolCall,
     ToolRegistry,
-    ToolUpdate,
 )
 from ask_another.interaction.router import run_turn
 
@@ -57,34 +51,6 @@ class ScriptedModel:
             if on_delta is not None:
                 await on_delta(delta)
         return answer
-
-
-class Recorder:
-    """An Interaction that writes down every callback and answers from a script."""
-
-    def __init__(self, decision: Decision = ALLOW, choice: str | ChoiceFailed = "a") -> None:
-        self.events: list[tuple[str, object]] = []
-        self.decision = decision
-        self.choice = choice
-        self.handles: dict[str, CallHandle] = {}
-
-    async def tool_updated(self, update: ToolUpdate) -> None:
-        self.events.append(("update", update.status))
-
-    async def request_permission(self, request: PermissionRequest) -> Decision:
-        self.events.append(("permission", request.tool))
-        return self.decision
-
-    async def register_call(self, tool_call_id: str, handle: CallHandle) -> None:
-        self.events.append(("register", tool_call_id))
-        self.handles[tool_call_id] = handle
-
-    async def ask_choice(self, choice: Choice) -> str | ChoiceFailed:
-        self.events.append(("choice", choice.prompt))
-        return self.choice
-
-    async def text_delta(self, text: str) -> None:
-        self.events.append(("delta", text))
 
 
 def _registry(side_effects: list[str]) -> ToolRegistry:
