@@ -63,7 +63,10 @@ async def test_sigterm_lets_calls_finish_then_hands_running_jobs_back(sim: Simul
                                      timeout=0)
             assert not error, text
             job_id = next(w for w in text.replace('"', " ").split() if w.startswith("r-"))
-            _, owner_a, _ = await until_row(home, job_id, lambda r: r[1] is not None)
+            # Running at the provider (in_progress) before the stop: under load the job could
+            # still be pending when SIGTERM came, and was handed back as pending.
+            _, owner_a, _ = await until_row(
+                home, job_id, lambda r: r[0] == "in_progress" and r[1] is not None)
 
             answered: list[Any] = []
 
