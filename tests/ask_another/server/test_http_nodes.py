@@ -131,6 +131,15 @@ def gets_with(sim: Simulator, interaction_id: str, key: str) -> int:
                and r.headers.get("x-goog-api-key") == key)
 
 
+async def polled_with(sim: Simulator, interaction_id: str, key: str) -> None:
+    """Until the node whose provider key is `key` has polled the interaction."""
+    with trio.fail_after(30):
+        while True:  # another process polls: nothing here to wait on
+            if gets_with(sim, interaction_id, key):
+                return
+            await trio.sleep(0.05)
+
+
 async def query(database_url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     def go() -> list[tuple[Any, ...]]:
         with psycopg.connect(database_url, autocommit=True) as conn:
@@ -202,6 +211,9 @@ async def test_handshake_era_node_2_checks_answers_cancels_node_1s_jobs_and_take
             doomed = job_id_in(text)
             await check_until(c2, doomed, "Gemini interaction in_progress")
             (remote,) = [i for i in sim.interactions.values() if i.input_text == "cancel me"]
+            # in_progress is the create's answer; node 1's first poll comes a poll interval
+            # later, and a cancel taken before it left no poll of node 1's to count.
+            await polled_with(sim, remote.id, KEYS[0])
             asked = trio.current_time()
             error, text = await call(c2, "cancel_research", job_id=doomed)
             cancelled_in = trio.current_time() - asked
@@ -383,7 +395,8 @@ async def test_2026_era_any_node_answers_and_a_killed_nodes_jobs_are_taken_over_
         assert balancer.served[port_two] > before[port_two]  # node 2 answered some of these
 
         (gemini,) = [i for i in sim.interactions.values() if i.input_text == "gemini long"]
-        assert gets_with(sim, gemini.id, KEYS[0]) > 0 and gets_with(sim, gemini.id, KEYS[1]) == 0
+        await polled_with(sim, gemini.id, KEYS[0])
+        assert gets_with(sim, gemini.id, KEYS[1]) == 0
         assert (await owner_of(postgres_url, gemini_job))[0] == (
             await owner_of(postgres_url, orphan))[0]
 
