@@ -173,19 +173,18 @@ def asked_of(job_id: str, q: Question, console_url: str | None = None) -> Asked:
 
 
 def _asked_of(job_id: str, q: Question) -> Asked:
+    deny = f"(tool call {q.tool_call_id}; no answer by {q.expires_text} means deny)"
     match q.request:
         case PermissionRequest() as r:
-            message = (f"Research job {job_id} asks to run the tool {r.tool} (class "
-                       f"{r.class_}, server {r.server}) with arguments "
-                       f"{json.dumps(r.arguments, ensure_ascii=False)}. Allow it? (tool call "
-                       f"{q.tool_call_id}; no answer by {q.expires_text} means deny)")
-            return Asked(q.tool_call_id, q.kind, message, Approval)
+            return Asked(q.tool_call_id, q.kind, (
+                f"Research job {job_id} asks to run the tool {r.tool} (class {r.class_}, server "
+                f"{r.server}) with arguments {json.dumps(r.arguments, ensure_ascii=False)}. "
+                f"Allow it? {deny}"), Approval)
         case SpendRequest() as r:
-            message = (f"Research job {job_id} ({r.model}) is estimated at {r.estimated_cost}, "
-                       f"above ASK_ANOTHER_CONFIRM_USD=${r.confirm_above_usd:.2f}. Run it? "
-                       f"Nothing is spent unless you allow it (tool call {q.tool_call_id}; no "
-                       f"answer by {q.expires_text} means deny)")
-            return Asked(q.tool_call_id, q.kind, message, Approval)
+            return Asked(q.tool_call_id, q.kind, (
+                f"Research job {job_id} ({r.model}) is estimated at {r.estimated_cost}, above "
+                f"ASK_ANOTHER_CONFIRM_USD=${r.confirm_above_usd:.2f}. Run it? Nothing is spent "
+                f"unless you allow it {deny}"), Approval)
     assert isinstance(q.request, Choice)
     ids = tuple(o.id for o in q.request.options)
     labels = "; ".join(f"{o.id}: {o.label}" for o in q.request.options)
