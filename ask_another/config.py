@@ -143,6 +143,8 @@ class OAuthSettings:
     jwks_url: str | None = None  # ASK_ANOTHER_OAUTH_JWKS_URL; None: from the issuer's metadata
     user_claim: str = "sub"  # ASK_ANOTHER_OAUTH_USER_CLAIM: the claim naming the user
     admin_scope: str = "ask-another:admin"  # ASK_ANOTHER_OAUTH_ADMIN_SCOPE: a scope making admins
+    console_client_id: str | None = None  # ASK_ANOTHER_OAUTH_CONSOLE_CLIENT_ID: the console's
+    # client at the issuer (public, PKCE), for its "Log in with ISSUER"; None: pasted tokens only
 
 
 @dataclass(frozen=True, slots=True)
@@ -731,4 +733,5 @@ def _parse_oauth(env: Mapping[str, str], problems: list[ConfigProblem]) -> OAuth
         jwks_url=_parse_url(env, "ASK_ANOTHER_OAUTH_JWKS_URL", problems),
         user_claim=env.get("ASK_ANOTHER_OAUTH_USER_CLAIM", "").strip() or defaults.user_claim,
         admin_scope=env.get("ASK_ANOTHER_OAUTH_ADMIN_SCOPE", "").strip() or defaults.admin_scope,
+        console_client_id=env.get("ASK_ANOTHER_OAUTH_CONSOLE_CLIENT_ID", "").strip() or None,
     )

@@ -30,6 +30,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ask_another.console._oauth import STATE_COOKIE, STATE_SECONDS, OAuthLogin
 from ask_another.console._questions import Pending, pending_of, pending_questions
 from ask_another.console._runtime import find, supervision_tree
 from ask_another.console._session import (
@@ -98,6 +99,7 @@ class Login:
     verifier: TokenVerifier | None = None
     tokens: TokensFile | None = None
     codes: LoginCodes | None = None
+    oauth: OAuthLogin | None = None  # "token" mode: also a login through the OAuth issuer
 
 
 def _when(ts: float | None) -> str:
@@ -161,6 +163,8 @@ class Console:
             Route("/", self._home),
             Route("/login", self._login, methods=["GET", "POST"]),
             Route("/login/once", self._login_once),
+            Route("/login/oauth", self._login_oauth),
+            Route("/login/oauth/callback", self._login_oauth_callback),
             Route("/logout", page(self._logout), methods=["POST"]),
             Route("/jobs", page(self._jobs)),
             Route("/jobs/{job_id}", page(self._job)),
@@ -247,6 +251,7 @@ class Console:
         html = self.templates.get_template(name).render(
             user=user, csrf=self.sessions.csrf(session) if session else "",
             show_runtime=bool(user and user.admin), open_login=self.login.mode == "open",
+            oauth_issuer=self.login.oauth.issuer if self.login.oauth is not None else None,
             **context)
         return HTMLResponse(html, status_code=status,
                             headers={"Cache-Control": "no-store",
@@ -301,6 +306,59 @@ class Console:
         log.info("console.login", user=user.id)
         return self._set_cookie(RedirectResponse(target or f"{ROOT}/jobs", status_code=303),
                                 value)
+
+    async def _login_oauth(self, request: Request) -> Response:
+        """Send the browser to the issuer (console/_oauth.py)."""
+        oauth = self.login.oauth
+        target = _safe_next(request.query_params.get("next"))
+        if oauth is None:
+            return self._error(request, None, 404, "This console has no OAuth login.")
+        started = await oauth.begin(target)
+        if started is None:
+            return self.render(request, None, "login", 503, next=target, form=True,
+                               problem=f"The issuer {oauth.issuer} could not be asked for its "
+                               "login (its metadata names no authorization and token "
+                               "endpoints, or it does not answer). Paste an access token "
+                               "instead, or try again later.")
+        response = RedirectResponse(started.url, status_code=303)
+        # Lax, not Strict: it must come back with the issuer's redirect, a cross-site one.
+        response.set_cookie(STATE_COOKIE, started.cookie, httponly=True, samesite="lax",
+                            secure=self.secure, path=f"{ROOT}/login/oauth",
+                            max_age=int(STATE_SECONDS))
+        return response
+
+    async def _login_oauth_callback(self, request: Request) -> Response:
+        oauth = self.login.oauth
+        if oauth is None:
+            return self._error(request, None, 404, "This console has no OAuth login.")
+        params = request.query_params
+        returned = oauth.returned(request.cookies.get(STATE_COOKIE), params.get("state"))
+        code = params.get("code")
+        if returned is None or not code:
+            log.info("console.oauth_login_refused", error=params.get("error"))
+            why = (f"the issuer said {params.get('error')!r}" if params.get("error")
+                   else "it was not begun here, or it took longer than 10 minutes")
+            return self.render(request, None, "login", 400, next=None, form=True,
+                               problem=f"That OAuth login did not finish ({why}). Try again.")
+        verifier_code, target = returned
+        token = await oauth.exchange(code, verifier_code)
+        verifier = self.login.verifier
+        access = await verifier.verify_token(token) if token and verifier else None
+        if access is None:
+            log.info("console.oauth_login_refused", error="token")
+            return self.render(request, None, "login", 401, next=target or None, form=True,
+                               problem=f"The issuer {oauth.issuer} did not give a token this "
+                               "service accepts. Try again, or paste an access token.")
+        user = token_user(access)
+        value, _ = self.sessions.issue(user, "oauth", expires=access.expires_at)
+        log.info("console.login", user=user.id, via="oauth")
+        # A page that moves on by itself rather than a redirect: a browser that counts a
+        # redirect chain begun on another site (the issuer's) as cross-site would not send the
+        # new SameSite=Strict cookie after a redirect (Chromium does, test_browser.py).
+        response = self.render(request, None, "moving_on",
+                               target=_safe_next(target) or f"{ROOT}/jobs")
+        response.delete_cookie(STATE_COOKIE, path=f"{ROOT}/login/oauth")
+        return self._set_cookie(response, value)
 
     async def _login_once(self, request: Request) -> Response:
         codes = self.login.codes

@@ -422,7 +422,8 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
                 SESSIONS_PER_MINUTE, what="new sessions",
                 setting="on while ASK_ANOTHER_RATE_PER_MINUTE is not 0")))
         mcp_app.router.routes.append(console_mount(config, opened, auth, no_auth=no_auth,
-                                                   allow_stop=console_allow_stop))
+                                                   allow_stop=console_allow_stop,
+                                                   resource_url=resource_url))
         app = Drain(mcp_app)
         await serve_until_stopped(app, sock, config, local_url, resource_url, auth.describe)
 
@@ -438,17 +439,27 @@ def console_url(resource_url: str) -> str:
 
 
 def console_mount(config: Config, runtime: Runtime, auth: HttpAuth, *, no_auth: bool,
-                  allow_stop: bool) -> Mount:
+                  allow_stop: bool, resource_url: str) -> Mount:
     """The console at `/console`: logging in with a token `auth` accepts (no login with
-    `--no-auth`), its sessions signed with the key kept in the home (they outlive a restart)."""
+    `--no-auth`), or through the OAuth issuer when the console has a client id there, its
+    sessions signed with the key kept in the home (they outlive a restart)."""
     from ask_another.console import ROOT, Console, Login, load_key
+    from ask_another.console._oauth import OAuthLogin
 
+    key = load_key(config.home / "console.key")
+    oauth = config.oauth
+    through_issuer = None
+    if oauth is not None and oauth.console_client_id is not None and not no_auth:
+        through_issuer = OAuthLogin(
+            oauth.issuer, oauth.console_client_id,
+            f"{console_url(resource_url)}/login/oauth/callback",
+            oauth.audience or resource_url, key)
     login = (Login("open") if no_auth else
              Login("token", verifier=auth.verifier,
-                   tokens=TokensFileVerifier(config.tokens_path)))
+                   tokens=TokensFileVerifier(config.tokens_path), oauth=through_issuer))
     public = config.public_url or ""
-    console = Console(runtime, load_key(config.home / "console.key"), login,
-                      secure=public.startswith("https://"), allow_stop=allow_stop)
+    console = Console(runtime, key, login, secure=public.startswith("https://"),
+                      allow_stop=allow_stop)
     return Mount(ROOT, app=console.app)
 
 

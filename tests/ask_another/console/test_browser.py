@@ -23,6 +23,7 @@ from browser import (
     serve_http,
 )
 from http_server import http_client_for
+from issuer import AuthorizationServer
 from stdio_server import stdio_client_for
 from tool_results import call
 
@@ -401,3 +402,21 @@ def test_a_stdio_sessions_request_links_the_console_running_on_its_home(
         thread.join(timeout=2 * WAIT_MS / 1000)
         assert finished and "answered from the console" in finished[0], finished
     assert not (home / "console.url").exists()  # gone with the console
+
+
+def test_an_oauth_login_through_the_issuer_in_the_browser(page: Page, tmp_path: Path):
+    """The issuer is another site (localhost against 127.0.0.1), as a real one: after its
+    redirect back the console's SameSite=Strict session cookie is sent to the page it goes on
+    to, and the person lands where the login began, logged in."""
+    issuer = AuthorizationServer(subject="dana", host="localhost")  # another site
+    env = {"ASK_ANOTHER_HOME": str(tmp_path / "home"), "ASK_ANOTHER_OAUTH_ISSUER": issuer.url,
+           "ASK_ANOTHER_OAUTH_CONSOLE_CLIENT_ID": "ask-another-console"}
+    try:
+        with serve_http(env, tmp_path / "serve.log") as served:
+            page.goto(served.base + "/console/approvals")
+            page.get_by_role("link", name=f"Log in with {issuer.url}").click()
+            expect(page).to_have_url(served.base + "/console/approvals")
+            expect(page.get_by_role("button", name="Log out")).to_be_visible()
+            expect(page.get_by_text("dana")).to_be_visible()
+    finally:
+        issuer.close()

@@ -18,6 +18,7 @@ import httpx
 import pytest
 import trio
 from http_server import http_client_for, http_server, process_env
+from issuer import AuthorizationServer
 from mcp.types import ElicitResult
 from raw_stdio import raw_stdio
 from stdio_server import REPO
@@ -207,3 +208,41 @@ async def test_a_client_that_takes_links_not_forms_is_sent_the_approval_page_and
                                        elicitationId=asked["elicitationId"])
     assert not result.get("isError") and "allowed in the console" in \
         result["content"][0]["text"], result
+
+
+async def test_an_oauth_login_goes_through_the_issuer_and_back(tmp_path: Path):
+    issuer = AuthorizationServer()
+    env = {"ASK_ANOTHER_HOME": str(tmp_path / "home"), "ASK_ANOTHER_OAUTH_ISSUER": issuer.url,
+           "ASK_ANOTHER_OAUTH_CONSOLE_CLIENT_ID": "ask-another-console"}
+    try:
+        async with http_server(env, tmp_path / "stderr.log") as server, \
+                httpx.AsyncClient(base_url=server.base) as browser:
+            login = await browser.get("/console/login")
+            assert f"Log in with {issuer.url}" in login.text, login.text
+            begun = await browser.get("/console/login/oauth?next=/console/approvals")
+            assert begun.status_code == 303, begun.text
+            to_issuer = begun.headers["location"]
+            assert to_issuer.startswith(f"{issuer.url}/authorize?")
+            async with httpx.AsyncClient() as elsewhere:  # the issuer's own pages
+                back = await elsewhere.get(to_issuer)
+            asked = issuer.authorized[-1]
+            assert (asked["client_id"], asked["code_challenge_method"], asked["resource"]) == (
+                "ask-another-console", "S256", server.url)
+            assert asked["redirect_uri"] == f"{server.base}/console/login/oauth/callback"
+            assert back.status_code == 302
+            came_back = await browser.get(back.headers["location"])
+            assert came_back.status_code == 200, came_back.text
+            assert 'content="0;url=/console/approvals"' in came_back.text
+            page = await browser.get("/console/approvals")
+            assert page.status_code == 200 and "carol" in page.text, page.text
+            # The same return again (its state cookie is gone, its code used): refused.
+            again = await browser.get(back.headers["location"])
+            assert again.status_code == 400 and "did not finish" in again.text
+            # A return this browser never began (another's state) is refused too.
+            browser.cookies.clear()
+            await browser.get("/console/login/oauth")
+            forged = await browser.get("/console/login/oauth/callback?code=code-9&state=other")
+            assert forged.status_code == 400
+            assert (await browser.get("/console/jobs")).status_code == 303  # not logged in
+    finally:
+        issuer.close()
