@@ -8,6 +8,7 @@ import pytest
 
 from ask_another.config import Config, Secret
 from ask_another.errors import AmbiguousModel, ModelNotAllowed
+from ask_another.server.wording import tool_text
 
 KEY = "sk-test-0123456789abcdef"
 
@@ -128,7 +129,10 @@ def test_unknown_model_is_not_allowed_with_similar_suggestions():
     assert caught.value.suggestions == ["openai/gpt-4o"]
     with pytest.raises(ModelNotAllowed) as caught:
         config.resolve("anthropic/claude")
-    assert "list_models" in str(caught.value)
+    # No similar one: the next step is to list them, worded by each face (the config names no
+    # tool itself).
+    assert caught.value.hint == "list_models"
+    assert "list_models" in tool_text(caught.value)
 
 
 def test_settings_defaults_and_overrides(tmp_path: Path):
