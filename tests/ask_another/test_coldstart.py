@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pydantic
 import pytest
@@ -56,3 +60,24 @@ def test_type_adapters_made_inside_are_built_at_first_use_and_validate_as_usual(
         adapter.validate_python([])
     assert not isinstance(adapter.validator, _mock_val_ser.MockValSer)
     assert not isinstance(pydantic.TypeAdapter(Inner | int).validator, _mock_val_ser.MockValSer)
+
+
+@pytest.mark.slow  # a fresh process, so no other test has built the SDK's models
+def test_serve_http_imports_the_sdk_quickly(tmp_path: Path):
+    # The stdio server imported the SDK inside quick_import and serve --http did not (0.6 s of
+    # CPU more at each start). Refused for want of tokens, it has imported the whole server; an
+    # SDK model it never used is still unbuilt.
+    code = ("from ask_another.cli import main\n"
+            "assert main(['serve', '--http', '--port', '0']) == 1\n"
+            "import mcp.types\n"
+            "from pydantic._internal import _mock_val_ser\n"
+            "print(isinstance(mcp.types.ElicitResult.__pydantic_validator__,"
+            " _mock_val_ser.MockValSer))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL,
+                          env={**{k: v for k, v in os.environ.items()
+                                  if not k.startswith(("MODEL_", "ASK_ANOTHER_"))},
+                               "ASK_ANOTHER_HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, done.stderr
+    assert "token add NAME" in done.stderr
+    assert done.stdout.split() == ["True"]
