@@ -20,8 +20,20 @@ from typing import IO, Any
 import trio
 from http_server import process_env
 from stdio_server import server_parameters
+from tasks_client import until_status
 
 OnRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def allowing(asked: list[dict[str, Any]]) -> OnRequest:
+    """An `on_request` that accepts every server request with ``decision: allow`` (an
+    elicitation's answer), keeping each in `asked` (its method and params) to assert on."""
+
+    async def on_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        asked.append({"method": method, **params})
+        return {"action": "accept", "content": {"decision": "allow"}}
+
+    return on_request
 
 
 class RpcError(Exception):
@@ -135,3 +147,10 @@ async def raw_stdio(env: dict[str, str], stderr: IO[str], *,
             process.kill()
         with trio.CancelScope(shield=True):
             await process.wait()
+
+
+async def raw_until(rpc: RawClient, task_id: str, *statuses: str, seconds: float = 60
+                    ) -> dict[str, Any]:
+    """`until_status` through this raw client's tasks/get."""
+    return await until_status(lambda t: rpc.request("tasks/get", {"taskId": t}), task_id,
+                              statuses, seconds)

@@ -9,9 +9,11 @@ tasks/cancel), and raw requests for the methods the SDK's client has no call for
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import mcp_types as types
+import trio
 from mcp import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import ConfigDict, Field, TypeAdapter
@@ -63,3 +65,23 @@ async def create_task(client: Client, tool: str, arguments: dict[str, Any]
 
 async def tasks_get(client: Client, task_id: str) -> dict[str, Any]:
     return await request(client, "tasks/get", {"taskId": task_id})
+
+
+async def until_status(get: Callable[[str], Awaitable[dict[str, Any]]], task_id: str,
+                       statuses: tuple[str, ...], seconds: float = 60) -> dict[str, Any]:
+    """Poll `get(task_id)` (a tasks/get) until the task reaches one of `statuses`; that task.
+    Fails with the last task seen after `seconds` (real server processes: generous)."""
+    task: dict[str, Any] = {}
+    with trio.move_on_after(seconds):
+        while True:
+            task = await get(task_id)
+            if task["status"] in statuses:
+                return task
+            await trio.sleep(0.05)
+    raise AssertionError(f"task {task_id} never reached {statuses} in {seconds:g} s: {task}")
+
+
+async def until(client: Client, task_id: str, *statuses: str, seconds: float = 60
+                ) -> dict[str, Any]:
+    """`until_status` through this client's tasks/get."""
+    return await until_status(lambda t: tasks_get(client, t), task_id, statuses, seconds)

@@ -24,11 +24,10 @@ from typing import Any
 import pytest
 import trio
 from http_server import http_client_for, http_server
-from mcp import Client
 from mcp.shared.exceptions import MCPError
-from raw_stdio import RawClient, RpcError, raw_stdio
+from raw_stdio import RpcError, allowing, raw_stdio, raw_until
 from stdio_server import stdio_client_for
-from tasks_client import TaskHandle, TasksClient, create_task, request, tasks_get
+from tasks_client import TaskHandle, TasksClient, create_task, request, tasks_get, until
 from tool_results import call, text_of
 
 from ask_another.server.auth import TokensFile
@@ -62,27 +61,6 @@ async def wait_until(condition: Callable[[], bool], seconds: float = 30.0) -> No
             await trio.sleep(0.02)
 
 
-async def raw_until(rpc: RawClient, task_id: str, *statuses: str) -> dict[str, Any]:
-    with trio.fail_after(30):
-        while True:
-            task = await rpc.request("tasks/get", {"taskId": task_id})
-            if task["status"] in statuses:
-                return task
-            await trio.sleep(0.05)
-
-
-async def until(client: Client, task_id: str, *statuses: str, seconds: float = 30
-                ) -> dict[str, Any]:
-    task: dict[str, Any] = {}
-    with trio.move_on_after(seconds):
-        while True:
-            task = await tasks_get(client, task_id)
-            if task["status"] in statuses:
-                return task
-            await trio.sleep(0.05)
-    raise AssertionError(f"task {task_id} never reached {statuses} in {seconds:g} s: {task}")
-
-
 def is_answer(text: str, tag: str) -> bool:
     return (text.startswith("Consensus of 2 models (2 answered)")
             and f"Fast says yes ({tag})." in text and f"Mid says no ({tag})." in text
@@ -92,14 +70,10 @@ def is_answer(text: str, tag: str) -> bool:
 async def test_2025_consensus_tasks_over_stdio(sim: Simulator, tmp_path: Path):
     asked: list[dict[str, Any]] = []
 
-    async def on_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        asked.append({"method": method, **params})
-        return {"action": "accept", "content": {"decision": "allow"}}
-
     env = server_env(sim, tmp_path / "home")
     with (tmp_path / "stderr.log").open("w") as stderr:
         async with raw_stdio(env, stderr, capabilities={"elicitation": {}},
-                             on_request=on_request) as rpc:
+                             on_request=allowing(asked)) as rpc:
             tools = {t["name"]: t for t in (await rpc.request("tools/list"))["tools"]}
             assert tools["consensus"]["execution"] == {"taskSupport": "optional"}
 

@@ -29,7 +29,7 @@ from loopback_pages import Page, PageServer
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from stdio_server import REPO
-from tasks_client import TaskHandle, TasksClient, create_task, request, tasks_get
+from tasks_client import TaskHandle, TasksClient, create_task, request, tasks_get, until
 from tool_results import call
 
 from ask_another.server.auth import TokensFile
@@ -63,18 +63,6 @@ async def node(sim: Simulator, tmp_path: Path, database_url: str, n: int
     async with http_server(node_env(sim, tmp_path, database_url, n),
                            tmp_path / f"node{n + 1}.log") as server:
         yield server
-
-
-async def until(client: Client, task_id: str, *statuses: str, seconds: float = 60
-                ) -> dict[str, Any]:
-    task: dict[str, Any] = {}
-    with trio.move_on_after(seconds):
-        while True:
-            task = await tasks_get(client, task_id)
-            if task["status"] in statuses:
-                return task
-            await trio.sleep(0.05)
-    raise AssertionError(f"task {task_id} never reached {statuses} in {seconds:g} s: {task}")
 
 
 async def listen(client: Client, uri: str, heard: list[str], told: trio.Event,

@@ -16,11 +16,18 @@ from typing import Any
 import pytest
 import trio
 from loopback_pages import Page, PageServer
-from mcp import Client
 from mcp.shared.exceptions import MCPError
-from raw_stdio import RawClient, RpcError, raw_stdio
+from raw_stdio import RpcError, allowing, raw_stdio, raw_until
 from stdio_server import stdio_client_for
-from tasks_client import TASKS_EXTENSION, TaskHandle, TasksClient, create_task, request, tasks_get
+from tasks_client import (
+    TASKS_EXTENSION,
+    TaskHandle,
+    TasksClient,
+    create_task,
+    request,
+    tasks_get,
+    until,
+)
 from tool_results import call
 
 from ask_another.console_link import publish_console
@@ -48,24 +55,6 @@ def read_then_report(url: str, report: str) -> list[Any]:
     return [ToolCalls([ToolCall("read_article", {"url": url}, id="call-a")]), Reply(report)]
 
 
-async def raw_until(rpc: RawClient, task_id: str, *statuses: str) -> dict[str, Any]:
-    with trio.fail_after(30):
-        while True:
-            task = await rpc.request("tasks/get", {"taskId": task_id})
-            if task["status"] in statuses:
-                return task
-            await trio.sleep(0.05)
-
-
-async def modern_until(client: Client, task_id: str, *statuses: str) -> dict[str, Any]:
-    with trio.fail_after(30):
-        while True:
-            task = await tasks_get(client, task_id)
-            if task["status"] in statuses:
-                return task
-            await trio.sleep(0.05)
-
-
 async def provider_has(sim: Simulator, query: str) -> None:
     """Until the job polls its interaction at the simulated provider: it knows the
     interaction's id then, so a cancel reaches it."""
@@ -80,14 +69,10 @@ async def test_2025_tasks_over_stdio(sim: Simulator, tmp_path: Path, nursery: tr
     pages = await PageServer().start(nursery)
     asked: list[dict[str, Any]] = []
 
-    async def on_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        asked.append({"method": method, **params})
-        return {"action": "accept", "content": {"decision": "allow"}}
-
     env = server_env(sim, tmp_path / "home")
     with (tmp_path / "stderr.log").open("w") as stderr:
         async with raw_stdio(env, stderr, capabilities={"elicitation": {}},
-                             on_request=on_request) as rpc:
+                             on_request=allowing(asked)) as rpc:
 
             async def check_research(job_id: str) -> str:
                 result = await rpc.request("tools/call", {"name": "check_research",
@@ -217,7 +202,7 @@ async def test_2026_tasks_over_stdio_survive_a_restart(sim: Simulator, tmp_path:
             job_id = handle.task_id
             heard: list[Any] = []
             async with client.listen(resource_subscriptions=[f"research://{job_id}"]) as sub:
-                done = await modern_until(client, job_id, "completed")
+                done = await until(client, job_id, "completed")
                 with trio.fail_after(10):  # the update, pushed on the listen stream
                     async for event in sub:
                         heard.append(event)
@@ -237,7 +222,7 @@ async def test_2026_tasks_over_stdio_survive_a_restart(sim: Simulator, tmp_path:
                     "model": "sim", "query": "tides?", "method": "agent"})
                 assert isinstance(handle, TaskHandle)
                 agent_job = handle.task_id
-                waiting = await modern_until(client, agent_job, "input_required", "completed")
+                waiting = await until(client, agent_job, "input_required", "completed")
             assert waiting["status"] == "input_required", waiting
             (key, asked), = waiting["inputRequests"].items()
             assert key == "permission:call-a" and asked["method"] == "elicitation/create"
@@ -251,7 +236,7 @@ async def test_2026_tasks_over_stdio_survive_a_restart(sim: Simulator, tmp_path:
                 key: {"action": "accept", "content": {"decision": "allow"}},
                 "permission:never-asked": {"action": "accept", "content": {}}}})
             assert ack["resultType"] == "complete"
-            done = await modern_until(client, agent_job, "completed")
+            done = await until(client, agent_job, "completed")
             assert json.loads(done["result"]["content"][0]["text"])["report"] == \
                 "The report: the moon pulls the sea."
             assert [r.target for r in pages.requests] == ["/tides"]
