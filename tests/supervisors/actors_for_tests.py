@@ -1,4 +1,4 @@
-"""Small actors shared by the supervisors tests."""
+"""Small actors shared by the supervisors tests, and a `Ticker` that shows whether others run."""
 
 from __future__ import annotations
 
@@ -7,6 +7,19 @@ from typing import Any
 import trio
 
 from supervisors import Actor, Caller, ExitReason
+
+
+class Ticker:
+    """A task that counts each time it gets to run: a loop that never yields keeps it at 0."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    async def run(self) -> None:
+        while True:
+            self.ticks += 1
+            await trio.lowlevel.checkpoint()
+
 
 # Every time a test actor starts or stops, it appends here so tests can assert on order.
 Journal = list[tuple[str, Any]]

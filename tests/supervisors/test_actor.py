@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from actors_for_tests import Echo, FailingInit, Journal, Stubborn
+from actors_for_tests import Echo, FailingInit, Journal, Stubborn, Ticker
 
 from supervisors import (
     Actor,
@@ -318,20 +318,14 @@ async def test_busy_actor_with_a_backlog_lets_others_run(nursery: trio.Nursery) 
     await trio.testing.wait_all_tasks_blocked()
     for i in range(5_000):
         ref.cast(i)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await trio.lowlevel.checkpoint()
+    ticker = Ticker()
 
     async with trio.open_nursery() as inner:
-        inner.start_soon(ticker)
+        inner.start_soon(ticker.run)
         handled = await ref.call("casts", timeout=None)
         inner.cancel_scope.cancel()
     assert len(handled) == 5_000
-    assert ticks > 5_000 // 64  # the actor yielded while working through its backlog
+    assert ticker.ticks > 5_000 // 64  # the actor yielded while working through its backlog
 
 
 async def test_bad_timeouts_are_refused(nursery: trio.Nursery) -> None:

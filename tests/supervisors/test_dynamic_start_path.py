@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from actors_for_tests import Echo, Journal, Stubborn
+from actors_for_tests import Echo, Journal, Stubborn, Ticker
 
 from supervisors import (
     Actor,
@@ -120,22 +120,16 @@ async def test_cancelled_start_child_starts_nothing(nursery: trio.Nursery) -> No
 
 async def test_a_task_starting_children_in_a_loop_lets_others_run(nursery: trio.Nursery) -> None:
     sup = await start_dynamic_supervisor(nursery)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await trio.lowlevel.checkpoint()
+    ticker = Ticker()
 
     spec = child_spec(Echo, restart="temporary")
     async with trio.open_nursery() as inner:
-        inner.start_soon(ticker)
+        inner.start_soon(ticker.run)
         await trio.lowlevel.checkpoint()
-        before = ticks
+        before = ticker.ticks
         for _ in range(320):
             await sup.start_child(spec)
-        after = ticks
+        after = ticker.ticks
         inner.cancel_scope.cancel()
     # At least one yield per 32 starts in a row (the mailbox's YIELD_EVERY).
     assert after - before >= 9
