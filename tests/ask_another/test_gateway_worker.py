@@ -39,19 +39,6 @@ async def test_a_completion_runs_in_the_worker_process(sim: Simulator):
     assert result.usage.cost_usd == pytest.approx(0.0125)  # priced by litellm in the worker
 
 
-async def test_streamed_deltas_cross_the_process_in_order(sim: Simulator):
-    sim.script("m1", [Reply("one two three four five six seven")])
-    deltas: list[str] = []
-
-    async def on_delta(text: str) -> None:
-        deltas.append(text)
-
-    async with open_gateway(ProcessTransport([KEY]), [KEY]) as gateway:
-        result = await gateway.completion(entry(sim), "count", on_delta=on_delta)
-    assert len(deltas) > 1
-    assert "".join(deltas) == result.text == "one two three four five six seven"
-
-
 async def test_failures_arrive_typed_and_scrubbed_of_the_key(sim: Simulator):
     sim.script("m1", [Fail(429, f"slow down, {KEY} is over quota"), Malformed()])
     async with open_gateway(ProcessTransport([KEY]), [KEY]) as gateway:
