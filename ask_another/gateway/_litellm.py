@@ -8,7 +8,9 @@ _worker.py). Nothing here imports litellm at module level: importing this module
 - `load()`: the import, with litellm quiet on stdout and its model map read from the bundled copy.
 - `warm_up()`: one completion that never leaves the process, so the first real call is not the
   one paying for litellm's lazy work (the worker runs it after `load()`).
-- `complete()`: one `litellm.acompletion` as a `CompletionResult`, streamed chunks delivered.
+- `lighten()`: in the worker, litellm's per-call bookkeeping that nothing there reads skipped.
+- `complete()`: one `litellm.acompletion` as a `CompletionResult`, streamed chunks delivered,
+  priced from the model's cached price entry (_prices.py).
 - `interact()`: one `litellm.interactions.<acreate|aget|acancel>` as an `InteractionState`.
 - `search()`: one `litellm.asearch` as a `SearchResult`, priced per query from the model map.
 - `classify_failure()`: a litellm/provider exception as a `ProviderError` class, scrubbed text and
@@ -44,6 +46,7 @@ from ask_another.errors import (
     ProviderUnreachable,
     RateLimited,
 )
+from ask_another.gateway._prices import PriceBook
 from ask_another.gateway._results import (
     CompletionResult,
     InteractionState,
@@ -112,6 +115,65 @@ def warm_up(litellm: ModuleType) -> None:
                            mock_response="ok", api_key="unused", max_retries=0, num_retries=0)
     except Exception:  # the first real call does that work instead; nothing else depends on it
         return
+
+
+HTTP_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
+
+# litellm's call types of a chat completion, the ones priced by `PriceBook` instead.
+_CHAT_CALLS: Final = frozenset({"completion", "acompletion"})
+
+
+def lighten(litellm: ModuleType) -> bool:
+    """Skip litellm's per-call bookkeeping that nothing reads in a process with no litellm
+    callbacks (the worker): pricing each chat response again for `_hidden_params` (we price it
+    from the model's cached entry, `PriceBook`) and building its success-logging payload for
+    callbacks there are none of. With 100-200 calls in flight that was about 30% of the
+    worker's CPU per call (cost 17-19%, success logging 6-12%). Each skip checks at call time
+    that no callback is registered, so one registered later gets litellm's full behaviour.
+
+    litellm has no setting for either (only `disable_streaming_logging`, set here too), so
+    these are two functions of litellm replaced; True when both were found (this litellm's
+    names: a test pins them, so an upgrade that renames them fails there, not silently).
+
+    And the OpenAI-compatible providers (`openai/`, perplexity, groq, ... : litellm's
+    `_complete_custom_openai`) go through litellm's own HTTP handler instead of the OpenAI
+    SDK's client (`EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER`, read by litellm per call): the
+    same provider config builds the request and reads the answer and its errors, without the
+    SDK's request and response objects and httpx's cookie jar per call, a further quarter of
+    the worker's CPU per call. Set explicitly (to anything), litellm's variable wins."""
+    os.environ.setdefault(HTTP_HANDLER_ENV, "True")
+    litellm.disable_streaming_logging = True  # type: ignore[attr-defined]
+    logging_module = sys.modules.get("litellm.litellm_core_utils.litellm_logging")
+    utils = sys.modules.get("litellm.utils")
+    logging_class = getattr(logging_module, "Logging", None)
+    calculator = getattr(logging_class, "response_cost_calculator", None)
+    dispatch = getattr(utils, "dispatch_success_logging", None)
+    if calculator is None or dispatch is None or getattr(dispatch, "_lightened", False):
+        return calculator is not None and dispatch is not None
+
+    def no_callbacks() -> bool:
+        return not any(getattr(litellm, name, None) for name in _CALLBACK_LISTS)
+
+    def response_cost_calculator(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, "call_type", None) in _CHAT_CALLS and no_callbacks():
+            return None  # read by nobody here: `PriceBook` prices the response
+        return calculator(self, *args, **kwargs)
+
+    def dispatch_success_logging(*args: Any, **kwargs: Any) -> None:
+        if not no_callbacks():
+            dispatch(*args, **kwargs)
+
+    dispatch_success_logging._lightened = True  # type: ignore[attr-defined]
+    logging_class.response_cost_calculator = response_cost_calculator  # type: ignore[union-attr]
+    utils.dispatch_success_logging = dispatch_success_logging  # type: ignore[union-attr]
+    return True
+
+
+# Where litellm keeps registered callbacks (litellm/__init__.py): any of them set, and litellm
+# keeps its own pricing and success logging for them.
+_CALLBACK_LISTS: Final = ("callbacks", "success_callback", "_async_success_callback",
+                          "failure_callback", "_async_failure_callback", "input_callback",
+                          "service_callback", "audit_log_callbacks")
 
 
 async def close_clients(litellm: ModuleType) -> None:
@@ -243,7 +305,7 @@ async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
     """
     if not kwargs.get("stream"):
         response = await litellm.acompletion(**kwargs)
-        return _result(litellm, response, model)
+        return _result(litellm, response, model, kwargs)
     wrapper = await litellm.acompletion(**kwargs)
     chunks = []
     async for chunk in wrapper:
@@ -256,27 +318,22 @@ async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
     if not chunks:
         raise MalformedResponse("the stream ended without any chunk", model=model)
     response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
-    return _result(litellm, response, model)
+    return _result(litellm, response, model, kwargs)
 
 
-def _cost(litellm: ModuleType, response: Any) -> float | None:
-    """The call's price in USD, None when litellm does not know the model's price.
-
-    litellm prices every non-streamed response itself (`_hidden_params["response_cost"]`);
-    pricing it again costs about a millisecond per call. Streamed responses, assembled from
-    chunks, are priced here.
-    """
-    hidden = getattr(response, "_hidden_params", None)
-    if isinstance(hidden, dict) and "response_cost" in hidden:
-        known = hidden["response_cost"]
-        return float(known) if isinstance(known, int | float) else None
-    try:
-        return float(litellm.completion_cost(completion_response=response))
-    except Exception:  # unmapped model: the price is unknown, which is not an error
-        return None
+_BOOKS: dict[int, PriceBook] = {}
 
 
-def _result(litellm: ModuleType, response: Any, model: str) -> CompletionResult:
+def _price_book(litellm: ModuleType) -> PriceBook:
+    """This litellm's prices, read once per model (one litellm per process, in practice)."""
+    book = _BOOKS.get(id(litellm))
+    if book is None:
+        book = _BOOKS[id(litellm)] = PriceBook(litellm)
+    return book
+
+
+def _result(litellm: ModuleType, response: Any, model: str,
+            kwargs: dict[str, Any]) -> CompletionResult:
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise MalformedResponse("the answer had no choices", model=model)
@@ -292,7 +349,7 @@ def _result(litellm: ModuleType, response: Any, model: str) -> CompletionResult:
     usage = Usage(
         prompt_tokens=getattr(usage_obj, "prompt_tokens", None),
         completion_tokens=getattr(usage_obj, "completion_tokens", None),
-        cost_usd=_cost(litellm, response),
+        cost_usd=_price_book(litellm).cost(response, model, kwargs),
     )
     return CompletionResult(
         text=str(getattr(message, "content", None) or ""),
