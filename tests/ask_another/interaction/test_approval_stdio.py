@@ -22,7 +22,7 @@ import trio
 from mcp import Client
 from mcp.types import ElicitResult
 from stdio_server import stdio_client_for
-from tool_results import call
+from tool_results import call, check_until, job_id_in
 
 from ask_another.simulator import Reply, Simulator, Slow, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
@@ -82,23 +82,6 @@ def server_env(sim: Simulator, home: Path, **extra: str) -> dict[str, str]:
 def connect(env: dict[str, str], stderr: IO[str], mode: str = "auto",
             elicitation_callback: Any = None) -> AbstractAsyncContextManager[Client]:
     return stdio_client_for(env, stderr, mode, elicitation_callback=elicitation_callback)
-
-
-def job_id_in(text: str) -> str:
-    for word in text.replace("'", " ").replace('"', " ").replace("(", " ").split():
-        if word.startswith("r-") and len(word) == 12:
-            return word
-    raise AssertionError(f"no job id in {text!r}")
-
-
-async def check_until(client: Client, job_id: str, wanted: str, seconds: float = 30) -> str:
-    with trio.fail_after(seconds):
-        while True:
-            error, text = await call(client, "check_research", job_id=job_id)
-            assert not error, text
-            if wanted in text:
-                return text
-            await trio.sleep(0.05)
 
 
 def tool_results(sim: Simulator) -> list[dict[str, Any]]:
@@ -205,7 +188,7 @@ async def test_detached_questions_answer_tools_late_answers_and_cancel(
             job = job_id_in(text)
             assert "waits for permission to run read_article" in text, text
             assert f"answer_permission(job_id='{job}', tool_call_id='call-1'" in text
-            waiting = await check_until(client, job, "Waiting for")
+            waiting = await check_until(client, job, "Waiting for", no_errors=True)
             # 127.0.0.1 is in ASK_ANOTHER_ALLOW_HOSTS: a model reading it is an internal read.
             assert "permission to run read_article (class internal, server ask-another)" in waiting
             assert "tool_call_id 'call-1'" in waiting and "/fast/one" in waiting
@@ -220,7 +203,7 @@ async def test_detached_questions_answer_tools_late_answers_and_cancel(
             error, text = await call(client, "answer_permission", job_id=job,
                                      tool_call_id="call-1", decision="deny")
             assert error and "already allowed by the user" in text and "changes nothing" in text
-            done = await check_until(client, job, '"status": "completed"')
+            done = await check_until(client, job, '"status": "completed"', no_errors=True)
             assert json.loads(done)["report"] == "Read it."
             assert articles.hits == ["/fast/one"]
             error, text = await call(client, "answer_permission", job_id=job,
@@ -232,12 +215,13 @@ async def test_detached_questions_answer_tools_late_answers_and_cancel(
                               Slow(3, then=Reply("Too late to read it."))])
             job = job_id_in((await call(client, "start_research", model="sim", query="q",
                                         method="agent", timeout=0))[1])
-            await check_until(client, job, "tool_call_id 'call-2'")
-            await check_until(client, job, "call-2 Read an article: failed (denied: expired)")
+            await check_until(client, job, "tool_call_id 'call-2'", no_errors=True)
+            await check_until(client, job, "call-2 Read an article: failed (denied: expired)",
+                              no_errors=True)
             error, text = await call(client, "answer_permission", job_id=job,
                                      tool_call_id="call-2", decision="allow")
             assert error and "expired without an answer" in text, text
-            await check_until(client, job, '"status": "completed"')
+            await check_until(client, job, '"status": "completed"', no_errors=True)
             assert "denied (expired)" in tool_results(sim)[0]["error"]
             assert "/fast/two" not in articles.hits
 
@@ -249,7 +233,7 @@ async def test_detached_questions_answer_tools_late_answers_and_cancel(
                               Reply("A short one, then.")])
             job = job_id_in((await call(client, "start_research", model="sim", query="q",
                                         method="agent", timeout=0))[1])
-            waiting = await check_until(client, job, "the question 'How long?'")
+            waiting = await check_until(client, job, "the question 'How long?'", no_errors=True)
             assert "'short' (A short summary)" in waiting and "answer_choice(" in waiting
             error, text = await call(client, "answer_choice", job_id=job, tool_call_id="ask-1",
                                      option_id="medium")
@@ -260,7 +244,7 @@ async def test_detached_questions_answer_tools_late_answers_and_cancel(
             error, text = await call(client, "answer_choice", job_id=job, tool_call_id="ask-1",
                                      option_id="short")
             assert not error and "'short' was chosen" in text
-            await check_until(client, job, '"status": "completed"')
+            await check_until(client, job, '"status": "completed"', no_errors=True)
             assert tool_results(sim) == [
                 {"success": True, "option_id": "short", "label": "A short summary"}]
 
@@ -269,10 +253,10 @@ async def test_detached_questions_answer_tools_late_answers_and_cancel(
                               Reply("The page took too long; here is what I know.")])
             job = job_id_in((await call(client, "start_research", model="sim", query="q",
                                         method="agent", timeout=0))[1])
-            await check_until(client, job, "tool_call_id 'call-s'")
+            await check_until(client, job, "tool_call_id 'call-s'", no_errors=True)
             await call(client, "answer_permission", job_id=job, tool_call_id="call-s",
                        decision="allow")
-            await check_until(client, job, "call-s Read an article: in progress")
+            await check_until(client, job, "call-s Read an article: in progress", no_errors=True)
             with trio.fail_after(10):
                 # The list is filled by the web server's thread, not by a trio task.
                 while "/slow/page" not in articles.hits:  # noqa: ASYNC110
@@ -280,7 +264,7 @@ async def test_detached_questions_answer_tools_late_answers_and_cancel(
             error, text = await call(client, "cancel_research", job_id=job,
                                      tool_call_id="call-s")
             assert not error and "job goes on" in text, text
-            done = await check_until(client, job, '"status": "completed"')
+            done = await check_until(client, job, '"status": "completed"', no_errors=True)
             assert "here is what I know" in json.loads(done)["report"]
             assert tool_results(sim) == [{"success": False, "error": "cancelled by the user"}]
             error, text = await call(client, "cancel_research", job_id=job,

@@ -21,7 +21,7 @@ from mcp import Client
 from processes import processes_with
 from research_helpers import GEMINI, GEMINI_AGENT
 from stdio_server import stdio_client_for
-from tool_results import call
+from tool_results import call, check_until, job_id_in
 
 from ask_another.research import OWNER_DIED
 from ask_another.simulator import Reply, Simulator, ToolCalls
@@ -45,22 +45,6 @@ def env_for(sim: Simulator, home: Path, name: str, key: str) -> dict[str, str]:
         "MODEL_SIM": f"openai/m1;{key};{sim.openai_base}",
         "ASK_ANOTHER_TEST_SERVER": name,  # read by nobody: it finds the process to kill
     }
-
-
-def job_id_in(text: str) -> str:
-    for word in text.replace("'", " ").replace('"', " ").replace("(", " ").split():
-        if word.startswith("r-") and len(word) == 12:
-            return word
-    raise AssertionError(f"no job id in {text!r}")
-
-
-async def check_until(client: Client, job_id: str, wanted: str, seconds: float = 40) -> str:
-    with trio.fail_after(seconds):
-        while True:
-            _, text = await call(client, "check_research", job_id=job_id)
-            if wanted in text:
-                return text
-            await trio.sleep(0.05)
 
 
 def gets_with(sim: Simulator, interaction_id: str, key: str) -> int:

@@ -41,7 +41,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult
-from tool_results import call
+from tool_results import call, check_until, job_id_in
 
 from ask_another.research import INTERRUPTED, OWNER_DIED
 from ask_another.server.auth import TokensFile
@@ -100,24 +100,6 @@ async def two_nodes(sim: Simulator, tmp_path: Path, database_url: str
             yield [node for node in nodes if node is not None]
         finally:
             done.set()
-
-
-def job_id_in(text: str) -> str:
-    for word in text.replace("'", " ").replace('"', " ").replace("(", " ").split():
-        if word.startswith("r-") and len(word) == 12:
-            return word
-    raise AssertionError(f"no job id in {text!r}")
-
-
-async def check_until(client: Client, job_id: str, wanted: str, seconds: float = 60) -> str:
-    text = ""
-    with trio.move_on_after(seconds):
-        while True:
-            _, text = await call(client, "check_research", job_id=job_id)
-            if wanted in text:
-                return text
-            await trio.sleep(0.05)
-    raise AssertionError(f"{job_id} never showed {wanted!r} in {seconds:g} s; last: {text}")
 
 
 def agent_script(call_id: str, report: str) -> list[ToolCalls | Reply]:

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 import trio
-from mcp import Client
 from mcp.types import ElicitResult
 from stdio_server import stdio_client_for
-from tool_results import call
+from tool_results import call, check_until
 
 from ask_another.simulator import Simulator
 
@@ -31,15 +30,6 @@ def env(sim: Simulator, home: Path, **extra: str) -> dict[str, str]:
 
 def created(sim: Simulator, query: str) -> bool:
     return any(query in i.input_text for i in sim.interactions.values())
-
-
-async def check_until(client: Client, job: str, wanted: str) -> str:
-    with trio.fail_after(30):
-        while True:
-            _error, text = await call(client, "check_research", job_id=job)
-            if wanted in text:
-                return text
-            await trio.sleep(0.05)
 
 
 def job_in(text: str) -> str:
