@@ -50,6 +50,24 @@ async def finished(client: Client, job: str) -> str:
             await trio.sleep(0.05)
 
 
+async def stopped_by_ceiling(sim: Simulator, tmp_path: Path, home: Path, ceiling: str,
+                             extra_env: dict[str, str], **arguments: Any) -> tuple[str, str]:
+    """Run a research job in the background (timeout 0) on a server whose daily ceiling is
+    `ceiling` dollars, to its end; its id and its last answer, which says it failed at that
+    ceiling."""
+    with (tmp_path / "stderr.log").open("w") as stderr:
+        async with stdio_client_for(env(sim, home, ASK_ANOTHER_BUDGET_DAY_USD=ceiling,
+                                        **extra_env), stderr) as client:
+            error, text = await call(client, "start_research", timeout=0, **arguments)
+            assert not error, text
+            job = text.split("Research job ", 1)[1].split(" ", 1)[0]
+            text = await finished(client, job)
+    assert "is failed" in text, text
+    assert (f"would cross the budget ceiling ASK_ANOTHER_BUDGET_DAY_USD=${ceiling} per day"
+            in text)
+    return job, text
+
+
 async def test_research_rows_agent_sequential_and_search(sim: Simulator, tmp_path: Path):
     home = tmp_path / "home"
     sim.script("gpt-4o", [ToolCalls([ToolCall("search_web", {"query": QUESTION})]),
@@ -124,16 +142,8 @@ async def test_an_agent_job_stops_at_its_next_round_past_a_ceiling(sim: Simulato
         return Reply("Never reached.")
 
     sim.script("gpt-4o", agent)
-    with (tmp_path / "stderr.log").open("w") as stderr:
-        async with stdio_client_for(env(sim, home, ASK_ANOTHER_BUDGET_DAY_USD="1.00"),
-                                    stderr) as client:
-            error, text = await call(client, "start_research", model="gpt4", query=QUESTION,
-                                     method="agent", timeout=0)
-            assert not error, text
-            job = text.split("Research job ", 1)[1].split(" ", 1)[0]
-            text = await finished(client, job)
-    assert "is failed" in text, text
-    assert "would cross the budget ceiling ASK_ANOTHER_BUDGET_DAY_USD=$1.00 per day" in text
+    job, text = await stopped_by_ceiling(sim, tmp_path, home, "1.00", {}, model="gpt4",
+                                         query=QUESTION, method="agent")
     assert "spent this day: $5.0" in text and "resets at " in text
     assert "The agent stopped after 2 model calls" in text
     partial = text.split("Partial report:\n", 1)[1]
@@ -151,17 +161,9 @@ async def test_a_sequential_job_stops_at_its_next_step_past_a_ceiling(sim: Simul
     # search: the two searches of phase 1 cross $0.01, so phase 2 never runs.
     home = tmp_path / "home"
     compare = "Compare SQLite and PostgreSQL for an embedded analytics product"
-    with (tmp_path / "stderr.log").open("w") as stderr:
-        async with stdio_client_for(env(sim, home, ASK_ANOTHER_BUDGET_DAY_USD="0.01",
-                                        MODEL_SIM=f"openai/m1;{KEY};{sim.openai_base}"),
-                                    stderr) as client:
-            error, text = await call(client, "start_research", model="sim", query=compare,
-                                     method="sequential", timeout=0)
-            assert not error, text
-            job = text.split("Research job ", 1)[1].split(" ", 1)[0]
-            text = await finished(client, job)
-    assert "is failed" in text, text
-    assert "would cross the budget ceiling ASK_ANOTHER_BUDGET_DAY_USD=$0.01 per day" in text
+    job, text = await stopped_by_ceiling(
+        sim, tmp_path, home, "0.01", {"MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}"},
+        model="sim", query=compare, method="sequential")
     assert "spent this day: $0.016000 + " in text and "calls of unknown price" in text
     assert "The research stopped after 2 of 3 queries" in text
     assert "Methodology" in text.split("Partial report:\n", 1)[1]  # what phase 1 found is kept
