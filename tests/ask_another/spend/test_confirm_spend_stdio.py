@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+from mcp import Client
 from mcp.types import ElicitResult
 from stdio_server import stdio_client_for
 from tool_results import call, check_until
@@ -34,6 +35,13 @@ def created(sim: Simulator, query: str) -> bool:
 
 def job_in(text: str) -> str:
     return text.split("Research job ", 1)[1].split(" ", 1)[0]
+
+
+async def started(client: Client, query: str) -> str:
+    """Start a Gemini research job in the background (timeout 0); its id."""
+    error, text = await call(client, "start_research", model="gdr", query=query, timeout=0)
+    assert not error, text
+    return job_in(text)
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])  # 2026-07-28 input-required; handshake
@@ -70,10 +78,7 @@ async def test_confirmed_by_answer_permission_denied_expired_allowed(sim: Simula
         async with stdio_client_for(env(sim, tmp_path / "home",
                                         ASK_ANOTHER_PERMISSION_TIMEOUT="1"), stderr) as client:
             # Denied.
-            error, text = await call(client, "start_research", model="gdr", query="Q deny",
-                                     timeout=0)
-            assert not error, text
-            job = job_in(text)
+            job = await started(client, "Q deny")
             waiting = await check_until(client, job, "confirmation of its estimated cost")
             assert "tool_call_id 'confirm-spend'" in waiting and "about $1." in waiting
             error, text = await call(client, "answer_permission", job_id=job,
@@ -84,17 +89,13 @@ async def test_confirmed_by_answer_permission_denied_expired_allowed(sim: Simula
             assert not created(sim, "Q deny")
 
             # Expired: nobody answered within ASK_ANOTHER_PERMISSION_TIMEOUT.
-            error, text = await call(client, "start_research", model="gdr", query="Q expire",
-                                     timeout=0)
-            job = job_in(text)
+            job = await started(client, "Q expire")
             failed = await check_until(client, job, "failed")
             assert "nobody confirmed it in time; nothing was spent" in failed
             assert not created(sim, "Q expire")
 
             # Allowed.
-            error, text = await call(client, "start_research", model="gdr", query="Q allow",
-                                     timeout=0)
-            job = job_in(text)
+            job = await started(client, "Q allow")
             await check_until(client, job, "confirmation of its estimated cost")
             error, text = await call(client, "answer_permission", job_id=job,
                                      tool_call_id="confirm-spend", decision="allow")
