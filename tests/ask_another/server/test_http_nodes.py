@@ -52,7 +52,11 @@ pytestmark = pytest.mark.slow  # starts PostgreSQL and two server processes
 GEMINI = "gemini/deep-research-pro-preview-12-2025"
 GEMINI_AGENT = GEMINI.split("/", 1)[1]
 KEYS = ("sk-test-NODE-ONE-1111", "sk-test-NODE-TWO-2222")
-LEASE_SECONDS = 3.0
+# Long enough that a loaded machine's stalls never fence a live node: a node that has not
+# renewed for 60 % of its lease stops its jobs (failing an agent job with that reason), and at
+# 3 s a loaded two-core machine (load 20) fenced a node in each of this file's tests in one run
+# (unrenewed for 1.8 and 2.5 s).
+LEASE_SECONDS = 10.0
 # A request given on another node reaches the owner within REQUEST_POLL (0.5 s) plus a loop's
 # turn; the bound is generous so that two loaded cores cannot fail it.
 DELIVERY_BOUND = 5.0
