@@ -323,6 +323,13 @@ async def test_2026_era_any_node_answers_and_a_killed_nodes_jobs_are_taken_over_
             balanced_client([one, two], token) as (client, balancer):
         assert client.protocol_version == "2026-07-28"
         port_one, port_two = (httpx2.URL(n.url).port for n in (one, two))
+        # Each node's gateway worker has imported litellm before the elicitation below, whose
+        # start_research waits 30 s for the question: on a loaded machine the first provider
+        # call's wait for that import alone took longer, and no question came.
+        for node in (one, two):
+            async with http_client_for(node.url, token) as warm:
+                error, text = await call(warm, "completion", model="sim", prompt="warm")
+                assert not error, text
 
         # The one 2026-07-28 request that needs its node: an elicitation's retry, whose sealed
         # requestState only the node that asked can open (the SDK's key is per process) and
