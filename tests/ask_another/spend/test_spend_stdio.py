@@ -9,9 +9,11 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
+from mcp import Client
 from stdio_server import stdio_client_for
 from tool_results import call
 
@@ -47,6 +49,14 @@ async def wait_for(condition: Callable[[], bool], seconds: float = 30.0) -> None
             await trio.sleep(0.05)
 
 
+async def researched(client: Client, model: str, query: str) -> dict[str, Any]:
+    """Start a research job, the call waiting up to 60 s for it; its answer's body."""
+    error, text = await call(client, "start_research", model=model, query=query, timeout=60)
+    assert not error, text
+    body: dict[str, Any] = json.loads(text)
+    return body
+
+
 async def test_ledger_estimates_and_ceilings(sim: Simulator, tmp_path: Path):
     home = tmp_path / "home"
     with (tmp_path / "stderr.log").open("w") as stderr:
@@ -64,17 +74,11 @@ async def test_ledger_estimates_and_ceilings(sim: Simulator, tmp_path: Path):
             assert "+ unknown for openai/m1" in text
             conversation = text.rsplit("conversation_id: ", 1)[1].strip()
             # A deep-research job (one long completion): its estimate is in the answer.
-            error, text = await call(client, "start_research", model="pplx", query="Deep?",
-                                     timeout=60)
-            assert not error, text
-            body = json.loads(text)
+            body = await researched(client, "pplx", "Deep?")
             assert body["estimated_cost"].startswith("about $")
             research_job = body["job_id"]
             # A Gemini interaction job with an unpriced agent: unknown, never $0.
-            error, text = await call(client, "start_research", model="gdr", query="Agent?",
-                                     timeout=60)
-            assert not error, text
-            body = json.loads(text)
+            body = await researched(client, "gdr", "Agent?")
             assert body["estimated_cost"].startswith("unknown")
             gemini_job = body["job_id"]
 
