@@ -25,6 +25,7 @@ from ask_another.research import (
     job_name,
 )
 from ask_another.runtime import Runtime, open_runtime
+from ask_another.server.wording import tool_text
 from ask_another.simulator import Fail, Reply, Simulator
 from ask_another.store.jobs import job_store
 from supervisors import ActorExited
@@ -268,8 +269,10 @@ async def test_bad_requests_are_refused_clearly(jobs: ResearchJobs):
         await jobs.start("pplx", "   ")
     with pytest.raises(Exception, match="unknown research method"):
         await jobs.start("pplx", "q", method="magic")
-    with pytest.raises(UnknownJob, match="check_research"):
+    with pytest.raises(UnknownJob, match="No research job has the id 'r-missing'") as caught:
         await jobs.get("r-missing")
+    # The next step is a hint each face words: the MCP server names the tool that lists jobs.
+    assert caught.value.hint == "list_jobs" and "check_research" in tool_text(caught.value)
     with pytest.raises(UnknownJob):
         await jobs.cancel("r-missing")
 
