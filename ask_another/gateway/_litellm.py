@@ -117,8 +117,6 @@ def warm_up(litellm: ModuleType) -> None:
         return
 
 
-HTTP_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
-
 # litellm's call types of a chat completion, the ones priced by `PriceBook` instead.
 _CHAT_CALLS: Final = frozenset({"completion", "acompletion"})
 
@@ -135,13 +133,11 @@ def lighten(litellm: ModuleType) -> bool:
     these are two functions of litellm replaced; True when both were found (this litellm's
     names: a test pins them, so an upgrade that renames them fails there, not silently).
 
-    And the OpenAI-compatible providers (`openai/`, perplexity, groq, ... : litellm's
-    `_complete_custom_openai`) go through litellm's own HTTP handler instead of the OpenAI
-    SDK's client (`EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER`, read by litellm per call): the
-    same provider config builds the request and reads the answer and its errors, without the
-    SDK's request and response objects and httpx's cookie jar per call, a further quarter of
-    the worker's CPU per call. Set explicitly (to anything), litellm's variable wins."""
-    os.environ.setdefault(HTTP_HANDLER_ENV, "True")
+    The OpenAI-compatible providers stay on the OpenAI SDK's client, not litellm's own HTTP
+    handler (`EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER`), though that one costs a quarter less
+    CPU per call: it maps errors differently (a rate limit's raw JSON in the text, aiohttp's
+    connect error for "Connection error", a malformed answer taken as an empty one), which the
+    CLI and server tests caught. Set the variable yourself to choose it."""
     litellm.disable_streaming_logging = True  # type: ignore[attr-defined]
     logging_module = sys.modules.get("litellm.litellm_core_utils.litellm_logging")
     utils = sys.modules.get("litellm.utils")
