@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import resource
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,15 +24,13 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.responses import JSONResponse
 
 from ask_another.config import Config
+from ask_another.hosting import ASGIApp, Scope
 from ask_another.logs import get_logger
 from ask_another.server.context import token_user
 
 __all__ = ["InFlight", "InFlightBounds", "raise_open_files_limit", "reserved_files"]
 
 log = get_logger("ask_another.server.in_flight")
-
-Scope = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
 
 UNBOUNDED_TARGET: Final = 65536
 """The soft limit asked for when the hard one is unlimited (macOS), where setting it to
