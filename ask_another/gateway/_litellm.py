@@ -69,6 +69,14 @@ Deliver = Callable[[str], None]
 COST_POLLING_ENV = "BACKGROUND_INTERACTION_COST_POLLING_ENABLED"
 
 
+UNAWAITED_PRELUDE: Final = (
+    r"coroutine '(InteractionsHTTPHandler\.async_\w+|OpenAIChatCompletion\.(acompletion"
+    r"|async_streaming)|BaseLLMHTTPHandler\.(async_completion|acompletion_stream_function)"
+    r"|VertexLLM\.async_(completion|streaming))' was never awaited")
+"""The coroutines litellm's preludes return, which a cancel between prelude and await leaves
+unawaited (pyproject.toml's filterwarnings repeats it for the tests)."""
+
+
 def load(*, quick: bool = False) -> ModuleType:
     """Import litellm (seconds) and silence it. `quick`: with pydantic's validator building
     deferred to first use (coldstart.py), which halves the import; only in a process whose other
@@ -88,12 +96,11 @@ def load(*, quick: bool = False) -> ModuleType:
     else:
         import litellm
     silence_litellm(litellm)
-    # litellm's interactions.acreate/aget/acancel run a sync function in an executor that returns
-    # the request's coroutine, and await it after: a cancel (a cancelled job) during that hop
-    # leaves it never awaited. No request was sent, so the RuntimeWarning it prints is noise.
-    warnings.filterwarnings("ignore", category=RuntimeWarning,
-                            message=r"coroutine 'InteractionsHTTPHandler\.async_\w+' was never "
-                                    "awaited")
+    # litellm's acompletion and interactions.acreate/aget/acancel run a sync function (in an
+    # executor, or inline: InlinePrelude) that returns the request's coroutine, and await it on
+    # the next turn of the loop: a cancel (a cancelled job) in between leaves it never awaited.
+    # No request was sent, so the RuntimeWarning it prints is noise.
+    warnings.filterwarnings("ignore", category=RuntimeWarning, message=UNAWAITED_PRELUDE)
     return litellm
 
 

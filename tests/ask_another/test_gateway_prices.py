@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -138,3 +140,18 @@ def test_the_worker_skips_litellms_pricing_and_logging_only_without_callbacks(si
     assert called["ours"] == pytest.approx(called["litellms_price"])
     assert out["callback_saw"] and out["callback_saw"][0] == pytest.approx(
         called["litellms_price"])
+
+
+def test_the_tests_ignore_the_same_unawaited_preludes_as_the_worker():
+    # A cancel between litellm's prelude and its await leaves the request's coroutine unawaited
+    # (test_a_result_arriving_after_cancel_never_flips_the_state met it under load): the worker
+    # ignores that warning, and pytest, which turns warnings into errors, must ignore the same.
+    import tomllib
+
+    from ask_another.gateway._litellm import UNAWAITED_PRELUDE
+
+    config = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    ignored = config["tool"]["pytest"]["ini_options"]["filterwarnings"]
+    assert f"ignore:{UNAWAITED_PRELUDE}:RuntimeWarning" in ignored
+    assert re.match(UNAWAITED_PRELUDE, "coroutine 'OpenAIChatCompletion.acompletion' was never "
+                    "awaited")
