@@ -45,7 +45,8 @@ Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Any, Any], Awaitable[None]]
 
 KEEP_ALIVE_SECONDS: Final = 5.0
-"""Seconds a connection may take to send its headers, or stay idle between requests."""
+"""Seconds a connection may take to send its headers, or stay idle between requests. The
+console's pages refresh a second sooner (console/_app.py's POLL_SECONDS), so they keep theirs."""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from bench.server import _cpu_seconds, _rss_mb
 SUITE = "console"
 REPO = Path(__file__).resolve().parents[1]
 LISTENING = re.compile(r"http\.listening .*?url=(\S+)")
-POLL_SECONDS = 5.0  # console/_app.py's: the pages poll no faster
+from ask_another.console._app import POLL_SECONDS  # noqa: E402  (the pages poll at this pace)
 PAGES = ["/console/jobs?part=live"] * 4 + ["/console/approvals?part=live"] * 3 + [
     "/console/runtime?part=live"] * 3
 

@@ -108,6 +108,33 @@ async def test_serve_http_serves_the_console_behind_its_tokens(tmp_path: Path):
         assert 'ask_another_process_restarts{process="gateway"} 0.0' in metrics.text
 
 
+async def test_an_open_pages_refreshes_keep_its_connection(tmp_path: Path):
+    # A refresh on a new connection costs the node three times one on a kept-alive connection:
+    # at the pace the page's script is given (data-poll-ms), each refresh must come before the
+    # listener's keep-alive closes the connection the last one used. (Pages polled every 5 s,
+    # against a 5 s keep-alive: every refresh reconnected.) The client keeps idle connections
+    # as a browser does (Chromium: up to 5 minutes), so what closes one is the server.
+    home = tmp_path / "home"
+    token = TokensFile(home / "tokens.json").add("alice")
+    limits = httpx.Limits(keepalive_expiry=300)
+    async with http_server({"ASK_ANOTHER_HOME": str(home)}, tmp_path / "stderr.log") as server, \
+            httpx.AsyncClient(base_url=server.base, limits=limits) as client:
+        page = await client.post("/console/login", data={"token": token},
+                                 headers={"Origin": server.base}, follow_redirects=True)
+        assert page.status_code == 200
+        found = re.search(r'data-poll-ms="(\d+)"', page.text)
+        assert found, page.text
+        pace = int(found.group(1)) / 1000
+        ports = []
+        for _ in range(3):
+            # What the script does: the next refresh `pace` seconds after the last answer.
+            await trio.sleep(pace)
+            live = await client.get("/console/jobs?part=live")
+            assert live.status_code == 200
+            ports.append(live.extensions["network_stream"].get_extra_info("client_addr")[1])
+        assert len(set(ports)) == 1, ports
+
+
 async def test_an_elicited_question_on_serve_http_carries_its_approval_link(
     sim: Simulator, tmp_path: Path
 ):
