@@ -30,13 +30,13 @@ from pathlib import Path
 import httpx
 import trio
 
+from ask_another.console._app import POLL_SECONDS  # the pages refresh at this pace
 from bench.report import Row
 from bench.server import _cpu_seconds, _rss_mb
 
 SUITE = "console"
 REPO = Path(__file__).resolve().parents[1]
 LISTENING = re.compile(r"http\.listening .*?url=(\S+)")
-from ask_another.console._app import POLL_SECONDS  # noqa: E402  (the pages poll at this pace)
 PAGES = ["/console/jobs?part=live"] * 4 + ["/console/approvals?part=live"] * 3 + [
     "/console/runtime?part=live"] * 3
 
