@@ -70,7 +70,7 @@ configuration (environment variables, read once at start):
   ASK_ANOTHER_OAUTH_ISSUER          serve --http: accept JWTs of this OAuth issuer too (also
                                     _AUDIENCE, _JWKS_URL, _USER_CLAIM, _ADMIN_SCOPE)
   ASK_ANOTHER_RATE_PER_MINUTE       serve --http: tool calls per user a minute (120; 0: off)
-  ASK_ANOTHER_MAX_JOBS_PER_USER     serve --http: unfinished research jobs per user (10; 0: off)
+  ASK_ANOTHER_MAX_JOBS_PER_USER     serve --http: unfinished jobs per user (10; 0: off)
   ASK_ANOTHER_DATABASE_URL          postgresql://user:password@host:port/database: the store
                                     on PostgreSQL (several nodes) instead of the SQLite file
   ASK_ANOTHER_DATABASE_POOL_SIZE    connections per pool to that database (10)

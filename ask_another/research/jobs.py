@@ -234,8 +234,8 @@ class ResearchJobs:
         if not await store.insert(record, taken, max_running=limit if limited else None):
             running = await store.running(self.user.id)
             raise LimitReached(
-                f"Limit reached: at most {limit} research job{'s' if limit != 1 else ''} "
-                "running at once per user "
+                f"Limit reached: at most {limit} job{'s' if limit != 1 else ''} (research or "
+                "consensus) running at once per user "
                 f"(ASK_ANOTHER_MAX_JOBS_PER_USER); you have {running} running",
                 hint="free_a_job")
         try:

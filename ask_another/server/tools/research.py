@@ -21,6 +21,7 @@ from ask_another.catalog import is_gemini_agent
 from ask_another.errors import AskAnotherError, InvalidArgument
 from ask_another.interaction.types import ALLOW, Deny, SpendRequest
 from ask_another.research import CancelOutcome
+from ask_another.research.methods import CONSENSUS_METHOD
 from ask_another.research.usage import usage_text
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
 from ask_another.server.lifespan import ServerState
@@ -147,6 +148,12 @@ def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX
     return json.dumps(body, indent=2, ensure_ascii=False)
 
 
+def job_noun(record: JobRecord) -> str:
+    """What a job is called where a person reads about it: a consensus started as a task is a
+    job like a research one, but not research."""
+    return "Consensus job" if record.method == CONSENSUS_METHOD else "Research job"
+
+
 def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
              console_url: str | None = None) -> str:
     """One job for check_research: the result when completed, else its state (what it waits
@@ -154,7 +161,8 @@ def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CH
     if record.status == "completed":
         return result_json(record, offset, max_chars)
     elapsed = record.elapsed(time.time())
-    lines = [f"Research job {record.id} ({record.model}) is {record.status.replace('_', ' ')}.",
+    lines = [f"{job_noun(record)} {record.id} ({record.model}) is "
+             f"{record.status.replace('_', ' ')}.",
              f"Query: {_cut(record.query, 300)}",
              f"Elapsed: {elapsed:.0f} s; attempts: {record.attempts}."]
     if record.step:
@@ -184,7 +192,8 @@ def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CH
 
 
 def background_text(record: JobRecord, waited: float) -> str:
-    return (f"Research job {record.id} ({record.model}) is still {record.status.replace('_', ' ')}"
+    return (f"{job_noun(record)} {record.id} ({record.model}) is still "
+            f"{record.status.replace('_', ' ')}"
             f" after {waited:.0f} s (current step: {record.step or 'starting'}). It continues in "
             f"the background, whatever happens to this session: to get the report later, call "
             f"check_research with job_id='{record.id}' (from this session or any other; "

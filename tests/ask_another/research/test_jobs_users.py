@@ -83,7 +83,7 @@ async def test_a_named_users_running_jobs_are_limited_and_the_error_says_by_what
         with pytest.raises(LimitReached) as refused:
             await alice.start("gdr", "three")
         assert str(refused.value).startswith(
-            "Limit reached: at most 2 research jobs running at once per user "
+            "Limit reached: at most 2 jobs (research or consensus) running at once per user "
             "(ASK_ANOTHER_MAX_JOBS_PER_USER); you have 2 running")
         assert [r.query for r in await alice.list()] == ["two", "one"]  # nothing stored
         await bob.start("gdr", "bob's")  # his own count
@@ -139,4 +139,4 @@ async def test_a_burst_of_starts_all_start_or_meet_the_limit_never_a_full_mailbo
                 nursery.start_soon(start, n)
         assert failed == [], failed[:1]
         assert (len(started), len(refused)) == (limit, burst - limit)
-        assert all(r.startswith(f"Limit reached: at most {limit} research jobs") for r in refused)
+        assert all(r.startswith(f"Limit reached: at most {limit} jobs (research") for r in refused)

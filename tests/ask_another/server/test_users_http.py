@@ -159,8 +159,8 @@ async def test_every_tool_with_a_job_or_conversation_id_refuses_another_users_in
             error, text = await call(client, "start_research", model="gdr", query="one too many",
                                      timeout=0)
             assert error and text.startswith(
-                "Error executing tool start_research: Limit reached: at most 2 research jobs "
-                "running at once per user (ASK_ANOTHER_MAX_JOBS_PER_USER); you have 2 "
+                "Error executing tool start_research: Limit reached: at most 2 jobs (research or "
+                "consensus) running at once per user (ASK_ANOTHER_MAX_JOBS_PER_USER); you have 2 "
                 "running."), text
 
         async with http_client_for(server.url, root) as client:
