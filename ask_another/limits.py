@@ -8,7 +8,8 @@ process), not in a module global; each node counts its own calls, so behind a lo
 that spreads one user over N nodes the user may make up to N times the limit.
 
 The other limit, jobs (research or consensus) running at once per user
-(`ASK_ANOTHER_MAX_JOBS_PER_USER`), is counted in the store so it holds across nodes (research/jobs.py, store/jobs.py `JobStore.insert`).
+(`ASK_ANOTHER_MAX_JOBS_PER_USER`), is counted in the store so it holds across nodes
+(research/jobs.py, store/jobs.py `JobStore.insert`).
 """
 
 from __future__ import annotations
