@@ -9,16 +9,13 @@ node or npm, or `npm ci` fails, offline say) it skips with one line saying why.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import trio
 from http_server import http_server
-from stdio_server import REPO
+from typescript_client import TS, install_typescript_client
 
 from ask_another.config import Config
 from ask_another.server import build_server
@@ -27,36 +24,15 @@ from ask_another.simulator import Reply, Simulator
 
 pytestmark = pytest.mark.slow  # starts a real server process and node
 
-TS = REPO / "tests" / "ts"
 FAKE_KEY = "sk-test-NEVER-SHOW-7d1e4c9a2b"
-
-
-SDK = TS / "node_modules" / "@modelcontextprotocol" / "sdk"
-
-
-def _installed_is_locked() -> bool:
-    locked = json.loads((TS / "package-lock.json").read_text())
-    wanted = locked["packages"]["node_modules/@modelcontextprotocol/sdk"]["version"]
-    installed = SDK / "package.json"
-    return installed.is_file() and json.loads(installed.read_text()).get("version") == wanted
 
 
 @pytest.fixture(scope="session")
 def typescript_client() -> Path:
-    """tests/ts with the locked client installed (`npm ci` once, under a lock: pytest-xdist
-    workers may ask at once), or a skip saying why it cannot be."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are not installed: the TypeScript client cannot run")
-    with (TS / ".npm-ci.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _installed_is_locked():
-            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                                  cwd=TS, capture_output=True, text=True, timeout=300,
-                                  check=False)
-            if done.returncode != 0 or not _installed_is_locked():
-                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                pytest.skip(f"`npm ci` in tests/ts failed (exit {done.returncode}: {last}): "
-                            "the TypeScript client cannot be installed here")
+    """tests/ts with the locked client installed, or a skip saying why it cannot be."""
+    why = install_typescript_client()
+    if why is not None:
+        pytest.skip(why)
     return TS
 
 
