@@ -11,7 +11,8 @@ while this process imports the SDK (about 0.4 s).
 `listen`, `Drain` and `serve_until_stopped` run an ASGI app on hypercorn's trio worker: the
 socket is bound first (so `--port 0` has a known port before the app is built), SIGTERM or SIGINT
 stops the listener, closes the open GET event streams and lets requests in flight finish for
-`ASK_ANOTHER_SHUTDOWN_SECONDS`; a second Ctrl-C cancels them. The MCP server over HTTP
+`ASK_ANOTHER_SHUTDOWN_SECONDS` (the listener ends once none is left); a second Ctrl-C cancels
+them. The MCP server over HTTP
 (server/http.py) and the console served alone (console/_serve.py) both serve this way, and
 neither imports the other for it.
 """
@@ -119,6 +120,7 @@ class Drain:
         self._streams: set[trio.CancelScope] = set()
         self._calls: set[trio.CancelScope] = set()
         self.stopping = False
+        self._no_calls = trio.Event()  # set once stopping with no call in flight
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -133,6 +135,8 @@ class Drain:
                 await self.app(scope, receive, send)
             finally:
                 held.discard(cancel)
+                if self.stopping and not self._calls:
+                    self._no_calls.set()
 
     @property
     def calls_in_flight(self) -> int:
@@ -142,6 +146,12 @@ class Drain:
         self.stopping = True
         for cancel in list(self._streams):
             cancel.cancel()
+        if not self._calls:
+            self._no_calls.set()
+
+    async def calls_finished(self) -> None:
+        """Return once stopping and no call is in flight."""
+        await self._no_calls.wait()
 
     def cancel_calls(self) -> None:
         for cancel in list(self._calls):
@@ -186,9 +196,18 @@ async def serve_until_stopped(drain: Drain, sock: socket.socket, config: Config,
                     # manager sends to the whole group, so it often arrives twice.
 
             async def run(task_status: trio.TaskStatus[list[str]]) -> None:
-                await serve(drain, hypercorn, shutdown_trigger=stop.wait,  # type: ignore[arg-type]
-                            task_status=task_status)
+                with trio.CancelScope() as serving:
+                    nursery.start_soon(end_when_idle, serving)
+                    await serve(drain, hypercorn, shutdown_trigger=stop.wait,  # type: ignore[arg-type]
+                                task_status=task_status)
                 nursery.cancel_scope.cancel()  # served and shut down: stop listening for signals
+
+            async def end_when_idle(serving: trio.CancelScope) -> None:
+                # hypercorn's own drain waits its whole deadline for a browser's idle keep-alive
+                # connections (Chromium's are not closed when it stops): once no call is left in
+                # flight there is nothing to wait for, so the listener ends then.
+                await drain.calls_finished()
+                serving.cancel()
 
             nursery.start_soon(on_signals)
             await nursery.start(run)

@@ -112,15 +112,17 @@ CONSOLE_LINK = re.compile(r"http://127\.0\.0\.1:\d+/console/login/once\?code=\S+
 @contextmanager
 def console_process(env: dict[str, str], log: Path) -> Iterator[str]:
     """A real `ask-another console --no-browser` over the home of `env`; yields its login link
-    (read from its stdout), and stops it with Ctrl-C (SIGINT) afterwards."""
+    (read from its stdout), and stops it with Ctrl-C (SIGINT) afterwards, which must end it with
+    no call in flight at once: well before its shutdown deadline, set long here (a browser's
+    idle keep-alive connections once held it for the whole deadline)."""
     import signal
 
     out = log.with_suffix(".out")
     with log.open("w") as err, out.open("w") as stdout:
         process = subprocess.Popen(
             [sys.executable, "-m", "ask_another", "console", "--no-browser"],
-            stdin=subprocess.DEVNULL, stdout=stdout, stderr=err, env=process_env(env),
-            cwd=REPO)
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=err,
+            env=process_env({**env, "ASK_ANOTHER_SHUTDOWN_SECONDS": "120"}), cwd=REPO)
     try:
         deadline = time.monotonic() + 60
         while not (found := CONSOLE_LINK.search(out.read_text())):
