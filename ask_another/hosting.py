@@ -12,9 +12,8 @@ while this process imports the SDK (about 0.4 s).
 socket is bound first (so `--port 0` has a known port before the app is built), SIGTERM or SIGINT
 stops the listener, closes the open GET event streams and lets requests in flight finish for
 `ASK_ANOTHER_SHUTDOWN_SECONDS` (the listener ends once none is left); a second Ctrl-C cancels
-them. The MCP server over HTTP
-(server/http.py) and the console served alone (console/_serve.py) both serve this way, and
-neither imports the other for it.
+them. The MCP server over HTTP (server/http.py) and the console served alone (console/_serve.py)
+both serve this way, and neither imports the other for it.
 """
 
 from __future__ import annotations
@@ -113,7 +112,7 @@ class Drain:
 
     `stop()` cancels the open GET requests (the session event streams: no call's answer travels
     on them, and they would otherwise hold the server open until the deadline); `cancel_calls()`
-    cancels the rest (a second Ctrl-C)."""
+    cancels the rest (a second Ctrl-C); `calls_finished()` returns once, stopped, none is left."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
