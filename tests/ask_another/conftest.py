@@ -45,10 +45,23 @@ def make_config(sim: Simulator, tmp_path: Path) -> Callable[..., Config]:
 MakeTransport = Callable[[Sequence[str]], Transport]
 
 
+@pytest.fixture(scope="session")
+def shared_worker_home() -> Iterator[Path]:
+    """One home for every `shared` gateway test of this test process: each test's transport
+    connects to the worker an earlier test started, as servers on one home do (a worker start
+    is seconds of CPU). A short path (a unix socket's is at most 104-108 bytes); its worker is
+    killed at the end rather than left to its idle exit."""
+    with tempfile.TemporaryDirectory(prefix="aa-") as home:
+        yield Path(home)
+        for pid_file in (Path(home) / "gateway").glob("*.pid"):
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
 @pytest.fixture(params=[
     pytest.param("thread"),
     pytest.param("process", marks=pytest.mark.slow),  # starts a worker process
-    pytest.param("shared", marks=pytest.mark.slow),  # starts a detached shared worker
+    pytest.param("shared", marks=pytest.mark.slow),  # the session's detached shared worker
 ])
 def transport(request: pytest.FixtureRequest) -> Iterator[MakeTransport]:
     """Each gateway test runs on every transport: `transport(secrets)` builds one."""
@@ -57,13 +70,10 @@ def transport(request: pytest.FixtureRequest) -> Iterator[MakeTransport]:
     elif request.param == "process":
         yield lambda secrets: ProcessTransport(secrets)
     else:
-        # A short home (a unix socket's path is at most 104-108 bytes); the worker is killed
-        # after the test rather than left to its idle exit.
-        with tempfile.TemporaryDirectory(prefix="aa-") as home:
-            yield lambda secrets: SharedTransport(Path(home), secrets, idle_exit=30)
-            for pid_file in (Path(home) / "gateway").glob("*.pid"):
-                with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
-                    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        home = request.getfixturevalue("shared_worker_home")
+        # pytest names the running test in the environment, which is part of the worker's key.
+        environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+        yield lambda secrets: SharedTransport(home, secrets, idle_exit=600, environ=environ)
 
 
 StoreTarget = Path | DatabaseUrl

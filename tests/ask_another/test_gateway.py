@@ -179,6 +179,7 @@ async def test_the_process_transport_leaves_the_gil_switch_interval_alone(sim: S
         sys.setswitchinterval(saved)
 
 
+@pytest.mark.slow  # starts a worker process
 def test_the_worker_process_imports_only_what_it_runs():
     # The worker starts at every server start and its imports come before litellm's (the first
     # completion waits for both): the package faces must not pull in the runtime, trio or the

@@ -29,6 +29,9 @@ def pipeline_env(sim: Simulator, home: Path) -> dict[str, str]:
         # The pages stand in for the public web: a model may read them unasked.
         "ASK_ANOTHER_PERMISSIONS": "internal=allow,after_internal=allow",
         "MODEL_SIM": f"openai/{MODEL};{KEY};{sim.openai_base}",
+        # litellm in a thread of this process, as the other in-process tests: the default, a
+        # shared worker process, cost each test seconds of CPU for an import this process has.
+        "ASK_ANOTHER_GATEWAY_PROCESS": "0",
     }
 
 

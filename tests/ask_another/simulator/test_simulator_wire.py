@@ -244,6 +244,7 @@ def test_shutdown_is_clean_and_frees_the_port() -> None:
         httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=2)
 
 
+@pytest.mark.slow  # starts the simulator as a process
 def test_child_process_serves_and_stops() -> None:
     with Simulator.process(latency=0.0) as urls:
         response = httpx.post(f"{urls.openai_base}/chat/completions", json=CHAT, timeout=10)

@@ -9,9 +9,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from first_start import first_starts
 
 from ask_another.store import MIGRATIONS
+
+pytestmark = pytest.mark.slow  # sixty processes, twenty at a time
 
 PROCESSES = 20
 HOMES = 3
