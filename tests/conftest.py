@@ -5,14 +5,22 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_server import PostgresServer, own_server
+from pycache import PYCACHE
+
+# Before the rest is imported: this process's bytecode goes where its servers' does
+# (tests/support/pycache.py), compiled once per machine, not at every run in every worker.
+sys.pycache_prefix = str(PYCACHE)
+sys.dont_write_bytecode = False
+
+from postgres_server import PostgresServer, own_server  # noqa: E402
 
 # Its hooks mark and watch the tests that start processes (`slow`).
-from slow_marks import pytest_collection_modifyitems, pytest_runtest_call  # noqa: F401
+from slow_marks import pytest_collection_modifyitems, pytest_runtest_call  # noqa: E402, F401
 
 # litellm fetches its model cost map at import unless told to use the bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

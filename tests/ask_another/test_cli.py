@@ -10,11 +10,11 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 import trio
+from pycache import PYCACHE
 
 from ask_another.config import Config
 from ask_another.console_link import publish_console
@@ -25,7 +25,6 @@ from ask_another.simulator import ToolCall as SimCall
 pytestmark = pytest.mark.slow  # starts real server processes
 
 REPO = Path(__file__).resolve().parents[2]
-PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
 
 
 def run(args: list[str], env: dict[str, str], stdin: str = ""

@@ -12,17 +12,16 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+from pycache import PYCACHE
 
 from ask_another.simulator import Simulator
 
 pytestmark = pytest.mark.slow  # starts real CLI processes
 
 REPO = Path(__file__).resolve().parents[2]
-PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
 GDR = "gemini/deep-research-pro-preview-12-2025"
 
 

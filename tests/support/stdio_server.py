@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,11 +10,10 @@ from typing import IO, Any
 
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from pycache import PYCACHE
 
 REPO = Path(__file__).resolve().parents[2]
-# The sandbox disables bytecode caching; a private cache dir keeps repeated server starts fast
-# without writing __pycache__ into the source tree or the venv.
-PYCACHE = Path(tempfile.gettempdir()) / "ask-another-test-pycache"
+__all__ = ["PYCACHE", "REPO", "server_parameters", "stdio_client_for"]
 
 
 def server_parameters(env: dict[str, str], *, probe: bool = False) -> StdioServerParameters:
