@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 from pycache import PYCACHE
 
-# Before the rest is imported: this process's bytecode goes where its servers' does
-# (tests/support/pycache.py), compiled once per machine, not at every run in every worker.
-sys.pycache_prefix = str(PYCACHE)
+# Before the rest is imported: this process's bytecode, and that of every process it starts with
+# its environment (the gateway workers of in-process gateways, the first starts), goes where its
+# servers' does (tests/support/pycache.py): compiled once per machine, not at every start.
+sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
 sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from postgres_server import PostgresServer, own_server  # noqa: E402
 
