@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from stdio_server import PYCACHE, REPO
+from pycache import PYCACHE
+from stdio_server import REPO
 
 from ask_another.config import Config
 from ask_another.gateway import SharedTransport, open_gateway

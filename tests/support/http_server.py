@@ -22,7 +22,8 @@ import trio
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from stdio_server import PYCACHE, REPO
+from pycache import PYCACHE
+from stdio_server import REPO
 
 LISTENING = re.compile(r"http\.listening .*?url=(\S+)")
 

@@ -17,16 +17,17 @@ from pathlib import Path
 
 
 def _own_directory() -> Path:
+    """The user's cache, or a fresh one where that path is not a 0700 directory of theirs."""
     path = Path(tempfile.gettempdir()) / f"ask-another-test-pycache-{os.getuid()}"
     try:
         path.mkdir(mode=0o700, exist_ok=True)
         found = path.lstat()
     except OSError:
-        return Path(tempfile.mkdtemp(prefix="ask-another-test-pycache-"))
-    if (not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid()
-            or found.st_mode & 0o077):
-        return Path(tempfile.mkdtemp(prefix="ask-another-test-pycache-"))
-    return path
+        found = None
+    if (found is not None and stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid()
+            and not found.st_mode & 0o077):
+        return path
+    return Path(tempfile.mkdtemp(prefix="ask-another-test-pycache-"))
 
 
 PYCACHE = _own_directory()

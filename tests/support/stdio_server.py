@@ -13,7 +13,6 @@ from mcp.client.stdio import stdio_client
 from pycache import PYCACHE
 
 REPO = Path(__file__).resolve().parents[2]
-__all__ = ["PYCACHE", "REPO", "server_parameters", "stdio_client_for"]
 
 
 def server_parameters(env: dict[str, str], *, probe: bool = False) -> StdioServerParameters:

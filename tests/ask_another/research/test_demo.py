@@ -8,7 +8,8 @@ import sys
 import time
 
 import pytest
-from stdio_server import PYCACHE, REPO
+from pycache import PYCACHE
+from stdio_server import REPO
 
 pytestmark = pytest.mark.slow  # starts real server processes
 

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from stdio_server import PYCACHE, REPO, stdio_client_for
+from pycache import PYCACHE
+from stdio_server import REPO, stdio_client_for
 from tool_results import call, text_of
 
 from ask_another.simulator import Fail, Reply, Simulator

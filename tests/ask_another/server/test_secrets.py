@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stdio_server import PYCACHE, REPO, stdio_client_for
+from pycache import PYCACHE
+from stdio_server import REPO, stdio_client_for
 
 from ask_another.simulator import Fail, Simulator
 

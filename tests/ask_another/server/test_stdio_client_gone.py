@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from stdio_server import PYCACHE, REPO
+from pycache import PYCACHE
+from stdio_server import REPO
 
 pytestmark = pytest.mark.slow  # starts real server processes
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from stdio_server import PYCACHE, REPO
+from pycache import PYCACHE
+from stdio_server import REPO
 
 from ask_another.simulator import Reply, Simulator
 
