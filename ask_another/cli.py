@@ -27,7 +27,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 import trio
@@ -37,6 +37,9 @@ from ask_another.config import Config
 from ask_another.errors import FEEDBACK_POINTER, AskAnotherError, Hint, error_text
 from ask_another.home import home_problem
 from ask_another.logs import configure_logging
+
+if TYPE_CHECKING:
+    from ask_another.runtime import Runtime
 
 # The reference ships in --help: a wheel install has no docs/ folder to point at.
 REFERENCE = """\
@@ -75,6 +78,7 @@ configuration (environment variables, read once at start):
                                     on PostgreSQL (several nodes) instead of the SQLite file
   ASK_ANOTHER_DATABASE_POOL_SIZE    connections per pool to that database (10)
   ASK_ANOTHER_LEASE_SECONDS         how soon another node takes over a dead node's jobs (15)
+  ASK_ANOTHER_HOST_LINGER           seconds the job host stays with no unfinished job (60)
 
 an MCP client runs `ask-another` with no command (stdio). Try it without keys: `ask-another demo`.
 Full documentation: README.md and docs/ in the source tree (a team service: docs/deploy.md)."""
@@ -178,8 +182,9 @@ def _parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="check the configuration; exit 1 if anything is "
                                  "wrong")
     doctor.add_argument("--stop-workers", action="store_true",
-                        help="first stop every shared gateway worker of the home (the next "
-                             "provider call starts one again)")
+                        help="first stop the home's job host (naming the jobs it runs: they "
+                             "resume at the next start) and every shared gateway worker of the "
+                             "home (the next provider call starts one again)")
     feedback = commands.add_parser("feedback", help="record feedback or a bug report in the "
                                    "local store (what the MCP feedback tool does)")
     feedback.add_argument("issue", help="what happened, or what could work better")
@@ -314,12 +319,18 @@ async def _serve(config: Config) -> None:
     # The lifespan (the runtime) opens before the MCP SDK is imported: the gateway's worker
     # process starts with it and imports litellm (about 1.3 s of CPU) on the other core while
     # this process imports the SDK (about 0.4 s), so the first completion waits that much less.
+    from ask_another.hosting import until_signalled
     from ask_another.server.lifespan import open_lifespan
 
-    async with open_lifespan(config, per_session=True) as opened:
-        with quick_import():  # the MCP SDK's import is most of the cold start
-            from ask_another.server import serve_stdio
-        await serve_stdio(config, opened)
+    async def serve() -> None:
+        async with open_lifespan(config, per_session=True) as opened:
+            with quick_import():  # the MCP SDK's import is most of the cold start
+                from ask_another.server import serve_stdio
+            await serve_stdio(config, opened)
+
+    # A client ends a session by closing stdin, terminating the process group or hanging up:
+    # each ends it in order, so the jobs started here move to the job host at once.
+    await until_signalled((signal.SIGTERM, signal.SIGHUP), serve)
 
 
 def _only(exc: BaseException, kind: type[BaseException]) -> bool:
@@ -538,6 +549,7 @@ async def _doctor(config: Config, stop_workers: bool = False) -> int:
 
     home = config.home.absolute()
     if stop_workers:
+        await _stop_host(config)
         for worker, gone in await trio.to_thread.run_sync(stop, home):
             print(f"{'stopped' if gone else 'asked to stop (still running)'}: worker "
                   f"{worker.describe(home)}")
@@ -563,11 +575,14 @@ async def _doctor(config: Config, stop_workers: bool = False) -> int:
     else:
         try:
             # prewarm_after=None: no gateway worker (litellm) starts; the catalog reads the map.
-            async with open_runtime(config, prewarm_after=None, per_session=True) as runtime:
+            # start_host=False: doctor looks at the job host, it never starts one.
+            async with open_runtime(config, prewarm_after=None, per_session=True,
+                                    start_host=False) as runtime:
                 database = await runtime.database()
                 print(f"database: {database.where} (schema version "
                       f"{await database.schema_version()})")
                 catalog: Catalog = await runtime.catalog()
+                host_line = await _host_line(runtime)
         except AskAnotherError as exc:
             problems.insert(0, str(exc))
         else:
@@ -578,6 +593,7 @@ async def _doctor(config: Config, stop_workers: bool = False) -> int:
             # may have another than this terminal's (`--stop-workers` stops them all).
             for worker in await trio.to_thread.run_sync(home_workers, home):
                 print(f"worker: {worker.describe(home)}")
+            print(host_line)
     for entry in config.models:
         if not entry.api_key:
             print(f"note: {entry.variable} has an empty API key (fine for local providers)")
@@ -615,6 +631,53 @@ async def _doctor(config: Config, stop_workers: bool = False) -> int:
         print(f"PROBLEM: {problem}")
     print("configuration OK" if not problems else "configuration has problems (see above)")
     return 0 if not problems else 1
+
+
+async def _host_jobs(runtime: Runtime, pid: int) -> list[str]:
+    """The ids of the unfinished jobs the job host `pid` holds."""
+    from ask_another.research.lease import owner_prefix
+    from ask_another.store.jobs import job_store
+
+    prefix = owner_prefix(pid)
+    return [job.id for job in await job_store(await runtime.database()).unfinished()
+            if job.owner is not None and job.owner.startswith(prefix)]
+
+
+async def _host_line(runtime: Runtime) -> str:
+    """doctor's line on the home's job host (research/host.py): its pid and its jobs."""
+    from ask_another.research.host import running_host
+
+    if runtime.config.database_url is not None:
+        return "job host: none on PostgreSQL (the serve --http nodes run each other's jobs)"
+    pid = await trio.to_thread.run_sync(running_host, runtime.config.home)
+    if pid is None:
+        return ("job host: not running (a session on this home starts it when it starts, "
+                "holds or finds an unfinished job)")
+    jobs = await _host_jobs(runtime, pid)
+    held = f"running {len(jobs)} job(s): {', '.join(jobs)}" if jobs else "running no job"
+    return f"job host: pid {pid}, {held}; log {runtime.config.home / 'jobs' / 'host.log'}"
+
+
+async def _stop_host(config: Config) -> None:
+    """`doctor --stop-workers`: say which jobs stopping the job host interrupts, then stop it
+    (it hands them back; the next host takes them over)."""
+    from ask_another.research.host import running_host, stop_host
+    from ask_another.runtime import open_runtime
+
+    pid = await trio.to_thread.run_sync(running_host, config.home)
+    if pid is None:
+        return
+    async with open_runtime(config, prewarm_after=None, per_session=True,
+                            start_host=False) as runtime:
+        jobs = await _host_jobs(runtime, pid)
+    if jobs:
+        print(f"stopping the job host (pid {pid}) interrupts {len(jobs)} job(s): "
+              f"{', '.join(jobs)}; they resume from their last step at the next start (the "
+              "next session on this home starts a host)")
+    stopped = await trio.to_thread.run_sync(stop_host, config.home)
+    if stopped is not None:
+        print(f"{'stopped' if stopped[1] else 'asked to stop (still running)'}: job host "
+              f"pid {stopped[0]}")
 
 
 def _tokens_status(config: Config) -> str:

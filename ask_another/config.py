@@ -46,6 +46,7 @@ DEFAULT_LEASE_SECONDS: Final = 15.0  # a research job's lease; its owner renews 
 DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in characters
 DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
 DEFAULT_GATEWAY_IDLE: Final = 900.0  # the gateway worker exits after this long without a call
+DEFAULT_HOST_LINGER: Final = 60.0  # the job host exits after this long with no unfinished job
 DEFAULT_CONFIRM_USD: Final = 1.00  # estimates above this ask a person to confirm
 DEFAULT_SHUTDOWN_SECONDS: Final = 20.0  # serve --http: how long in-flight calls may finish
 DEFAULT_BODY_SECONDS: Final = 30.0  # serve --http: how long a request's body may take to arrive
@@ -235,6 +236,7 @@ class Config:
     # the face decides; shared for the stdio server and the people commands, runtime.py).
     gateway_shared: bool | None = None
     gateway_idle: float = DEFAULT_GATEWAY_IDLE
+    host_linger: float = DEFAULT_HOST_LINGER  # the job host's (jobhost.py)
     confirm_usd: float = DEFAULT_CONFIRM_USD
     budget_day_usd: float | None = None  # None: no daily ceiling
     budget_month_usd: float | None = None
@@ -282,6 +284,8 @@ class Config:
                                     DEFAULT_MAX_FEEDBACK_CHARS, problems)
         gateway_idle = _parse_positive(env, "ASK_ANOTHER_GATEWAY_IDLE", DEFAULT_GATEWAY_IDLE,
                                        problems)
+        host_linger = _parse_positive(env, "ASK_ANOTHER_HOST_LINGER", DEFAULT_HOST_LINGER,
+                                      problems)
         confirm_usd = _parse_usd(env, "ASK_ANOTHER_CONFIRM_USD", DEFAULT_CONFIRM_USD, problems)
         budget_day = _parse_usd(env, "ASK_ANOTHER_BUDGET_DAY_USD", None, problems)
         budget_month = _parse_usd(env, "ASK_ANOTHER_BUDGET_MONTH_USD", None, problems)
@@ -324,6 +328,7 @@ class Config:
             max_prompt_chars=max_prompt,
             max_feedback_chars=max_feedback,
             gateway_idle=gateway_idle,
+            host_linger=host_linger,
             confirm_usd=DEFAULT_CONFIRM_USD if confirm_usd is None else confirm_usd,
             budget_day_usd=budget_day,
             budget_month_usd=budget_month,

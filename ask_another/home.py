@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ask_another.logs import get_logger
 
-__all__ = ["home_problem", "make_private"]
+__all__ = ["home_problem", "make_private", "not_private"]
 
 log = get_logger("ask_another.home")
 
@@ -82,3 +82,19 @@ def make_private(home: Path) -> None:
         return
     log.warning("home.tightened", path=str(home), was=f"{mode:04o}", now=f"{mode & ~0o077:04o}",
                 reason="other accounts on this machine could read the store")
+
+
+def not_private(directory: Path) -> str | None:
+    """Why another user could put a file of their own in `directory` (a socket, a pid file), or
+    None (also when it does not exist yet). The shared gateway worker and the job host ask it
+    of the home and of their own directory before trusting what they find there."""
+    try:
+        found = directory.stat()
+    except FileNotFoundError:
+        return None
+    if found.st_uid != os.geteuid():
+        return f"{directory} belongs to another user (uid {found.st_uid})"
+    if found.st_mode & 0o022:
+        return (f"{directory} can be written by other users (mode "
+                f"{found.st_mode & 0o7777:04o})")
+    return None

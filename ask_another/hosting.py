@@ -14,6 +14,12 @@ stops the listener, closes the open GET event streams and lets requests in fligh
 `ASK_ANOTHER_SHUTDOWN_SECONDS` (the listener ends once none is left); a second Ctrl-C cancels
 them. The MCP server over HTTP (server/http.py) and the console served alone (console/_serve.py)
 both serve this way, and neither imports the other for it.
+
+`until_signalled(signals, run)` runs a face that ends on its own (the stdio server at the end of
+its stdin, the job host when it has lingered) until one of `signals` too: the stdio server ends
+in order on SIGTERM and SIGHUP as when its stdin closes (a client ending a session may close
+stdin, terminate the server's process group or hang up), so its runtime closes and hands its
+jobs back to the home's job host (research/host.py) instead of leaving them to their leases.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from ask_another.logs import get_logger
 from ask_another.runtime import Runtime, open_runtime
 
 __all__ = ["KEEP_ALIVE_SECONDS", "ASGIApp", "Drain", "Scope", "Unavailable", "is_loopback",
-           "listen", "open_lifespan", "serve_until_stopped", "url_host"]
+           "listen", "open_lifespan", "serve_until_stopped", "until_signalled", "url_host"]
 
 log = get_logger("ask_another.server")
 http_log = get_logger("ask_another.server.http")
@@ -76,6 +82,25 @@ async def open_lifespan(config: Config, *, prewarm_after: float | None = 0,
             yield Unavailable(exc)
             return
         yield runtime
+
+
+async def until_signalled(signals: tuple[signal.Signals, ...],
+                          run: Callable[[], Awaitable[None]]) -> None:
+    """Await `run()` until it returns or one of `signals` arrives; then it is cancelled, and
+    whatever it opened closes in order (the runtime hands its jobs back). A signal arriving
+    while it closes changes nothing: the jobs' release is shielded (research/job.py)."""
+    with trio.open_signal_receiver(*signals) as received:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signal() -> None:
+                async for signum in received:
+                    log.info("server.stopping", signal=signal.Signals(signum).name)
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(on_signal)
+            await run()
+            nursery.cancel_scope.cancel()
 
 
 def is_loopback(host: str) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,9 +53,10 @@ from ask_another.interaction.model import gateway_model
 from ask_another.interaction.router import DEFAULT_MAX_ROUNDS, Message, TurnResult, run_turn
 from ask_another.limits import RequestRate
 from ask_another.logs import ensure_logging, get_logger, register_secrets
+from ask_another.research.host import ensure_host
 from ask_another.research.jobs import ResearchJobs
 from ask_another.research.lease import Lease, new_owner
-from ask_another.research.supervisor import research_spec
+from ask_another.research.supervisor import HandOff, Ownership, TakeOver, research_spec
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
 from ask_another.store import Database, FeedbackRecord, StoreActor, add_feedback
@@ -307,9 +309,30 @@ def describe_gateway(config: Config) -> str:
             f"{others}")
 
 
+def _ownership(config: Config, per_session: bool, job_host: bool, start_host: bool
+               ) -> Ownership:
+    """Whose jobs this runtime takes over (docs/architecture.md, "Where a job lives"): a face
+    serving one session on the home's SQLite store nobody's (it makes sure the home's job host
+    runs instead); the host, promptly; any other (`serve --http` nodes, PostgreSQL, an embedding
+    program) as before, at each sweep."""
+    if job_host:
+        return TakeOver(prompt=True)
+    if not per_session or config.database_url is not None:
+        return TakeOver()
+    if not start_host:
+        return HandOff(None)
+    home, environ = config.home, dict(os.environ)
+
+    async def ensure() -> int:
+        return await trio.to_thread.run_sync(ensure_host, home, environ)
+
+    return HandOff(ensure)
+
+
 @contextlib.asynccontextmanager
 async def open_runtime(config: Config | None = None, *, prewarm_after: float | None = 0,
-                       gateway_process: bool | None = None, per_session: bool = False
+                       gateway_process: bool | None = None, per_session: bool = False,
+                       job_host: bool = False, start_host: bool = True
                        ) -> AsyncIterator[Runtime]:
     """Start the supervision tree for the duration of the block; stop it on exit.
 
@@ -318,8 +341,12 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     worker process (None: `config.gateway_process`, and yes when that is unset too) or, when
     false, in a thread of this process. `per_session`: this runtime serves one client session
     (the stdio server, a people command), so its worker is shared with the other sessions on the
-    home unless `ASK_ANOTHER_GATEWAY_SHARED=0` (see `_transport_kind`). Raises `StoreError` if the
-    database cannot be opened.
+    home unless `ASK_ANOTHER_GATEWAY_SHARED=0` (see `_transport_kind`), and on the home's SQLite
+    store it takes over no other process's jobs: the home's job host does, which it starts when
+    it starts, holds or finds an unfinished job unless `start_host` is false (`doctor`), with
+    this process's environment (`_ownership`). `job_host`: this runtime is that host's
+    (jobhost.py): the shared worker, and jobs handed back taken over within a second. Raises
+    `StoreError` if the database cannot be opened.
     """
     config = config if config is not None else Config.from_env()
     ensure_logging(config.log_level)
@@ -335,10 +362,11 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     lease = Lease(new_owner(), config.lease_seconds)
     children = [
         child_spec(StoreActor, config.database, name="store", registry=registry),
-        child_spec(GatewayActor, _transport(config, gateway_process, per_session),
+        child_spec(GatewayActor, _transport(config, gateway_process, per_session or job_host),
                    config.secrets(), prewarm_after,
                    name="gateway", registry=registry, shutdown=15.0),
-        research_spec(services, lease=lease),
+        research_spec(services, lease=lease,
+                      ownership=_ownership(config, per_session, job_host, start_host)),
         conversations_spec(services),
     ]
     started = False

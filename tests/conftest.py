@@ -38,15 +38,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def _shared_workers(under: Path) -> set[int]:
-    """The shared gateway workers (gateway/_shared.py) whose socket lies under `under`, from
-    /proc: the ones this test run started (another run on the machine has its own)."""
+    """The shared gateway workers (gateway/_shared.py) whose socket lies under `under`, and the
+    job hosts (jobhost.py) of homes under it, from /proc: the ones this test run started
+    (another run on the machine has its own)."""
     found = set()
-    needle = b"\0--shared\0" + os.fsencode(under) + b"/"
+    worker = b"\0--shared\0" + os.fsencode(under) + b"/"
+    host = b"\0" + os.fsencode(under) + b"/"
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 command = (entry / "cmdline").read_bytes()
-                if b"ask_another.gateway._worker" in command and needle in command:
+                if (b"ask_another.gateway._worker" in command and worker in command) or (
+                        b"\0ask_another.jobhost\0" in command and host in command):
                     found.add(int(entry.name))
     return found
 
@@ -55,7 +58,8 @@ def _shared_workers(under: Path) -> set[int]:
 def _no_shared_worker_outlives_its_test(tmp_path_factory: pytest.TempPathFactory
                                         ) -> Iterator[None]:
     """The stdio server and the people commands share one detached gateway worker per home by
-    default, which would otherwise wait out its idle time (15 minutes) after each test. Homes
+    default, which would otherwise wait out its idle time (15 minutes) after each test, and
+    start its job host, which would wait out its linger (60 s). Homes
     under the run's temporary directory are this run's; the tests that make homes elsewhere
     stop their workers themselves."""
     base = tmp_path_factory.getbasetemp()

@@ -49,15 +49,16 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
 import trio
 
+from ask_another.detached import start_detached
 from ask_another.gateway._process import WORKER_MODULE, ProcessTransport, WorkerStopped, _Worker
 from ask_another.gateway._wire import HEADER, Hello, Ready, frame, peer_uid
+from ask_another.home import not_private
 from ask_another.logs import get_logger
 
 log = get_logger("ask_another.gateway")
@@ -166,43 +167,17 @@ def _connect(path: Path) -> socket.socket:
     return sock
 
 
-def _not_private(directory: Path) -> str | None:
-    """Why another user could put a socket of their own in `directory`, or None."""
-    try:
-        found = directory.stat()
-    except FileNotFoundError:
-        return None
-    if found.st_uid != os.geteuid():
-        return f"{directory} belongs to another user (uid {found.st_uid})"
-    if found.st_mode & 0o022:
-        return (f"{directory} can be written by other users (mode "
-                f"{found.st_mode & 0o7777:04o})")
-    return None
-
-
 def _start_worker(path: Path, log_level: str, idle: float) -> None:
     """Start a detached worker listening on `path`, in the home; return once it listens."""
-    home = path.parent.parent
-    log_file = os.open(path.with_name("gateway.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-                       0o600)
-    try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", WORKER_MODULE, log_level, "--shared", str(path), repr(idle)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log_file, cwd=home,
-            env=worker_environment(os.environ),
-            start_new_session=True)  # not in the client's process group: it outlives us
-    finally:
-        os.close(log_file)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    process.stdout.close()
+    process, line = start_detached(
+        [sys.executable, "-m", WORKER_MODULE, log_level, "--shared", str(path), repr(idle)],
+        home=path.parent.parent, log_path=path.with_name("gateway.log"),
+        env=worker_environment(os.environ))
     if line != LISTENING:  # it ended (or closed its stdout) before listening
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
         raise Unshareable(f"the shared gateway worker did not start (exit code "
                           f"{process.poll()}; see {path.with_name('gateway.log')})")
-    # Reaped here if it exits while this server runs (no zombie in a process listing).
-    threading.Thread(target=process.wait, daemon=True).start()
     log.info("gateway.shared_worker_started", pid=process.pid, socket=str(path))
 
 
@@ -215,7 +190,7 @@ def socket_problem(path: Path) -> str | None:
         return f"{path.parent} is not a directory"
     # Another user who can write in the home or gateway/ could listen in the worker's place:
     # the next session would send them its keys and prompt, and show their answer.
-    return _not_private(path.parent.parent) or _not_private(path.parent)
+    return not_private(path.parent.parent) or not_private(path.parent)
 
 
 def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket | None:
@@ -228,7 +203,7 @@ def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket |
         raise Unshareable(problem)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        problem = _not_private(path.parent)  # made by another user first, say
+        problem = not_private(path.parent)  # made by another user first, say
         if problem is not None:
             raise Unshareable(problem)
         lock = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o600)

@@ -23,6 +23,7 @@ named user's start is refused with `LimitReached` while they have that many unfi
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -55,7 +56,13 @@ from ask_another.research.messages import (
     Subscribe,
 )
 from ask_another.research.methods import CONSENSUS_METHOD, DEPTHS, METHODS
-from ask_another.research.supervisor import JOB_OWNER, JOBS_SUPERVISOR, GetLease, job_spec
+from ask_another.research.supervisor import (
+    JOB_OWNER,
+    JOBS_SUPERVISOR,
+    GetLease,
+    JobStarted,
+    job_spec,
+)
 from ask_another.spend.before import estimate_json, estimate_research
 from ask_another.spend.budget import ceilings, check_budget
 from ask_another.spend.estimate import Estimate
@@ -246,6 +253,12 @@ class ResearchJobs:
             await store.finish(record.id, "failed", ended_at=now, error=reason,
                                event=JobEvent(job_id=record.id, at=now, step="failed"))
             raise AskAnotherError(reason) from None
+        owner = self.registry.whereis(JOB_OWNER)
+        # A per-session face's owner makes sure the job host runs; if its mailbox is full (a
+        # burst of starts), its next renewal does.
+        with contextlib.suppress(MailboxFull, ActorExited):
+            if owner is not None:
+                owner.cast(JobStarted(record.id))
         return record
 
     async def _start_child(self, record: JobRecord, options: JobOptions | None = None) -> None:

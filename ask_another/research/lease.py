@@ -46,7 +46,7 @@ from ask_another.logs import get_logger
 from ask_another.store.jobs import JobRecord, JobRequest
 
 __all__ = ["FENCE", "REQUEST_POLL", "HeartbeatStatistics", "Lease", "Leases", "heartbeat",
-           "new_owner"]
+           "new_owner", "owner_prefix"]
 
 log = get_logger("ask_another.research")
 
@@ -70,7 +70,13 @@ class Leases(Protocol):
 
 def new_owner() -> str:
     """An owner id unique to this runtime: readable in the store, never reused."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+    return f"{owner_prefix(os.getpid())}{secrets.token_hex(4)}"
+
+
+def owner_prefix(pid: int) -> str:
+    """How the owner ids of process `pid` on this machine begin (`doctor` finds the job host's
+    jobs by it)."""
+    return f"{socket.gethostname()}:{pid}:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,12 +160,15 @@ async def heartbeat(store: Leases, lease: Lease, *, on_renewed: RenewedFn,
                     on_requests: RequestsFn, on_expired: ExpiredFn,
                     on_fenced: FencedFn = _nothing, on_unfenced: RenewedFn = _none,
                     slow_is_away: bool = True, request_poll: float = REQUEST_POLL,
+                    sweep_every: float | None = None,
                     statistics: HeartbeatStatistics | None = None) -> None:
     """Run forever (cancel it to stop): renew, take requests, sweep expired leases, each on its
     own schedule, with the fencing watchdog beside them (see the module docstring;
-    `slow_is_away`: a renewal that does not return counts as the database being away). The first
-    renewal and sweep happen one period after the call (the caller has just claimed and
-    swept)."""
+    `slow_is_away`: a renewal that does not return counts as the database being away;
+    `sweep_every`: seconds between sweeps, `lease.sweep_every` unless given: the job host sweeps
+    at every request poll, so a job a session handed back as it ended moves within a second).
+    The first renewal and sweep happen one period after the call (the caller has just claimed
+    and swept)."""
     stats = statistics if statistics is not None else HeartbeatStatistics()
     begin = trio.current_time()
     renewal = _Renewal(begin)
@@ -167,13 +176,14 @@ async def heartbeat(store: Leases, lease: Lease, *, on_renewed: RenewedFn,
         nursery.start_soon(_watchdog, lease, renewal, on_fenced, stats, request_poll,
                            slow_is_away)
         await _beat(store, lease, renewal, stats, on_renewed, on_unfenced, on_requests,
-                    on_expired, request_poll, begin)
+                    on_expired, request_poll, sweep_every or lease.sweep_every, begin)
 
 
 async def _beat(store: Leases, lease: Lease, renewal: _Renewal, stats: HeartbeatStatistics,
                 on_renewed: RenewedFn, on_unfenced: RenewedFn, on_requests: RequestsFn,
-                on_expired: ExpiredFn, request_poll: float, begin: float) -> None:
-    next_renew, next_sweep = begin + lease.renew_every, begin + lease.sweep_every
+                on_expired: ExpiredFn, request_poll: float, sweep_every: float,
+                begin: float) -> None:
+    next_renew, next_sweep = begin + lease.renew_every, begin + sweep_every
     while True:
         await trio.sleep_until(min(trio.current_time() + request_poll, next_renew, next_sweep))
         now = trio.current_time()
@@ -182,7 +192,7 @@ async def _beat(store: Leases, lease: Lease, renewal: _Renewal, stats: Heartbeat
         # while the database was away.
         sweep = now >= next_sweep
         if sweep:
-            next_sweep = now + lease.sweep_every
+            next_sweep = now + sweep_every
         try:
             if now >= next_renew:
                 next_renew = now + lease.renew_every

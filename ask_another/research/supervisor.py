@@ -20,6 +20,14 @@ processes never both take a job; the winner resumes the job when its method can 
 interaction the provider holds, polled again from its saved id) or fails it with a reason saying
 its owner stopped. Nothing is silently lost and nothing is re-run and billed twice.
 
+Where a job goes when its process ends (docs/architecture.md, "Where a job lives") is this
+owner's `Ownership`: `TakeOver` (the job host, `serve --http` nodes, an embedding program) takes
+over released and expired jobs as above, the job host at every request poll; `HandOff` (a
+per-session face: the stdio server, the people commands) takes over no other process's job,
+since a process that lives for one tool call would be interrupted again at once and its step in
+flight run twice, and makes sure the home's job host runs whenever it starts, holds or finds an
+unfinished job (research/host.py), so the host takes its jobs when it ends.
+
 Fencing (research/lease.py): when this owner has not renewed its leases for most of a lease (the
 database cannot be reached), it stops every job running here, writing nothing, before another
 node can take them over; the first renewal that goes through afterwards starts again those it
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -42,6 +51,7 @@ import msgspec
 from ask_another.errors import AskAnotherError
 from ask_another.interaction.types import Decision, Deny
 from ask_another.logs import get_logger
+from ask_another.research.host import HostUnavailable
 from ask_another.research.job import (
     DEFAULT_MAX_ATTEMPTS,
     JobOptions,
@@ -49,7 +59,13 @@ from ask_another.research.job import (
     Services,
     job_name,
 )
-from ask_another.research.lease import HeartbeatStatistics, Lease, heartbeat, new_owner
+from ask_another.research.lease import (
+    REQUEST_POLL,
+    HeartbeatStatistics,
+    Lease,
+    heartbeat,
+    new_owner,
+)
 from ask_another.research.messages import (
     Answered,
     Cancel,
@@ -84,7 +100,11 @@ __all__ = [
     "OWNER_DIED",
     "GetLease",
     "GetStatistics",
+    "HandOff",
     "JobOwner",
+    "JobStarted",
+    "Ownership",
+    "TakeOver",
     "job_spec",
     "research_spec",
 ]
@@ -118,6 +138,36 @@ class GetStatistics:
     """Ask the `JobOwner` for a copy of its `HeartbeatStatistics`."""
 
 
+@dataclass(frozen=True, slots=True)
+class JobStarted:
+    """Told to the `JobOwner` (a cast) when a job has started in this runtime."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TakeOver:
+    """An owner that takes over the jobs other processes handed back or left with an expired
+    lease: at start-up and every sweep (`lease / 2`), or with `prompt` (the job host) at every
+    request poll, so a job a session handed back as it ended moves within a second."""
+
+    prompt: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HandOff:
+    """A per-session face's owner: it takes over no other process's job, and whenever it starts,
+    holds (at each renewal) or finds (at start-up and each sweep) an unfinished job it awaits
+    `ensure_host` (research/host.py: the home's job host runs, started if not; it returns the
+    host's pid; None: nothing is started, as `doctor`). Should no host be able to run here, it
+    logs why and takes jobs over itself after all, as a `TakeOver` owner."""
+
+    ensure_host: Callable[[], Awaitable[int]] | None
+
+
+Ownership = TakeOver | HandOff
+
+
 def job_spec(record: JobRecord, services: Services,
              max_attempts: int = DEFAULT_MAX_ATTEMPTS,
              options: JobOptions | None = None) -> ChildSpec:
@@ -134,9 +184,9 @@ def job_spec(record: JobRecord, services: Services,
 
 
 def research_spec(services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                  lease: Lease | None = None) -> ChildSpec:
+                  lease: Lease | None = None, ownership: Ownership | None = None) -> ChildSpec:
     """The `research` subtree for the runtime's root supervisor (`lease`: this runtime's, made
-    here unless given)."""
+    here unless given; `ownership`: `TakeOver()` unless given)."""
     registry = services.registry
     lease = lease if lease is not None else Lease(new_owner(), services.config.lease_seconds)
     return supervisor_spec(
@@ -145,7 +195,8 @@ def research_spec(services: Services, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
             dynamic_supervisor_spec(JOBS_SUPERVISOR, max_restarts=JOB_RESTARTS,
                                     max_seconds=JOB_RESTART_SECONDS, name=JOBS_SUPERVISOR,
                                     registry=registry),
-            child_spec(JobOwner, services, lease, max_attempts, name=JOB_OWNER,
+            child_spec(JobOwner, services, lease, max_attempts,
+                       ownership if ownership is not None else TakeOver(), name=JOB_OWNER,
                        registry=registry),
         ],
         "rest_for_one",
@@ -159,25 +210,72 @@ class JobOwner(Actor):
     (renewals, requests from other processes, later takeovers) in a task it owns."""
 
     async def init(self, services: Services, lease: Lease,
-                   max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
+                   max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                   ownership: Ownership | None = None) -> None:
         self.services = services
         self.lease = lease
         self.max_attempts = max_attempts
+        self.ownership: Ownership = ownership if ownership is not None else TakeOver()
         self.store = job_store(await services.database())
         self.statistics = HeartbeatStatistics()
         self.fenced: set[str] = set()  # jobs stopped by the fence, to start again after it
         self.fencing = False  # between the fence and the renewal that ends it
+        self.ensuring: Any = None  # the task making sure the job host runs, while it does
+        self.ensure_again = False
+        self.host: int | None = None  # the job host's pid, as last seen
         # Start-up recovery, before the runtime serves a tool call: jobs whose owner died (or
         # this owner's own, when the job supervisor was restarted).
         await self._take_over(await self.store.expired(lease.wall()), at_start=True)
+        if isinstance(self.ownership, HandOff) and await self.store.unfinished():
+            self._ensure_host()  # jobs of other sessions, running or left: the host's to take
         self.beat = self.start_task(self._heartbeat)
 
     async def _heartbeat(self) -> None:
+        prompt = isinstance(self.ownership, TakeOver) and self.ownership.prompt
         await heartbeat(self.store, self.lease, on_renewed=self._renewed,
                         on_requests=self._requests, on_expired=self._take_over,
                         on_fenced=self._fence, on_unfenced=self._unfence,
                         slow_is_away=self.store.db.dialect == "postgres",
+                        sweep_every=REQUEST_POLL if prompt else None,
                         statistics=self.statistics)
+
+    # ----- the job host (a per-session face's owner) ----------------------------------------
+
+    def _ensure_host(self) -> None:
+        """Make sure the home's job host runs, in a task (one at a time: starts asked for
+        meanwhile are folded into one more look)."""
+        if not isinstance(self.ownership, HandOff) or self.ownership.ensure_host is None:
+            return
+        if self.ensuring is not None:
+            self.ensure_again = True
+            return
+        self.ensuring = self.start_task(self._ensuring, self.ownership.ensure_host)
+
+    async def _ensuring(self, ensure_host: Callable[[], Awaitable[int]]) -> None:
+        try:
+            while True:
+                self.ensure_again = False
+                try:
+                    host = await ensure_host()
+                except (HostUnavailable, OSError) as exc:
+                    log.warning("research.host_unavailable", reason=str(exc),
+                                owner=self.lease.owner,
+                                using="this process takes jobs over itself")
+                    self.ownership = TakeOver()
+                    return
+                if host != self.host:
+                    log.info("research.job_host", pid=host, owner=self.lease.owner)
+                    self.host = host
+                if not self.ensure_again:
+                    return
+        finally:
+            self.ensuring = None
+
+    async def handle_cast(self, msg: Any) -> None:
+        if isinstance(msg, JobStarted):
+            self._ensure_host()
+            return
+        await super().handle_cast(msg)
 
     async def handle_call(self, msg: Any, caller: Caller) -> Any:
         if isinstance(msg, GetLease):
@@ -188,7 +286,7 @@ class JobOwner(Actor):
 
     async def handle_info(self, msg: Any) -> None:
         if isinstance(msg, TaskDone) and msg.task is not self.beat:
-            return  # a delivered request
+            return  # a delivered request, or the job host made sure of
         await super().handle_info(msg)
 
     # ----- takeover --------------------------------------------------------------------------
@@ -197,12 +295,15 @@ class JobOwner(Actor):
         registry = self.services.registry
         supervisor = registry.whereis(JOBS_SUPERVISOR)
         assert isinstance(supervisor, DynamicSupervisorRef)
-        resumed = failed = 0
+        resumed = failed = left = 0
         for record in records:
             if registry.whereis(job_name(record.id)) is not None:
                 # Ours and alive: our own renewals failed for a while. Take the lease back.
                 await self.store.claim(record.id, self.lease.owner, self.lease.until(),
                                        self.lease.wall())
+                continue
+            if isinstance(self.ownership, HandOff):
+                left += 1  # the job host's to take
                 continue
             if not await self.store.claim(record.id, self.lease.owner, self.lease.until(),
                                           self.lease.wall()):
@@ -226,6 +327,8 @@ class JobOwner(Actor):
             failed += 1
         if resumed or failed:
             log.info("research.recovered", resumed=resumed, failed=failed, at_start=at_start)
+        if left:
+            self._ensure_host()
 
     def _reason(self, record: JobRecord) -> str:
         if record.owner is None:
@@ -283,6 +386,8 @@ class JobOwner(Actor):
         the jobs it stopped start again as their actors exit."""
         if self.fenced and not self.fencing:
             await self._restart_fenced(held)
+        if held:
+            self._ensure_host()  # the host ran when these started: a kill -9 may have ended it
         for name in self.services.registry.names():
             if not (isinstance(name, tuple) and len(name) == 2 and name[0] == "job"):
                 continue

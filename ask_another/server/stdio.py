@@ -13,21 +13,27 @@ line the SDK can read reaches it unchanged. See docs/server.md, "Known issues".
 ``AskAnotherServer`` is the ``MCPServer`` whose ``run_stdio_async`` uses it. With its stdin given
 explicitly the SDK does not divert fd 0, so ``_claim_stdin`` does what it would have done: the
 wire is read from a private duplicate and fd 0 points at the null device while serving (a child
-process reading stdin gets EOF instead of the client's messages).
+process reading stdin gets EOF instead of the client's messages). A pipe or socket is read by
+trio itself (`PipeLines`), not in a thread as the SDK's reader does: a read blocked in a thread
+cannot be cancelled, so a server told to stop by SIGTERM or SIGHUP while its client still held
+stdin open handed its jobs back and then hung until the client killed it.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fcntl
 import json
 import os
+import stat
 from collections.abc import AsyncIterator, Iterator
 from io import TextIOWrapper
 from typing import Any, Final
 
 import anyio
 import mcp_types as types
+import trio
 from anyio.abc import ObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
@@ -97,12 +103,44 @@ def _reason(exc: Exception) -> str:
     return f"{detail} ({hints[0]})" if hints else detail
 
 
+class PipeLines:
+    """The lines of a pipe or socket `fd` (a duplicate of it is read, non-blocking, by trio), as
+    the SDK's reader iterates a text file: each with its newline, UTF-8 with replacement."""
+
+    def __init__(self, fd: int) -> None:
+        self._stream = trio.lowlevel.FdStream(os.dup(fd))
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        pending = ""
+        try:
+            while chunk := await self._stream.receive_some(65536):
+                pending += decoder.decode(chunk)
+                *lines, pending = pending.split("\n")
+                for line in lines:
+                    yield line + "\n"
+            pending += decoder.decode(b"", final=True)
+            if pending:
+                yield pending
+        finally:
+            await self._stream.aclose()
+
+
+def _lines(fd: int) -> Any:
+    """`fd`'s lines: read by trio where it can wait on it (a pipe, a socket), in a thread as the
+    SDK does otherwise (a file given as stdin)."""
+    if stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode):
+        return PipeLines(fd)
+    text = TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace")
+    return anyio.wrap_file(text)
+
+
 class AnsweringStdin:
     """The client's stdin as the SDK's reader iterates it (``async for line in stdin``); lines the
     SDK cannot parse but that carry a request id are answered through `reply_through`'s stream."""
 
     def __init__(self, lines: Any) -> None:
-        self._lines = lines  # an anyio AsyncFile[str]
+        self._lines = lines  # `PipeLines`, or an anyio AsyncFile[str]
         self._replies: ObjectSendStream[SessionMessage] | None = None
         self._ready = anyio.Event()
 
@@ -174,9 +212,7 @@ class AskAnotherServer(MCPServer[ServerState]):
 
     async def run_stdio_async(self) -> None:
         with _claim_stdin() as fd:
-            text = TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8",
-                                 errors="replace")
-            stdin = AnsweringStdin(anyio.wrap_file(text))
+            stdin = AnsweringStdin(_lines(fd))
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
                 stdin.reply_through(write_stream)
                 lowlevel = self._lowlevel_server

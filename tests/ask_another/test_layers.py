@@ -41,14 +41,14 @@ _NAMED = re.compile(r"(?<![\w.])(" + "|".join(MCP_TOOLS) + r")(?!\w)")
 # docs/architecture.md's layers, top first: a package or module imports only its own layer and
 # those below it.
 LAYERS = {
-    "faces": ("cli", "terminal", "server", "console", "demo", "hosting", "__main__"),
+    "faces": ("cli", "terminal", "server", "console", "demo", "hosting", "jobhost", "__main__"),
     "library": ("runtime",),
     "domain": ("research", "consensus", "conversations"),
     "services": ("spend", "services"),
     "parts": ("store", "gateway", "interaction", "websearch", "articles", "sequential",
               "simulator", "console_link"),
     "leaves": ("catalog", "config", "policy", "calls", "costs", "users", "limits", "errors",
-               "logs", "home", "_lazy", "coldstart"),
+               "logs", "home", "_lazy", "coldstart", "detached"),
 }
 
 

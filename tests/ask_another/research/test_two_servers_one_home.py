@@ -3,9 +3,11 @@
 Server A runs an agent job and Gemini jobs; server B starts meanwhile on the same home. B must
 leave A's jobs alone (before leases, B's start-up recovery failed A's agent job as "interrupted
 by a server restart" and polled A's Gemini interaction as well), show A's live step, and carry
-a permission answer and a cancel to A. After A is killed with SIGKILL, B takes the Gemini job
-over once A's lease expires and completes it; the agent job is failed with a reason saying its
-owner died. Each server has its own Gemini key, so the simulator tells whose GETs it received.
+a permission answer and a cancel to A. After A is killed with SIGKILL, the home's job host
+(started by A with its first job, so with A's environment) takes the Gemini job over once A's
+lease expires and completes it, and B, a session, takes nothing over; the agent job is failed
+with a reason saying its owner died. Each server has its own Gemini key, so the simulator tells
+whose GETs it received.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def gets_with(sim: Simulator, interaction_id: str, key: str) -> int:
 
 def server_pid(name: str) -> int:
     found = [pid for pid, cmdline in processes_with(f"ASK_ANOTHER_TEST_SERVER={name}")
-             if b"gateway" not in cmdline]  # not its gateway worker
+             if cmdline.split(b"\0")[1:3] == [b"-m", b"ask_another"]]  # not its worker or host
     assert len(found) == 1, found
     return found[0]
 
@@ -162,10 +164,13 @@ async def test_two_servers_on_one_home_one_owner_per_job_requests_reach_it_takeo
                 killed.set()
                 os.kill(server_pid("a"), signal.SIGKILL)
 
-                # B takes the Gemini job over once A's lease expires, and completes it.
+                # The job host takes the Gemini job over once A's lease expires, and completes
+                # it; B, a session, polls nothing: the host runs with A's environment.
+                polled_by_a = gets_with(sim, gemini.id, KEY_A)
                 done = json.loads(await check_until(b, gemini_job, '"completed"'))
                 assert done["report"] == "gemini report"
-                assert gets_with(sim, gemini.id, KEY_B) > 0
+                assert gets_with(sim, gemini.id, KEY_A) > polled_by_a
+                assert gets_with(sim, gemini.id, KEY_B) == 0
                 # The agent job cannot resume (its tools may have run): failed, saying why.
                 text = await check_until(b, orphan, "is failed")
                 assert OWNER_DIED in text and "restart" not in text, text
