@@ -6,7 +6,8 @@ A research job already is what the protocol calls a task: durable (its row is co
 research/methods/consensus.py): the task id is the job id, every `tasks/*` request acts for
 the caller's user through `ResearchJobs` (another user's id is refused like check_research
 refuses it), and everything is read from and written to the job store, so a task started on
-one node is read, answered and cancelled on another, and survives a restart.
+one node is read, answered and cancelled on another, and outlives the session that started it
+(docs/research.md, "One owner per job").
 
 Job to task (the state table in docs/server.md):
 
@@ -157,7 +158,11 @@ def task_fields(record: JobRecord, config: Config, *, modern: bool) -> dict[str,
     """The `Task` of a job, in the field names of its era (``ttl`` / ``ttlMs``, ...)."""
     updated = max(t for t in (record.created_at, record.started_at, record.ended_at)
                   if t is not None)
-    ttl = None if config.task_ttl is None else round(config.task_ttl * 1000)
+    # The spec counts a ttl from createdAt; ours counts from the job's end, so a working task
+    # states none (it is never deleted while working: a client that dropped a task at its ttl
+    # lost research still running) and an ended one its run plus ASK_ANOTHER_TASK_TTL.
+    ttl = None if config.task_ttl is None or record.ended_at is None else round(
+        (record.ended_at - record.created_at + config.task_ttl) * 1000)
     poll = round(config.task_poll * 1000)
     return {"taskId": record.id, "status": task_status(record, modern=modern),
             "statusMessage": _status_message(record), "createdAt": _iso(record.created_at),

@@ -61,11 +61,27 @@ def test_job_states_map_onto_task_states(status: str, waiting: list[Question], l
     assert task_status(record, modern=True) == modern
 
 
+@pytest.mark.parametrize("modern", [True, False])
+def test_a_tasks_ttl_counts_from_the_jobs_end_never_while_it_works(
+        make_config: Callable[..., Config], modern: bool):
+    """A client may delete a task once its ttl (counted from createdAt) has passed: a working
+    task states none, so a long job is never dropped while it runs; an ended one states its run
+    plus ASK_ANOTHER_TASK_TTL (before, a 60 s ttl let a client drop a job still running)."""
+    config = make_config(ASK_ANOTHER_TASK_TTL="60")
+    field = "ttlMs" if modern else "ttl"
+    for status in ("pending", "in_progress"):
+        assert task_fields(job(status), config, modern=modern)[field] is None
+    ended = job("completed")
+    assert ended.ended_at is not None
+    assert task_fields(ended, config, modern=modern)[field] == round(
+        (ended.ended_at - ended.created_at + 60) * 1000)
+
+
 def test_a_task_says_the_live_step_and_what_it_waits_for(make_config: Callable[..., Config]):
     config = make_config(ASK_ANOTHER_TASK_TTL="60", ASK_ANOTHER_TASK_POLL_SECONDS="0.5")
     running = task_fields(job("in_progress"), config, modern=True)
     assert running["statusMessage"] == "reading 3 sources"
-    assert running["ttlMs"] == 60_000 and running["pollIntervalMs"] == 500
+    assert running["ttlMs"] is None and running["pollIntervalMs"] == 500
     legacy = task_fields(job("in_progress"), make_config(), modern=False)
     assert legacy["ttl"] is None and legacy["pollInterval"] == 5000  # unlimited: jobs are kept
     waiting = job("in_progress", waiting_for=[WAITING])

@@ -94,7 +94,8 @@ async def test_2025_tasks_over_stdio(sim: Simulator, tmp_path: Path, nursery: tr
                 "task": {"ttl": 60000}})
             task = created["task"]
             assert task["status"] == "working" and task["taskId"].startswith("r-")
-            assert task["ttl"] == 3_600_000 and task["pollInterval"] == 2000
+            # Working: no ttl (it counts from the job's end).
+            assert task["ttl"] is None and task["pollInterval"] == 2000
             assert task["createdAt"].endswith("Z") and "content" not in created
             job_id = task["taskId"]
             assert rpc.initialize_result["capabilities"]["resources"]["subscribe"] is True
@@ -198,7 +199,7 @@ async def test_2026_tasks_over_stdio_survive_a_restart(sim: Simulator, tmp_path:
                                                                   "query": "tides"})
             assert isinstance(handle, TaskHandle) and handle.status == "working"
             extra = handle.model_extra or {}
-            assert extra["ttlMs"] == 3_600_000 and extra["pollIntervalMs"] == 2000
+            assert extra["ttlMs"] is None and extra["pollIntervalMs"] == 2000
             job_id = handle.task_id
             heard: list[Any] = []
             async with client.listen(resource_subscriptions=[f"research://{job_id}"]) as sub:
