@@ -5,8 +5,9 @@ job of every session on that home and answers them through the store's cross-pro
 (research/jobs.py), as `check_research` and `answer_permission` of any session would. Nobody
 logs in with a token: the command prints a one-time link (its code works once, for five
 minutes) and opens it in a browser where there is one; the session it starts is the local
-user's, an admin, as at the terminal. Ctrl-C stops the listener and the runtime: nothing is left
-running (the runtime's jobs, if it took any over, hand their leases back).
+user's, an admin, as at the terminal. Ctrl-C stops the listener and the runtime; the jobs keep
+running in the home's job host (research/host.py), which the console, a per-session face,
+makes sure of when it finds an unfinished job.
 """
 
 from __future__ import annotations

@@ -49,9 +49,9 @@ DEFAULT_MAX_CHARS: Final = 20_000
 QUERY_CUT: Final = 50
 
 HOWTO: Final = (
-    "For deep research tasks, use start_research. If it is interrupted or times out, the task "
-    "continues in the background — use check_research to retrieve results later, or "
-    "cancel_research to stop a running task.",
+    "For deep research tasks, use start_research. If it is interrupted or times out, or this "
+    "session ends, the job keeps running — use check_research (from this session or a later "
+    "one) to retrieve results later, or cancel_research to stop a running job.",
     "A research job may ask permission to run a tool or ask the user a question: you are asked "
     "through elicitation while start_research waits; otherwise check_research shows what it "
     "waits for — answer with answer_permission or answer_choice.",
@@ -63,8 +63,8 @@ o3-deep-research) the provider does the research; with any other allowed model (
 ask-another runs its own pipeline: a research plan whose queries the model answers in phases, \
 reading articles, compiled into a cited report. If it finishes in time you get JSON with the \
 report, citations, model and elapsed time. If not (the default wait is 90 s, below the 120 s \
-after which some clients stop waiting for a call), or if this call is interrupted, the job \
-keeps running in the background: call check_research with the job id to get the result later, \
+after which some clients stop waiting for a call), or if this call is interrupted or this \
+session ends, the job keeps running: call check_research with the job id to get the result, \
 or cancel_research to stop it. Progress is reported while waiting. Method agent: the model works \
 in one tool loop and may read articles (read_article) or ask the user (ask_user). Tools that \
 change something need the user's permission: while this call waits, the job's permission \
@@ -194,8 +194,9 @@ def job_text(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CH
 def background_text(record: JobRecord, waited: float) -> str:
     return (f"{job_noun(record)} {record.id} ({record.model}) is still "
             f"{record.status.replace('_', ' ')}"
-            f" after {waited:.0f} s (current step: {record.step or 'starting'}). It continues in "
-            f"the background, whatever happens to this session: to get the report later, call "
+            f" after {waited:.0f} s (current step: {record.step or 'starting'}). It keeps "
+            "running after this session ends (if its server is killed, it waits for its lease, "
+            "then resumes from its last completed step): to get the report later, call "
             f"check_research with job_id='{record.id}' (from this session or any other; "
             "it shows the current step until the report is ready), or cancel_research "
             "to stop it. Research usually takes several minutes: check back in a minute or two "

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import stat
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,8 +26,9 @@ import pytest
 import trio
 from mcp import Client
 from processes import processes_with
+from pycache import PYCACHE
 from research_helpers import GEMINI_AGENT, research_env
-from stdio_server import stdio_client_for
+from stdio_server import REPO, stdio_client_for
 from tool_results import call, check_until, job_id_in
 
 from ask_another.research.host import HostUnavailable, ensure_host, running_host
@@ -127,6 +131,11 @@ async def test_a_job_moves_to_the_host_within_a_second_when_its_session_ends_in_
     assert "research.released" in (tmp_path / "session.log").read_text()
     sim.end_interaction(interaction_id)
     await until(lambda: stored(home, job_id)[1] == "completed", what="the job completed")
+    # litellm is in the home's shared worker, not in the host: litellm's import maps
+    # tiktoken's extension, which the worker's memory shows and the host's does not.
+    (worker,) = [int(p.read_text()) for p in (home / "gateway").glob("*.pid")]
+    assert b"_tiktoken" in Path(f"/proc/{worker}/maps").read_bytes()  # noqa: ASYNC240
+    assert b"_tiktoken" not in Path(f"/proc/{host}/maps").read_bytes()  # noqa: ASYNC240
     # A later session reads the report the host wrote.
     async with session(host_env(sim, home), tmp_path / "later.log") as client:
         done = json.loads(await check_until(client, job_id, '"completed"'))
@@ -229,8 +238,45 @@ async def test_the_hosts_files_are_this_users_only_and_a_shared_directory_is_ref
     assert not hosts_of(other)
 
 
-def agent_script(report: str) -> list[Reply]:
-    return [Reply(report)]
+def doctor(env: dict[str, str], *options: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    return subprocess.run([sys.executable, "-m", "ask_another", "doctor", *options], cwd=REPO,
+                          capture_output=True, text=True, timeout=120,
+                          env={**clean, "PYTHONPYCACHEPREFIX": str(PYCACHE), **env})
+
+
+async def test_doctor_lists_the_host_and_its_jobs_and_names_them_before_stopping_it(
+        sim: Simulator, tmp_path: Path) -> None:
+    """doctor shows the host with the job it took over from a session that ended; --stop-workers
+    names that job first, then stops the host, which hands it back; the next session's start
+    finds it, starts a host again, and the job resumes there and completes."""
+    home = tmp_path / "home"
+    env = host_env(sim, home)
+    async with session(env, tmp_path / "a.log") as client:
+        job_id, interaction_id = await start_gemini(client, sim, "doctor me")
+    await until(lambda: owned_by_host(home, job_id), seconds=10, what="the host took the job")
+    host = running_host(home)
+
+    listed = await trio.to_thread.run_sync(doctor, env)
+    (line,) = [line for line in listed.stdout.splitlines() if line.startswith("job host:")]
+    assert line.startswith(f"job host: pid {host}, running 1 job(s): {job_id};"), line
+
+    stopped = await trio.to_thread.run_sync(doctor, env, "--stop-workers")
+    assert re.search(rf"stopping the job host \(pid {host}\) interrupts 1 job\(s\): {job_id}; "
+                     r"they resume from their last step at the next start", stopped.stdout), \
+        stopped.stdout
+    assert f"stopped: job host pid {host}" in stopped.stdout
+    assert "job host: not running" in stopped.stdout  # doctor itself starts none
+    assert not hosts_of(home)
+    assert stored(home, job_id) == (None, "in_progress")  # handed back, not failed
+
+    async with session(env, tmp_path / "b.log") as client:
+        await until(lambda: owned_by_host(home, job_id), seconds=30,
+                    what="a new host took the job")
+        assert running_host(home) != host
+        sim.end_interaction(interaction_id)
+        done = json.loads(await check_until(client, job_id, '"completed"'))
+        assert done["report"] == "report of doctor me"
 
 
 @pytest.mark.skip(reason="needs steps stored as they end (engineer durable's branch): an "
@@ -238,13 +284,16 @@ def agent_script(report: str) -> list[Reply]:
 async def test_agent_and_sequential_jobs_outlive_their_session(
         sim: Simulator, tmp_path: Path) -> None:
     home = tmp_path / "home"
+    sim.script("m1", [Reply("the agent's report")])
     async with session(host_env(sim, home), tmp_path / "session.log") as client:
-        error, text = await call(client, "start_research", model="sim", query="agent job",
-                                 method="agent", timeout=0)
+        # Each model's first answer takes 3 s: both jobs are in flight as the session ends.
+        error, text = await call(client, "start_research", model="sim", method="agent",
+                                 query="agent job [[sim:delay=3]]", timeout=0)
         assert not error, text
         agent = job_id_in(text)
-        error, text = await call(client, "start_research", model="sim", query="sequential job",
-                                 method="sequential", depth="shallow", timeout=0)
+        error, text = await call(client, "start_research", model="sim", method="sequential",
+                                 query="sequential job [[sim:delay=3]]", depth="shallow",
+                                 timeout=0)
         assert not error, text
         sequential = job_id_in(text)
     for job_id in (agent, sequential):

@@ -48,7 +48,7 @@ async def test_research_session(sim: Simulator, tmp_path: Path):
         async with stdio_client_for(env, stderr) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert {"start_research", "check_research", "cancel_research"} <= set(tools)
-            assert "continues in the background" in (client.instructions or "")
+            assert "this session ends, the job keeps running" in (client.instructions or "")
 
             # 1. Completes within the timeout, with progress notifications on the way.
             sim.script_interaction(GEMINI_AGENT, statuses=["queued", "in_progress", "completed"],
@@ -78,7 +78,7 @@ async def test_research_session(sim: Simulator, tmp_path: Path):
             sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"] * 8 + ["completed"])
             error, text = await call(client, "start_research", model="gdr", query="slow one",
                                      timeout=0.2)
-            assert not error and "continues in the background" in text, text
+            assert not error and "keeps running after this session ends" in text, text
             slow_job = job_id_in(text)
             done = await wait_until_done(client, slow_job)
             assert json.loads(done)["status"] == "completed"

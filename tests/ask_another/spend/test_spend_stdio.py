@@ -135,7 +135,7 @@ async def test_ledger_estimates_and_ceilings(sim: Simulator, tmp_path: Path):
             # another session on the same home recorded meanwhile).
             error, text = await call(client, "start_research", model="gdr",
                                      query="Long one [[sim:polls=200]]", timeout=0.5)
-            assert not error and "continues in the background" in text, text
+            assert not error and "keeps running after this session ends" in text, text
             assert "Estimated cost before it started: unknown" in text
             job = text.split("Research job ", 1)[1].split(" ", 1)[0]
             with sqlite3.connect(home / "ask-another.sqlite3") as conn:
