@@ -121,10 +121,9 @@ def ensure_host(home: Path, environ: Mapping[str, str]) -> int:
     home = home.absolute()
     lock = host_lock(home)
     try:
-        pid = running_host(home)
-        if pid is not None:
-            return pid
         directory = _directory(home)
+        if _held(directory / "host.pid"):
+            return running_host(home) or 0  # (0: a host whose pid could not be read)
         process, line = start_detached(
             [sys.executable, "-m", HOST_MODULE, str(home)], home=home,
             log_path=directory / "host.log",

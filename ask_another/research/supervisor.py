@@ -85,6 +85,7 @@ from supervisors import (
     DynamicSupervisorRef,
     Start,
     TaskDone,
+    TaskHandle,
     child_spec,
     dynamic_supervisor_spec,
     supervisor_spec,
@@ -220,7 +221,7 @@ class JobOwner(Actor):
         self.statistics = HeartbeatStatistics()
         self.fenced: set[str] = set()  # jobs stopped by the fence, to start again after it
         self.fencing = False  # between the fence and the renewal that ends it
-        self.ensuring: Any = None  # the task making sure the job host runs, while it does
+        self.ensuring: TaskHandle | None = None  # making sure the job host runs, while it does
         self.ensure_again = False
         self.host: int | None = None  # the job host's pid, as last seen
         # Start-up recovery, before the runtime serves a tool call: jobs whose owner died (or
@@ -286,7 +287,7 @@ class JobOwner(Actor):
 
     async def handle_info(self, msg: Any) -> None:
         if isinstance(msg, TaskDone) and msg.task is not self.beat:
-            return  # a delivered request, or the job host made sure of
+            return  # a delivered request, or a look at the job host
         await super().handle_info(msg)
 
     # ----- takeover --------------------------------------------------------------------------
@@ -302,9 +303,9 @@ class JobOwner(Actor):
                 await self.store.claim(record.id, self.lease.owner, self.lease.until(),
                                        self.lease.wall())
                 continue
-            if isinstance(self.ownership, HandOff):
-                left += 1  # the job host's to take
-                continue
+            if isinstance(self.ownership, HandOff) and record.owner != self.lease.owner:
+                left += 1  # another process's: the job host's to take (ours, after a fence,
+                continue   # or an actor that stopped here, are restarted here as before)
             if not await self.store.claim(record.id, self.lease.owner, self.lease.until(),
                                           self.lease.wall()):
                 continue  # another process took it first, or it finished meanwhile
