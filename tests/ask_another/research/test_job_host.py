@@ -238,6 +238,24 @@ async def test_the_hosts_files_are_this_users_only_and_a_shared_directory_is_ref
     assert not hosts_of(other)
 
 
+async def test_where_no_host_can_run_the_session_says_why_and_runs_its_jobs_itself(
+        sim: Simulator, tmp_path: Path) -> None:
+    """A jobs/ directory others may write in: no host is started (its pid file could be
+    theirs), the session logs why, and takes jobs over itself as before the host."""
+    home = tmp_path / "home"
+    (home / "jobs").mkdir(parents=True, mode=0o700)
+    os.chmod(home, 0o700)
+    os.chmod(home / "jobs", 0o777)
+    async with session(host_env(sim, home), tmp_path / "session.log") as client:
+        job_id, interaction_id = await start_gemini(client, sim, "no host here")
+        await until(lambda: "research.host_unavailable" in
+                    (tmp_path / "session.log").read_text(), what="the session said why")
+        sim.end_interaction(interaction_id)
+        await check_until(client, job_id, '"completed"')
+    assert "can be written by other users" in (tmp_path / "session.log").read_text()
+    assert not hosts_of(home)
+
+
 def doctor(env: dict[str, str], *options: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
     return subprocess.run([sys.executable, "-m", "ask_another", "doctor", *options], cwd=REPO,
