@@ -36,6 +36,7 @@ from mcp.server.mcpserver.resolve import (
     Elicit,
     ElicitationResult,
 )
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from pydantic import BaseModel, Field, create_model
 
 from ask_another.calls import MAX_TIMEOUT
@@ -65,10 +66,13 @@ from ask_another.store.jobs import JobRecord
 
 __all__ = [
     "MAX_WAIT",
+    "QUIET_WAIT",
     "Attachment",
     "Finished",
     "asked_of",
+    "asks_for_progress",
     "attachment",
+    "default_wait",
     "finish",
     "last_step",
     "progress_text",
@@ -79,6 +83,12 @@ log = get_logger("ask_another.server")
 
 MAX_WAIT: Final = MAX_TIMEOUT
 KEEP_ATTACHED: Final = 3600.0
+QUIET_WAIT: Final = 3.0
+"""Seconds start_research waits, when the call gives no `timeout`, for a client that asked for
+no progress: such a client hears nothing until the answer, and common ones give a call 5 s (the
+OpenAI Agents SDK's `client_session_timeout_seconds`), so it gets the job id well before that.
+A client that asked for progress waits up to `ASK_ANOTHER_START_WAIT`, hearing from the job at
+least every 5 s meanwhile."""
 
 
 @dataclass
@@ -117,8 +127,8 @@ class Finished:
     record: JobRecord
 
 
-def _key(user: str | None, model: str, query: str, timeout: float, method: str, depth: str
-         ) -> str:
+def _key(user: str | None, model: str, query: str, timeout: float | None, method: str,
+         depth: str) -> str:
     # The user is part of the key: another user's call with the same arguments is not theirs.
     text = json.dumps([user, model, query, timeout, method, depth], ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -200,6 +210,24 @@ def _asked_of(job_id: str, q: Question) -> Asked:
 # ----- the resolvers -------------------------------------------------------------------------
 
 
+def asks_for_progress(ctx: Context[ServerState]) -> bool:
+    """Whether this call's client asked for progress notifications: a ``progressToken`` in the
+    request's ``_meta`` on the wire, or a progress callback in memory (the SDK's direct
+    dispatcher carries the callback, not a token)."""
+    request = ctx.request_context
+    if progress_token_from_params(request.params) is not None:
+        return True
+    outbound = getattr(request.session, "_request_outbound", None)
+    direct = getattr(outbound, "_inner", outbound)
+    return getattr(direct, "_on_progress", None) is not None
+
+
+def default_wait(ctx: Context[ServerState], start_wait: float) -> float:
+    """How long a start_research call that gives no `timeout` waits: `start_wait`
+    (`ASK_ANOTHER_START_WAIT`) when its client hears progress, else at most `QUIET_WAIT`."""
+    return start_wait if asks_for_progress(ctx) else min(start_wait, QUIET_WAIT)
+
+
 async def attachment(ctx: Context[ServerState], model: str, query: str,
                      timeout: float | None,  # noqa: ASYNC109 - start_research's, by name
                      method: str, depth: str = "standard") -> Attachment:
@@ -212,9 +240,11 @@ async def attachment(ctx: Context[ServerState], model: str, query: str,
         for key in [k for k, atts in table.items()
                     if all(a.deadline + KEEP_ATTACHED < now for a in atts)]:
             del table[key]
-        if timeout is None:  # the default wait, ASK_ANOTHER_START_WAIT
-            timeout = runtime.config.start_wait
+        # Keyed by the arguments as given: a 2026-07-28 retry round finds its call again even if
+        # it differs in asking for progress.
         key = _key(user.id, model, query, timeout, method, depth)
+        if timeout is None:
+            timeout = default_wait(ctx, runtime.config.start_wait)
         if ctx.request_state is not None:
             found = table.get(key)
             if found:
