@@ -67,7 +67,13 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.methods import SPEC_CLIENT_METHODS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from ask_another.config import Config
 from ask_another.errors import AskAnotherError, InvalidArgument
@@ -93,6 +99,7 @@ __all__ = [
     "TasksExtension",
     "open_questions",
     "seam_problems",
+    "status_notification",
     "task_fields",
     "task_status",
     "tool_result",
@@ -164,6 +171,28 @@ def task_fields(record: JobRecord, config: Config, *, modern: bool) -> dict[str,
             "lastUpdatedAt": _iso(updated),
             ("ttlMs" if modern else "ttl"): ttl, ("pollIntervalMs" if modern else "pollInterval"):
             poll}
+
+
+class _StatusParams(types.TaskStatusNotificationParams):
+    """The params of a notifications/tasks/status, keeping ``ttl`` when it is null: the SDK
+    serialises a notification without its None fields, and the 2025-11-25 `Task` requires
+    ``ttl`` (``number | null``), so every client on the Python SDK 1.x refused each one."""
+
+    @model_serializer(mode="wrap")
+    def _with_ttl(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.setdefault("ttl", self.ttl)
+        return data
+
+
+class _StatusNotification(types.TaskStatusNotification):
+    params: _StatusParams
+
+
+def status_notification(task: Mapping[str, Any]) -> types.TaskStatusNotification:
+    """The notifications/tasks/status of a 2025-11-25 `Task` (`task_fields(..., modern=False)`),
+    every field the revision requires on the wire."""
+    return _StatusNotification(params=_StatusParams.model_validate(task, by_name=False))
 
 
 def tool_result(record: JobRecord) -> dict[str, Any]:
@@ -488,8 +517,7 @@ async def _until_change(jobs: ResearchJobs, record: JobRecord) -> None:
 async def _notify_status(ctx: ServerRequestContext[ServerState, Any], task: dict[str, Any]) -> None:
     try:
         await ctx.session.send_notification(
-            types.TaskStatusNotification(  # type: ignore[arg-type]  # not in the union
-                params=types.TaskStatusNotificationParams.model_validate(task, by_name=False)),
+            status_notification(task),  # type: ignore[arg-type]  # not in the union
             related_request_id=ctx.request_id)
     except Exception as exc:  # a notification is optional: never fail the wait for it
         log.info("tasks.status_not_sent", task_id=task["taskId"], reason=str(exc))
@@ -702,11 +730,10 @@ class JobUpdates:
             else self._tasks.get(record.id, [])
         if not sessions or self._config is None:
             return
-        params = types.TaskStatusNotificationParams.model_validate(
-            task_fields(record, self._config, modern=False), by_name=False)
+        notification = status_notification(task_fields(record, self._config, modern=False))
         for session in list(sessions):
             try:
-                await session.send_notification(types.TaskStatusNotification(params=params))
+                await session.send_notification(notification)
             except Exception as exc:  # the session is gone (it was optional anyway)
                 log.info("tasks.status_not_sent", task_id=record.id, reason=str(exc))
                 if session in sessions:
