@@ -49,9 +49,10 @@ one an SDK upgrade moved; tests/ask_another/server/test_task_seams.py fails with
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -239,6 +240,7 @@ class Asked:
     tool_call_id: str
     message: str
     schema: dict[str, Any]
+    expires_at: float = 0.0  # wall-clock Unix seconds: unanswered by then, the job moves on
 
     def request(self) -> dict[str, Any]:
         """The 2026-07-28 input request (an `elicitation/create` in form mode)."""
@@ -256,7 +258,8 @@ def open_questions(record: JobRecord, console_url: str | None = None) -> list[As
         schema = question.schema.model_json_schema()
         schema.pop("title", None)
         asked.append(Asked(f"{question.kind}:{question.tool_call_id}", question.kind,
-                           question.tool_call_id, question.message, schema))
+                           question.tool_call_id, question.message, schema,
+                           waiting.expires_at))
     return asked
 
 
@@ -276,6 +279,54 @@ async def answer(jobs: ResearchJobs, job_id: str, asked: Asked, action: str,
             await jobs.answer_choice(job_id, asked.tool_call_id, value["option_id"])
     except AskAnotherError as exc:
         log.info("tasks.answer_refused", job_id=job_id, key=asked.key, reason=str(exc))
+
+
+def elicitation(asked: Asked, task_id: str) -> types.ElicitRequest:
+    """The 2025-11-25 elicitation/create that puts `asked` to the client, tied to its task
+    (``io.modelcontextprotocol/related-task`` in ``_meta``)."""
+    return types.ElicitRequest(params=types.ElicitRequestFormParams(
+        message=asked.message, requested_schema=asked.schema,
+        _meta={RELATED_TASK: {"taskId": task_id}}))  # type: ignore[arg-type]  # _meta alias
+
+
+class Claims:
+    """Which of a 2025-11-25 task's questions have been put to its client, by whom: a question
+    is asked once, either on a blocked tasks/result's stream or pushed to the session that
+    created the task (`JobUpdates`), never both. A push waits while a tasks/result is blocked
+    on the task (that one asks)."""
+
+    def __init__(self) -> None:
+        self._asked: dict[str, set[str]] = {}
+        self._results: dict[str, int] = {}
+
+    def claim(self, task_id: str, key: str) -> bool:
+        """Whether the caller may ask `key` now (nobody has): it then has."""
+        asked = self._asked.setdefault(task_id, set())
+        if key in asked:
+            return False
+        asked.add(key)
+        return True
+
+    def release(self, task_id: str, key: str) -> None:
+        """`key` was not asked after all (the client could not be reached): ask it again."""
+        self._asked.get(task_id, set()).discard(key)
+
+    def may_push(self, task_id: str) -> bool:
+        return not self._results.get(task_id)
+
+    @contextlib.contextmanager
+    def result_pending(self, task_id: str) -> Iterator[None]:
+        self._results[task_id] = self._results.get(task_id, 0) + 1
+        try:
+            yield
+        finally:
+            self._results[task_id] -= 1
+            if not self._results[task_id]:
+                del self._results[task_id]
+
+    def forget(self, task_id: str) -> None:
+        """The task ended: nothing of it is asked again."""
+        self._asked.pop(task_id, None)
 
 
 # ----- requests to jobs ----------------------------------------------------------------------
@@ -439,7 +490,8 @@ class LegacyTasks:
         except Exception as exc:
             raise _refused(exc) from None
         if self.updates is not None:
-            self.updates.watch_task(ctx.session, record.id)
+            self.updates.watch_task(Creator(ctx.session, user_of(), _console_root(ctx)),
+                                    record.id)
         return {"task": task_fields(record, runtime.config, modern=False),
                 "_meta": {IMMEDIATE_RESPONSE: _immediate(record)}}
 
@@ -456,9 +508,15 @@ class LegacyTasks:
         """Block until the job ends and answer with its tool result. Meanwhile its questions are
         put to the client as elicitations tied to the task, and its status changes go out as
         notifications/tasks/status on this request's stream."""
-        asked: set[str] = set()
-        shown: tuple[str, str] | None = None
         related = {RELATED_TASK: {"taskId": task_id}}
+        claims = self.updates.claims if self.updates is not None else Claims()
+        with claims.result_pending(task_id):
+            return await self._answer_when_done(ctx, runtime, jobs, task_id, claims, related)
+
+    async def _answer_when_done(self, ctx: ServerRequestContext[ServerState, Any],
+                                runtime: Runtime, jobs: ResearchJobs, task_id: str,
+                                claims: Claims, related: dict[str, Any]) -> dict[str, Any]:
+        shown: tuple[str, str] | None = None
         while True:
             record = await jobs.get(task_id)
             task = task_fields(record, runtime.config, modern=False)
@@ -467,16 +525,12 @@ class LegacyTasks:
                 await _notify_status(ctx, task)
             if record.finished:
                 return {**tool_result(record), "_meta": related}
-            fresh = [q for q in open_questions(record, _console_root(ctx)) if q.key not in asked] \
-                if _can_elicit(ctx) else []
+            fresh = [q for q in open_questions(record, _console_root(ctx))
+                     if claims.claim(task_id, q.key)] if _can_elicit(ctx) else []
             if fresh:
                 question = fresh[0]
-                asked.add(question.key)
                 reply = await ctx.session.send_request(
-                    types.ElicitRequest(params=types.ElicitRequestFormParams(
-                        message=question.message, requested_schema=question.schema,
-                        _meta=related)),  # type: ignore[arg-type]  # _meta's alias
-                    types.ElicitResult,
+                    elicitation(question, task_id), types.ElicitResult,
                     metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
                 await answer(jobs, task_id, question, reply.action, reply.content)
                 continue
@@ -655,6 +709,20 @@ def _job_state(record: JobRecord) -> tuple[str, str | None, tuple[str, ...]]:
     return record.status, record.step, _waiting_ids(record)
 
 
+@dataclass(frozen=True, eq=False)
+class Creator:
+    """The 2025-11-25 session that created a task, whose user it acts for, and where the
+    approval links of its questions point."""
+
+    session: ServerSession
+    user: User
+    console_url: str | None = None
+
+    def can_elicit(self) -> bool:
+        caps = self.session.client_capabilities
+        return caps is not None and caps.elicitation is not None
+
+
 class JobUpdates:
     """Pushes `research://JOB_ID` updates to the people who may read that job, in both eras.
 
@@ -672,8 +740,11 @@ class JobUpdates:
     def __init__(self) -> None:
         self._listeners: dict[object, tuple[Listener, User]] = {}
         self._legacy: dict[tuple[int, str], tuple[Any, User]] = {}
-        self._tasks: dict[str, list[Any]] = {}  # task id -> the 2025 sessions that created it
+        self._tasks: dict[str, list[Creator]] = {}  # task id -> the 2025 session that made it
+        self.claims = Claims()
         self._config: Config | None = None
+        self._runtime: Runtime | None = None
+        self._nursery: trio.Nursery | None = None
         self._wake = trio.Event()
 
     # the SubscriptionBus protocol (mcp.server.subscriptions)
@@ -719,25 +790,60 @@ class JobUpdates:
         self._legacy.pop((id(ctx.session._connection), str(params.uri)), None)
         return {}
 
-    def watch_task(self, session: Any, task_id: str) -> None:
-        """Send `session` (a 2025-11-25 one, which created the task) notifications/tasks/status
-        on each change of the task, until it ends."""
-        self._tasks.setdefault(task_id, []).append(session)
+    def watch_task(self, creator: Creator, task_id: str) -> None:
+        """Send the session that created a task (a 2025-11-25 one) notifications/tasks/status
+        on each change of the task until it ends, and put the task's questions to it as they
+        open (an elicitation related to the task) where it can be asked."""
+        self._tasks.setdefault(task_id, []).append(creator)
         self._wake.set()
 
     async def _task_changed(self, record: JobRecord) -> None:
-        sessions = self._tasks.pop(record.id, []) if record.finished \
+        creators = self._tasks.pop(record.id, []) if record.finished \
             else self._tasks.get(record.id, [])
-        if not sessions or self._config is None:
+        if record.finished:
+            self.claims.forget(record.id)
+        if not creators or self._config is None:
             return
         notification = status_notification(task_fields(record, self._config, modern=False))
-        for session in list(sessions):
+        for creator in list(creators):
             try:
-                await session.send_notification(notification)
+                await creator.session.send_notification(notification)  # type: ignore[arg-type]
             except Exception as exc:  # the session is gone (it was optional anyway)
                 log.info("tasks.status_not_sent", task_id=record.id, reason=str(exc))
-                if session in sessions:
-                    sessions.remove(session)
+                if creator in creators:
+                    creators.remove(creator)
+        self._push_questions(record)
+
+    def _push_questions(self, record: JobRecord) -> None:
+        """Ask the task's creator each question of `record` nobody has asked yet, unless a
+        tasks/result blocked on it asks them. fastmcp 3 polls tasks/get to the end and calls
+        tasks/result only then, so without this its elicitation handler never heard them."""
+        if self._nursery is None or record.finished or not self.claims.may_push(record.id):
+            return
+        for creator in self._tasks.get(record.id, []):
+            if not creator.can_elicit():
+                continue
+            for asked in open_questions(record, creator.console_url):
+                if self.claims.claim(record.id, asked.key):
+                    self._nursery.start_soon(self._push, creator, record.id, asked)
+
+    async def _push(self, creator: Creator, task_id: str, asked: Asked) -> None:
+        """One pushed question, waited on until its expiry (then the job has moved on)."""
+        assert self._runtime is not None
+        log.info("tasks.elicit_pushed", task_id=task_id, key=asked.key)
+        reply = None
+        with trio.move_on_at(trio.current_time() + max(0.0, asked.expires_at - time.time())):
+            try:
+                reply = await creator.session.send_request(elicitation(asked, task_id),
+                                                           types.ElicitResult)
+            except Exception as exc:  # the session is gone, or its client refused the request
+                log.info("tasks.elicit_not_pushed", task_id=task_id, key=asked.key,
+                         reason=str(exc))
+                self.claims.release(task_id, asked.key)
+                return
+        if reply is not None:
+            await answer(self._runtime.jobs_for(creator.user), task_id, asked, reply.action,
+                         reply.content)
 
     async def job_changed(self, record: JobRecord) -> None:
         """Tell whoever may see `record` that `research://ID` may read differently now, and
@@ -762,18 +868,19 @@ class JobUpdates:
         for each job whose status, step or questions changed (and each that ended)."""
         seen: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
         first = True
-        self._config = runtime.config
-        while True:
-            if not (self._listeners or self._legacy or self._tasks):
-                self._wake = trio.Event()
-                await self._wake.wait()
-                seen, first = {}, True
-            try:
-                seen = await self._look(runtime, seen, announce=not first)
-                first = False
-            except Exception:  # a store hiccup must not end the watch: try again next turn
-                log.exception("tasks.watch_failed")
-            await trio.sleep(WATCH_EVERY)
+        self._config, self._runtime = runtime.config, runtime
+        async with trio.open_nursery() as self._nursery:  # the pushed questions
+            while True:
+                if not (self._listeners or self._legacy or self._tasks):
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+                    seen, first = {}, True
+                try:
+                    seen = await self._look(runtime, seen, announce=not first)
+                    first = False
+                except Exception:  # a store hiccup must not end the watch: try again next turn
+                    log.exception("tasks.watch_failed")
+                await trio.sleep(WATCH_EVERY)
 
     async def _look(self, runtime: Runtime, seen: dict[str, Any], *, announce: bool
                     ) -> dict[str, Any]:
@@ -792,6 +899,8 @@ class JobUpdates:
         for job_id, record in current.items():
             if announce and seen.get(job_id) != _job_state(record):
                 await self.job_changed(record)
+            elif job_id in self._tasks:  # a question left to ask (a tasks/result ended, ...)
+                self._push_questions(record)
         return {job_id: _job_state(record) for job_id, record in current.items()}
 
 
