@@ -87,6 +87,7 @@ from ask_another.server.context import user_of
 from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.server.tools.attached import asked_of, waiting_text
 from ask_another.server.tools.research import result_json
+from ask_another.server.tools.stances import stances_map
 from ask_another.server.wording import tool_text
 from ask_another.store.jobs import JobRecord, job_store
 from ask_another.users import LOCAL_USER, User
@@ -394,10 +395,7 @@ async def _start_consensus(runtime: Runtime, user: User, arguments: Mapping[str,
     if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
         raise InvalidArgument("Invalid arguments for consensus: models is required and must "
                               f"be a list of model names, got {models!r}")
-    stances = _optional(arguments, "stances", dict, "an object of model: stance")
-    if stances is not None and not all(isinstance(v, str) for v in stances.values()):
-        raise InvalidArgument("Invalid arguments for consensus: each stance must be a string "
-                              "('for', 'against', 'neutral' or your own words)")
+    stances = stances_map(arguments.get("stances"))
     return await runtime.jobs_for(user).start_consensus(
         models, _argument(arguments, "prompt", tool="consensus"),
         system=_optional(arguments, "system", str, "a string"), stances=stances,

@@ -4,7 +4,8 @@ Its `MCPServerStdio` gives every request `client_session_timeout_seconds`, 5 s b
 start_research that waited its old 90 s default got "Request 'tools/call' timed out" and no job
 id, while the job ran on. The SDK asks for no progress, so the call now answers within
 `QUIET_WAIT` (3 s) with the job id. And each tool's input schema converts to a strict function
-tool (`convert_schemas_to_strict=True`), which an agent on OpenAI's structured tool calls needs.
+tool (`convert_schemas_to_strict=True`, the SDK's own `ensure_strict_json_schema`), which an
+agent on OpenAI's structured tool calls needs.
 
 openai-agents lives in a throwaway environment (tests/support/throwaway_env.py), like the other
 clients we did not write; tests/clients/openai_agents_client.py is what it runs.
@@ -61,4 +62,7 @@ async def test_openai_agents_gets_a_job_id_within_its_default_timeout(
     text = seen["start"]["text"]
     assert re.search(r"job_id='r-[0-9a-z]+'", text), text
     assert "continues in the background" in text
+    # Every tool converts to a strict function tool (it fell back to non-strict for
+    # list_models, consensus and sequential_research_compile).
+    assert seen["not_strict"] == [], seen["not_strict"]
     assert seen["tools"] >= 10
