@@ -126,6 +126,7 @@ class _Server(AskAnotherServer):
         return self._listed
 
     metrics: Any = None  # serve --http: the /metrics counters (console/_metrics.py)
+    updates: tasks.JobUpdates | None = None  # research://JOB_ID updates (server/tasks.py)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[ServerState] | None = None,
@@ -208,6 +209,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
         subscriptions=updates,
     )
     server.metrics = metrics
+    server.updates = updates
     tasks.live_resources(server, updates)
     models.register(server)
     completion.register(server)

@@ -49,6 +49,7 @@ one an SDK upgrade moved; tests/ask_another/server/test_task_seams.py fails with
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import inspect
 import time
@@ -699,6 +700,12 @@ RESOURCE_PREFIX: Final = "research://"
 WATCH_EVERY: Final = 1.0
 """Seconds between two reads of the store for changed jobs, while anyone listens."""
 MAX_LEGACY_SUBSCRIPTIONS: Final = 10_000
+"""2025-11-25 resources/subscribe entries on this node, every session's."""
+MAX_LEGACY_PER_USER: Final = 1_000
+"""Of which one user's (every session of theirs): one user cannot fill the node's table."""
+MAX_LISTENS_PER_USER: Final = 64
+"""2026-07-28 subscriptions/listen streams one user may hold open on this node (the SDK's
+`ListenHandler` allows 1,024 on the node, and a user may have 512 requests in flight)."""
 
 Listener = Callable[[ServerEvent], None]
 
@@ -738,6 +745,8 @@ class JobUpdates:
     def __init__(self) -> None:
         self._listeners: dict[object, tuple[Listener, User]] = {}
         self._legacy: dict[tuple[int, str], tuple[Any, User]] = {}
+        self._per_user: collections.Counter[str | None] = collections.Counter()  # legacy
+        self._closing: set[int] = set()  # connections whose end drops their entries
         self._tasks: dict[str, list[Creator]] = {}  # task id -> the 2025 session that made it
         self.claims = Claims()
         self._config: Config | None = None
@@ -753,6 +762,8 @@ class JobUpdates:
         await trio.lowlevel.checkpoint()
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """A listen stream's registration (`check_listen` bounded it first); the SDK
+        unsubscribes when the stream ends, however it ends."""
         token = object()
         self._listeners[token] = (listener, user_of())  # the listen request's caller
         self._wake.set()
@@ -761,6 +772,23 @@ class JobUpdates:
             self._listeners.pop(token, None)
 
         return unsubscribe
+
+    def check_listen(self) -> None:
+        """Refuse a subscriptions/listen past `MAX_LISTENS_PER_USER` streams of its caller's
+        (`ListenBound`, before the SDK's handler: raised from `subscribe`, the refusal would
+        leave that handler's stream buffers unclosed)."""
+        user = user_of()
+        held = sum(1 for _, u in self._listeners.values() if u.id == user.id)
+        if held >= MAX_LISTENS_PER_USER:
+            raise MCPError(types.INTERNAL_ERROR, f"too many subscriptions/listen streams: "
+                           f"{held} are open for you on this server (at most "
+                           f"{MAX_LISTENS_PER_USER}); close one first")
+
+    def statistics(self) -> dict[str, int]:
+        """How many entries each table holds: listen streams, 2025 subscriptions, watched
+        tasks."""
+        return {"listeners": len(self._listeners), "legacy_subscriptions": len(self._legacy),
+                "watched_tasks": sum(len(c) for c in self._tasks.values())}
 
     # resources/subscribe and resources/unsubscribe (2025-11-25)
     async def on_subscribe(self, ctx: ServerRequestContext[ServerState, Any],
@@ -776,23 +804,58 @@ class JobUpdates:
             raise
         except Exception as exc:
             raise _refused(exc) from None
+        connection = ctx.session._connection
+        key = (id(connection), uri)
+        if key in self._legacy:  # subscribed already: nothing more to hold
+            return {}
         if len(self._legacy) >= MAX_LEGACY_SUBSCRIPTIONS:
             raise MCPError(types.INTERNAL_ERROR, "too many resource subscriptions on this "
                            "server; unsubscribe from finished jobs")
-        self._legacy[(id(ctx.session._connection), uri)] = (ctx.session, user)
+        if self._per_user[user.id] >= MAX_LEGACY_PER_USER:
+            raise MCPError(types.INTERNAL_ERROR, f"too many resource subscriptions: you hold "
+                           f"{self._per_user[user.id]} on this server (at most "
+                           f"{MAX_LEGACY_PER_USER}); unsubscribe from finished jobs")
+        self._legacy[key] = (ctx.session, user)
+        self._per_user[user.id] += 1
+        self._drop_at_end(connection)
         self._wake.set()
         return {}
 
     async def on_unsubscribe(self, ctx: ServerRequestContext[ServerState, Any],
                              params: types.UnsubscribeRequestParams) -> dict[str, Any]:
-        self._legacy.pop((id(ctx.session._connection), str(params.uri)), None)
+        self._unsubscribe((id(ctx.session._connection), str(params.uri)))
         return {}
+
+    def _unsubscribe(self, key: tuple[int, str]) -> None:
+        entry = self._legacy.pop(key, None)
+        if entry is not None:
+            self._per_user[entry[1].id] -= 1
+            if self._per_user[entry[1].id] <= 0:
+                del self._per_user[entry[1].id]
+
+    def _drop_at_end(self, connection: Any) -> None:
+        """When `connection` (a 2025-11-25 session) ends, drop its subscriptions and the tasks
+        it watches: the SDK unwinds the connection's exit stack as it closes."""
+        if id(connection) in self._closing:
+            return
+        self._closing.add(id(connection))
+        connection.exit_stack.callback(self._connection_ended, id(connection))
+
+    def _connection_ended(self, connection: int) -> None:
+        self._closing.discard(connection)
+        for key in [k for k in self._legacy if k[0] == connection]:
+            self._unsubscribe(key)
+        for task_id, creators in list(self._tasks.items()):
+            creators[:] = [c for c in creators if id(c.session._connection) != connection]
+            if not creators:
+                del self._tasks[task_id]
 
     def watch_task(self, creator: Creator, task_id: str) -> None:
         """Send the session that created a task (a 2025-11-25 one) notifications/tasks/status
         on each change of the task until it ends, and put the task's questions to it as they
         open (an elicitation related to the task) where it can be asked."""
         self._tasks.setdefault(task_id, []).append(creator)
+        self._drop_at_end(creator.session._connection)
         self._wake.set()
 
     async def _task_changed(self, record: JobRecord) -> None:
@@ -859,7 +922,7 @@ class JobUpdates:
                 await session.send_resource_updated(uri)
             except Exception as exc:  # the session is gone: its subscriptions with it
                 log.info("tasks.subscription_dropped", uri=uri, reason=str(exc))
-                self._legacy.pop(key, None)
+                self._unsubscribe(key)
 
     async def run(self, runtime: Runtime) -> None:
         """Read the store every `WATCH_EVERY` seconds while anyone listens, and raise an update
@@ -922,10 +985,24 @@ def live_resources(server: MCPServer[Any], updates: JobUpdates) -> None:
                                  updates.on_unsubscribe)
 
 
+class ListenBound:
+    """A server middleware that refuses a subscriptions/listen past its user's bound
+    (`JobUpdates.check_listen`) before the SDK's handler opens the stream."""
+
+    def __init__(self, updates: JobUpdates) -> None:
+        self.updates = updates
+
+    async def __call__(self, ctx: ServerRequestContext[ServerState, Any], call_next: CallNext
+                       ) -> HandlerResult:
+        if ctx.method == "subscriptions/listen":
+            self.updates.check_listen()
+        return await call_next(ctx)
+
+
 def middleware(updates: JobUpdates | None = None) -> list[Any]:
     """For `MCPServer(middleware=...)`; `updates` sends the status of the tasks a 2025-11-25
-    session created to it as they change."""
-    return [LegacyTasks(updates)]
+    session created to it as they change, and bounds each user's listen streams."""
+    return [LegacyTasks(updates), *([ListenBound(updates)] if updates is not None else [])]
 
 
 def extensions() -> list[Extension]:
