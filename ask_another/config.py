@@ -235,6 +235,8 @@ class Config:
     # the face decides; shared for the stdio server and the people commands, runtime.py).
     gateway_shared: bool | None = None
     gateway_idle: float = DEFAULT_GATEWAY_IDLE
+    # Claude Code channel events of a job's end or wait (server/channel.py); off unless set.
+    claude_channel: bool = False
     confirm_usd: float = DEFAULT_CONFIRM_USD
     budget_day_usd: float | None = None  # None: no daily ceiling
     budget_month_usd: float | None = None
@@ -276,6 +278,7 @@ class Config:
                                         problems)
         gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
         gateway_shared = _parse_switch(env, "ASK_ANOTHER_GATEWAY_SHARED", problems)
+        claude_channel = _parse_switch(env, "ASK_ANOTHER_CLAUDE_CHANNEL", problems) or False
         max_prompt = _parse_count(env, "ASK_ANOTHER_MAX_PROMPT_CHARS", DEFAULT_MAX_PROMPT_CHARS,
                                   problems)
         max_feedback = _parse_count(env, "ASK_ANOTHER_MAX_FEEDBACK_CHARS",
@@ -321,6 +324,7 @@ class Config:
             lease_seconds=lease_seconds,
             gateway_process=gateway_process,
             gateway_shared=gateway_shared,
+            claude_channel=claude_channel,
             max_prompt_chars=max_prompt,
             max_feedback_chars=max_feedback,
             gateway_idle=gateway_idle,

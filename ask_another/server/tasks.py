@@ -84,7 +84,9 @@ from ask_another.logs import get_logger
 from ask_another.research import JobUpdate, ResearchJobs
 from ask_another.research.methods import CONSENSUS_METHOD
 from ask_another.runtime import Runtime
+from ask_another.server.channel import CHANNEL_CAPABILITY, Channels
 from ask_another.server.context import user_of
+from ask_another.server.events import EVENTS_EXTENSION
 from ask_another.server.lifespan import ServerState, Unavailable
 from ask_another.server.tools.attached import asked_of, waiting_text
 from ask_another.server.tools.research import result_json
@@ -452,7 +454,11 @@ class LegacyTasks:
         if ctx.request_id is None or ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await call_next(ctx)
         if ctx.method == "initialize":
-            return _with_capability(await call_next(ctx))
+            channel = self.updates is not None and self.updates.channels.enabled
+            if self.updates is not None and channel:
+                self.updates.channels.add(ctx.session._connection, ctx.session, user_of())
+                self.updates.wake()
+            return _with_capability(await call_next(ctx), channel=channel)
         if ctx.method == "tools/list":
             return _with_task_support(await call_next(ctx))
         params = ctx.params or {}
@@ -576,12 +582,21 @@ async def _notify_status(ctx: ServerRequestContext[ServerState, Any], task: dict
         log.info("tasks.status_not_sent", task_id=task["taskId"], reason=str(exc))
 
 
-def _with_capability(result: HandlerResult) -> HandlerResult:
+def _with_capability(result: HandlerResult, *, channel: bool = False) -> HandlerResult:
     """The initialize result with `capabilities.tasks` (VS Code ignores tasks without
-    `requests.tools.call`)."""
+    `requests.tools.call`), the events extension, and with `channel` Claude Code's
+    `experimental["claude/channel"]`."""
     if isinstance(result, dict) and isinstance(result.get("capabilities"), dict):
         result["capabilities"]["tasks"] = {"list": {}, "cancel": {},
                                            "requests": {"tools": {"call": {}}}}
+        # MCP Events (server/events.py), where 2025-11-25 clients of the extension look.
+        extensions = result["capabilities"].setdefault("extensions", {})
+        if isinstance(extensions, dict):
+            extensions[EVENTS_EXTENSION] = {}
+        if channel:
+            experimental = result["capabilities"].setdefault("experimental", {})
+            if isinstance(experimental, dict):
+                experimental[CHANNEL_CAPABILITY] = {}
     return result
 
 
@@ -742,7 +757,8 @@ class JobUpdates:
     raises the updates of its own listeners for whatever changed, wherever the job runs.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, channel: bool = False) -> None:
+        self.channels = Channels(channel)  # Claude Code channel events (server/channel.py)
         self._listeners: dict[object, tuple[Listener, User]] = {}
         self._legacy: dict[tuple[int, str], tuple[Any, User]] = {}
         self._per_user: collections.Counter[str | None] = collections.Counter()  # legacy
@@ -783,6 +799,10 @@ class JobUpdates:
             raise MCPError(types.INTERNAL_ERROR, f"too many subscriptions/listen streams: "
                            f"{held} are open for you on this server (at most "
                            f"{MAX_LISTENS_PER_USER}); close one first")
+
+    def wake(self) -> None:
+        """Someone new listens: let `run` read the store again."""
+        self._wake.set()
 
     def statistics(self) -> dict[str, int]:
         """How many entries each table holds: listen streams, 2025 subscriptions, watched
@@ -910,6 +930,8 @@ class JobUpdates:
         """Tell whoever may see `record` that `research://ID` may read differently now, and
         the sessions that created it as a task its new status."""
         await self._task_changed(record)
+        if self.channels and self._config is not None:
+            await self.channels.job_changed(record, self._config)
         uri = RESOURCE_PREFIX + record.id
         event = ResourceUpdated(uri=uri)
         for listener, user in list(self._listeners.values()):
@@ -932,7 +954,7 @@ class JobUpdates:
         self._config, self._runtime = runtime.config, runtime
         async with trio.open_nursery() as self._nursery:  # the pushed questions
             while True:
-                if not (self._listeners or self._legacy or self._tasks):
+                if not (self._listeners or self._legacy or self._tasks or self.channels):
                     self._wake = trio.Event()
                     await self._wake.wait()
                     seen, first = {}, True
