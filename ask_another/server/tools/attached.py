@@ -26,7 +26,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import trio
@@ -37,7 +37,7 @@ from mcp.server.mcpserver.resolve import (
     ElicitationResult,
 )
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
-from pydantic import BaseModel, Field, create_model
+from pydantic import Field, create_model
 
 from ask_another.calls import MAX_TIMEOUT
 from ask_another.console_link import approval_url
@@ -52,6 +52,7 @@ from ask_another.interaction.types import (
 )
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate
+from ask_another.server.attachment import Asked, Attachment
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
 from ask_another.server.elicitation import (
     MAX_ELICITED,
@@ -89,35 +90,6 @@ no progress: such a client hears nothing until the answer, and common ones give 
 OpenAI Agents SDK's `client_session_timeout_seconds`), so it gets the job id well before that.
 A client that asked for progress waits up to `ASK_ANOTHER_START_WAIT`, hearing from the job at
 least every 5 s meanwhile."""
-
-
-@dataclass
-class Asked:
-    """A question this call put to the person by elicitation, as it was worded."""
-
-    tool_call_id: str
-    kind: str
-    message: str
-    schema: type[BaseModel]
-
-
-@dataclass
-class Attachment:
-    """One start_research call and its job, kept across elicitation rounds."""
-
-    key: str
-    record: JobRecord
-    timeout: float
-    began: float  # time.monotonic()
-    deadline: float  # trio.current_time()
-    asked: list[Asked] = field(default_factory=list)
-    delivered: set[tuple[str, str]] = field(default_factory=set)
-    by_url: set[tuple[str, str]] = field(default_factory=set)  # asked as a link, not a form
-    estimate: str | None = None  # the cost estimated before the job started (spend/)
-
-    def asked_keys(self) -> set[tuple[str, str]]:
-        # One tool call can ask twice: ask_user needs a permission, then asks its choice.
-        return {(q.tool_call_id, q.kind) for q in self.asked} | self.by_url
 
 
 @dataclass(frozen=True)
