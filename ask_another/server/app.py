@@ -126,7 +126,7 @@ class _Server(AskAnotherServer):
         return self._listed
 
     metrics: Any = None  # serve --http: the /metrics counters (console/_metrics.py)
-    updates: tasks.JobUpdates | None = None  # research://JOB_ID updates (server/tasks.py)
+    updates: tasks.JobUpdates | None = None  # research://JOB_ID updates (server/tasks/)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[ServerState] | None = None,
@@ -203,7 +203,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
         auth=auth,
         token_verifier=token_verifier,
         log_level=config.log_level,  # type: ignore[arg-type]
-        # MCP Tasks over research jobs, in both protocol eras (server/tasks.py).
+        # MCP Tasks over research jobs, in both protocol eras (server/tasks/).
         extensions=[*tasks.extensions(), events.EventsExtension()],
         middleware=tasks.middleware(updates),
         subscriptions=updates,

@@ -6,7 +6,7 @@ Claude Code (a research preview since 2.1.80, enabled per launch with ``--channe
 model hears that a job finished without polling check_research. Hosts enable channels per
 launch, so the server declares it only with ``ASK_ANOTHER_CLAUDE_CHANNEL=1``; then every
 2025-11-25 session is told of each job its user may see, once per event (the event ids of
-server/events.py: a job's end, each question it waits on), by `JobUpdates` (server/tasks.py),
+server/events.py: a job's end, each question it waits on), by `JobUpdates` (server/tasks/),
 which reads the store while any such session is open. The text names the call to make.
 """
 

@@ -20,7 +20,7 @@ was asked (its expiry less `ASK_ANOTHER_PERMISSION_TIMEOUT`). The cursor is that
 text; an event is after the cursor when it is later. The store is read each `LOOK_EVERY`
 seconds of a stream, among the caller's `LOOKED_AT` latest jobs. Served in both eras on the
 low-level server (the SDK has no events runtime) and advertised under
-``capabilities.extensions`` (server/tasks.py's initialize patch; `EventsExtension` for
+``capabilities.extensions`` (server/tasks/'s initialize patch; `EventsExtension` for
 2026-07-28).
 """
 

@@ -146,7 +146,7 @@ def waiting_text(job_id: str, waiting: Sequence[Question], console_url: str | No
 
 def asked_of(job_id: str, q: Question, console_url: str | None = None) -> Asked:
     """The form that puts `q` to a person: an attached call's elicitation, and an MCP Task's
-    input request (server/tasks.py); with the console's approval link where one is served."""
+    input request (server/tasks/); with the console's approval link where one is served."""
     asked = _asked_of(job_id, q)
     if console_url is None:
         return asked

@@ -1,7 +1,7 @@
 """A consensus's `stances` as a client writes them: a list of {model, stance} pairs (what the
 schema shows: a strict-mode converter cannot write an open map), or the {model: stance} map
 earlier clients send; both become the map the panel takes. Shared by the consensus tool, its
-spend check (confirm.py) and a consensus task (server/tasks.py)."""
+spend check (confirm.py) and a consensus task (server/tasks/)."""
 
 from __future__ import annotations
 

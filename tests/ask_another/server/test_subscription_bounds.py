@@ -20,7 +20,8 @@ from mcp.shared.exceptions import MCPError
 from tool_results import call
 
 from ask_another.config import Config
-from ask_another.server import build_server, tasks
+from ask_another.server import build_server
+from ask_another.server.tasks import updates as tasks
 from ask_another.simulator import Simulator
 
 
