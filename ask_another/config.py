@@ -41,7 +41,7 @@ DEFAULT_RESEARCH_DEADLINE: Final = 3600.0  # a Gemini deep-research interaction,
 DEFAULT_RESEARCH_TIMEOUT: Final = 1800.0  # one completion of another deep-research model
 DEFAULT_PERMISSION_TIMEOUT: Final = 600.0  # how long a tool call waits for a person's answer
 DEFAULT_START_WAIT: Final = 90.0  # start_research's default wait (Claude Code backgrounds >120 s)
-DEFAULT_TASK_POLL: Final = 5.0  # the poll interval an MCP Task of a job suggests (server/tasks.py)
+DEFAULT_TASK_POLL: Final = 5.0  # the poll interval an MCP Task of a job suggests (server/tasks/)
 DEFAULT_LEASE_SECONDS: Final = 15.0  # a research job's lease; its owner renews it every third
 DEFAULT_MAX_PROMPT_CHARS: Final = 1_000_000  # a prompt or a system prompt, in characters
 DEFAULT_MAX_FEEDBACK_CHARS: Final = 20_000  # one piece of feedback, in characters
@@ -222,7 +222,7 @@ class Config:
     searches: tuple[SearchEntry, ...] = ()
     """Web-search engines, by variable name; research turns search with the first."""
     start_wait: float = DEFAULT_START_WAIT
-    # MCP Tasks over jobs (server/tasks.py): the ttl they state (None: unlimited, as jobs are
+    # MCP Tasks over jobs (server/tasks/): the ttl they state (None: unlimited, as jobs are
     # kept) and the poll interval they suggest, in seconds.
     task_ttl: float | None = None
     task_poll: float = DEFAULT_TASK_POLL
@@ -237,6 +237,8 @@ class Config:
     gateway_shared: bool | None = None
     gateway_idle: float = DEFAULT_GATEWAY_IDLE
     host_linger: float = DEFAULT_HOST_LINGER  # the job host's (jobhost.py)
+    # Claude Code channel events of a job's end or wait (server/channel.py); off unless set.
+    claude_channel: bool = False
     confirm_usd: float = DEFAULT_CONFIRM_USD
     budget_day_usd: float | None = None  # None: no daily ceiling
     budget_month_usd: float | None = None
@@ -278,6 +280,7 @@ class Config:
                                         problems)
         gateway_process = _parse_switch(env, "ASK_ANOTHER_GATEWAY_PROCESS", problems)
         gateway_shared = _parse_switch(env, "ASK_ANOTHER_GATEWAY_SHARED", problems)
+        claude_channel = _parse_switch(env, "ASK_ANOTHER_CLAUDE_CHANNEL", problems) or False
         max_prompt = _parse_count(env, "ASK_ANOTHER_MAX_PROMPT_CHARS", DEFAULT_MAX_PROMPT_CHARS,
                                   problems)
         max_feedback = _parse_count(env, "ASK_ANOTHER_MAX_FEEDBACK_CHARS",
@@ -325,6 +328,7 @@ class Config:
             lease_seconds=lease_seconds,
             gateway_process=gateway_process,
             gateway_shared=gateway_shared,
+            claude_channel=claude_channel,
             max_prompt_chars=max_prompt,
             max_feedback_chars=max_feedback,
             gateway_idle=gateway_idle,

@@ -36,7 +36,7 @@ from ask_another.config import Config
 from ask_another.home import home_problem
 from ask_another.logs import ensure_logging
 from ask_another.runtime import Runtime
-from ask_another.server import tasks
+from ask_another.server import events, tasks
 from ask_another.server.context import arguments_text, check_rate
 from ask_another.server.lifespan import ServerState, Unavailable, open_lifespan
 from ask_another.server.metadata import describe_tool, output_schemas
@@ -126,6 +126,7 @@ class _Server(AskAnotherServer):
         return self._listed
 
     metrics: Any = None  # serve --http: the /metrics counters (console/_metrics.py)
+    updates: tasks.JobUpdates | None = None  # research://JOB_ID updates (server/tasks/)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[ServerState] | None = None,
@@ -178,7 +179,7 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
     unusable = home_problem(config.home)
 
     # research://JOB_ID updates for listeners of both eras, watched for while the runtime runs.
-    updates = tasks.JobUpdates()
+    updates = tasks.JobUpdates(channel=config.claude_channel)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[ServerState]) -> AsyncIterator[ServerState]:
@@ -202,13 +203,15 @@ def build_server(config: Config, *, prewarm_after: float | None = 0,
         auth=auth,
         token_verifier=token_verifier,
         log_level=config.log_level,  # type: ignore[arg-type]
-        # MCP Tasks over research jobs, in both protocol eras (server/tasks.py).
-        extensions=tasks.extensions(),
+        # MCP Tasks over research jobs, in both protocol eras (server/tasks/).
+        extensions=[*tasks.extensions(), events.EventsExtension()],
         middleware=tasks.middleware(updates),
         subscriptions=updates,
     )
     server.metrics = metrics
+    server.updates = updates
     tasks.live_resources(server, updates)
+    events.serve_events(server)  # a job's end or wait as MCP Events (server/events.py)
     models.register(server)
     completion.register(server)
     consensus.register(server)

@@ -23,8 +23,8 @@ from ask_another.console_link import running_console
 from ask_another.hosting import Unavailable, open_lifespan
 from ask_another.runtime import Runtime
 
-if TYPE_CHECKING:  # the SDK is imported after the lifespan opens (see above)
-    from ask_another.server.tools.attached import Attachment
+if TYPE_CHECKING:  # plain data (server/attachment.py), named in `ServerState.attached`
+    from ask_another.server.attachment import Attachment
 
 __all__ = ["ServerState", "Unavailable", "open_lifespan"]
 

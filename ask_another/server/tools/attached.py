@@ -26,7 +26,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import trio
@@ -36,7 +36,8 @@ from mcp.server.mcpserver.resolve import (
     Elicit,
     ElicitationResult,
 )
-from pydantic import BaseModel, Field, create_model
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+from pydantic import Field, create_model
 
 from ask_another.calls import MAX_TIMEOUT
 from ask_another.console_link import approval_url
@@ -51,6 +52,7 @@ from ask_another.interaction.types import (
 )
 from ask_another.logs import get_logger
 from ask_another.research import JobUpdate
+from ask_another.server.attachment import Asked, Attachment
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
 from ask_another.server.elicitation import (
     MAX_ELICITED,
@@ -65,10 +67,13 @@ from ask_another.store.jobs import JobRecord
 
 __all__ = [
     "MAX_WAIT",
+    "QUIET_WAIT",
     "Attachment",
     "Finished",
     "asked_of",
+    "asks_for_progress",
     "attachment",
+    "default_wait",
     "finish",
     "last_step",
     "progress_text",
@@ -79,35 +84,12 @@ log = get_logger("ask_another.server")
 
 MAX_WAIT: Final = MAX_TIMEOUT
 KEEP_ATTACHED: Final = 3600.0
-
-
-@dataclass
-class Asked:
-    """A question this call put to the person by elicitation, as it was worded."""
-
-    tool_call_id: str
-    kind: str
-    message: str
-    schema: type[BaseModel]
-
-
-@dataclass
-class Attachment:
-    """One start_research call and its job, kept across elicitation rounds."""
-
-    key: str
-    record: JobRecord
-    timeout: float
-    began: float  # time.monotonic()
-    deadline: float  # trio.current_time()
-    asked: list[Asked] = field(default_factory=list)
-    delivered: set[tuple[str, str]] = field(default_factory=set)
-    by_url: set[tuple[str, str]] = field(default_factory=set)  # asked as a link, not a form
-    estimate: str | None = None  # the cost estimated before the job started (spend/)
-
-    def asked_keys(self) -> set[tuple[str, str]]:
-        # One tool call can ask twice: ask_user needs a permission, then asks its choice.
-        return {(q.tool_call_id, q.kind) for q in self.asked} | self.by_url
+QUIET_WAIT: Final = 3.0
+"""Seconds start_research waits, when the call gives no `timeout`, for a client that asked for
+no progress: such a client hears nothing until the answer, and common ones give a call 5 s (the
+OpenAI Agents SDK's `client_session_timeout_seconds`), so it gets the job id well before that.
+A client that asked for progress waits up to `ASK_ANOTHER_START_WAIT`, hearing from the job at
+least every 5 s meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +99,8 @@ class Finished:
     record: JobRecord
 
 
-def _key(user: str | None, model: str, query: str, timeout: float, method: str, depth: str
-         ) -> str:
+def _key(user: str | None, model: str, query: str, timeout: float | None, method: str,
+         depth: str) -> str:
     # The user is part of the key: another user's call with the same arguments is not theirs.
     text = json.dumps([user, model, query, timeout, method, depth], ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -164,7 +146,7 @@ def waiting_text(job_id: str, waiting: Sequence[Question], console_url: str | No
 
 def asked_of(job_id: str, q: Question, console_url: str | None = None) -> Asked:
     """The form that puts `q` to a person: an attached call's elicitation, and an MCP Task's
-    input request (server/tasks.py); with the console's approval link where one is served."""
+    input request (server/tasks/); with the console's approval link where one is served."""
     asked = _asked_of(job_id, q)
     if console_url is None:
         return asked
@@ -200,6 +182,24 @@ def _asked_of(job_id: str, q: Question) -> Asked:
 # ----- the resolvers -------------------------------------------------------------------------
 
 
+def asks_for_progress(ctx: Context[ServerState]) -> bool:
+    """Whether this call's client asked for progress notifications: a ``progressToken`` in the
+    request's ``_meta`` on the wire, or a progress callback in memory (the SDK's direct
+    dispatcher carries the callback, not a token)."""
+    request = ctx.request_context
+    if progress_token_from_params(request.params) is not None:
+        return True
+    outbound = getattr(request.session, "_request_outbound", None)
+    direct = getattr(outbound, "_inner", outbound)
+    return getattr(direct, "_on_progress", None) is not None
+
+
+def default_wait(ctx: Context[ServerState], start_wait: float) -> float:
+    """How long a start_research call that gives no `timeout` waits: `start_wait`
+    (`ASK_ANOTHER_START_WAIT`) when its client hears progress, else at most `QUIET_WAIT`."""
+    return start_wait if asks_for_progress(ctx) else min(start_wait, QUIET_WAIT)
+
+
 async def attachment(ctx: Context[ServerState], model: str, query: str,
                      timeout: float | None,  # noqa: ASYNC109 - start_research's, by name
                      method: str, depth: str = "standard") -> Attachment:
@@ -212,9 +212,11 @@ async def attachment(ctx: Context[ServerState], model: str, query: str,
         for key in [k for k, atts in table.items()
                     if all(a.deadline + KEEP_ATTACHED < now for a in atts)]:
             del table[key]
-        if timeout is None:  # the default wait, ASK_ANOTHER_START_WAIT
-            timeout = runtime.config.start_wait
+        # Keyed by the arguments as given: a 2026-07-28 retry round finds its call again even if
+        # it differs in asking for progress.
         key = _key(user.id, model, query, timeout, method, depth)
+        if timeout is None:
+            timeout = default_wait(ctx, runtime.config.start_wait)
         if ctx.request_state is not None:
             found = table.get(key)
             if found:

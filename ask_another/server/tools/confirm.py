@@ -34,6 +34,7 @@ from ask_another.interaction.types import ALLOW, Decision, Deny
 from ask_another.server.context import runtime_of, state_of, tool_errors, user_of
 from ask_another.server.elicitation import Approval, can_elicit
 from ask_another.server.lifespan import ServerState
+from ask_another.server.tools.stances import Stance, stances_map
 from ask_another.spend.confirm import SpendNotConfirmed, needs_confirmation
 from ask_another.spend.estimate import Estimate
 
@@ -59,13 +60,15 @@ def _key(arguments: list[Any]) -> str:
 
 
 async def spend_check(ctx: Context[ServerState], models: list[str], prompt: str,
-                      system: str | None = None, stances: dict[str, str] | None = None,
+                      system: str | None = None,
+                      stances: list[Stance] | dict[str, str] | None = None,
                       synthesize: str | None = None, conversation_id: str | None = None,
                       confirm_spend: bool = False) -> SpendCheck:
     with tool_errors("consensus"):
         runtime = runtime_of(ctx)
+        panel_stances = stances_map(stances)
         estimate = await runtime.consensus_for(user_of(ctx)).estimate(
-            models, prompt, system=system, stances=stances, synthesize=synthesize,
+            models, prompt, system=system, stances=panel_stances, synthesize=synthesize,
             conversation_id=conversation_id)
         config = runtime.config
         now = trio.current_time()
@@ -73,7 +76,7 @@ async def spend_check(ctx: Context[ServerState], models: list[str], prompt: str,
         for old in [k for k, at in table.items() if at + 2 * config.permission_timeout < now]:
             del table[old]
         # The user is part of the key: another user's call with the same arguments is not theirs.
-        key = _key([user_of(ctx).id, models, prompt, system, stances, synthesize,
+        key = _key([user_of(ctx).id, models, prompt, system, panel_stances, synthesize,
                     conversation_id, confirm_spend])
         if ctx.request_state is None:
             table[key] = now  # a new call (or the one round of the handshake era)

@@ -21,6 +21,7 @@ from ask_another.interaction.types import Decision
 from ask_another.server.context import runtime_of, tool_errors, user_of
 from ask_another.server.lifespan import ServerState
 from ask_another.server.tools.confirm import SpendCheck, spend_answer, spend_check, spend_decision
+from ask_another.server.tools.stances import Stance, stances_map
 from ask_another.spend.estimate import Estimate
 
 __all__ = ["CONSENSUS", "HOWTO", "register"]
@@ -53,9 +54,10 @@ def register(server: MCPServer[ServerState]) -> None:
         prompt: Annotated[str, Field(description="The question or prompt every model gets.")],
         system: Annotated[str | None, Field(description="Optional system prompt for every "
                                             "model (kept for the rest of the thread).")] = None,
-        stances: Annotated[dict[str, str] | None, Field(
-            description="Optional stance per model: {model: 'for' | 'against' | 'neutral' | "
-                        "your own words}.")] = None,
+        stances: Annotated[list[Stance] | dict[str, str] | None, Field(
+            description="Optional stance per model: [{model, stance}] with stance 'for', "
+                        "'against', 'neutral' or your own words (the older {model: stance} "
+                        "map is accepted too).")] = None,
         synthesize: Annotated[str | None, Field(
             description="An allowed model that compares the replies afterwards (default: "
                         "none).")] = None,
@@ -85,7 +87,8 @@ def register(server: MCPServer[ServerState]) -> None:
                 return decision
 
             result = await runtime_of(ctx).consensus_for(user_of(ctx)).ask(
-                models, prompt, system=system, stances=stances, synthesize=synthesize,
+                models, prompt, system=system, stances=stances_map(stances),
+                synthesize=synthesize,
                 conversation_id=conversation_id, temperature=temperature, timeout=timeout,
                 on_answer=progress, confirm=confirm,
             )

@@ -1,15 +1,32 @@
-"""Resources and prompts: a research job's report as `research://JOB_ID`, and a `second_opinion`
-prompt, so the capabilities the server advertises offer something."""
+"""Resources and prompts: a research job's report as `research://JOB_ID` (and the caller's
+recent reports in resources/list), and a `second_opinion` prompt, so the capabilities the server
+advertises offer something.
+
+resources/list is served on the low-level server (`MCPServer` lists only fixed resources): the
+caller's `RECENT` latest completed jobs, newest first, each a `research://JOB_ID` a client can
+read or subscribe to; the template stays for any other job id.
+"""
 
 from __future__ import annotations
 
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from ask_another.errors import AskAnotherError
+from ask_another.runtime import Runtime
 from ask_another.server.context import runtime_of, user_of
 from ask_another.server.lifespan import ServerState
 from ask_another.server.wording import tool_text
+from ask_another.store.jobs import JobRecord
+
+RECENT: Final = 20
+"""Completed jobs resources/list shows, newest first."""
+LOOKED_AT: Final = 100
+"""Latest jobs read to find them (a user's running and failed ones are among them)."""
 
 REPORT = """The report of a finished research job (start_research, check_research), as markdown \
 with its sources. A job still running, failed or cancelled is an error saying so."""
@@ -26,7 +43,31 @@ def report_markdown(report: str, citations: list[dict[str, str]]) -> str:
     return f"{report}\n\nSources:{sources}\n" if citations else f"{report}\n"
 
 
+def _resource(record: JobRecord) -> types.Resource:
+    query = " ".join(record.query.split())
+    return types.Resource(uri=f"research://{record.id}", name=f"research_report {record.id}",
+                          title=f"Research report: {query[:80]}",
+                          description=f"The report of research job {record.id} "
+                                      f"({record.model}) on: {query[:300]}",
+                          mime_type="text/markdown")
+
+
+async def list_reports(ctx: ServerRequestContext[ServerState, Any],
+                       params: types.PaginatedRequestParams) -> types.ListResourcesResult:
+    """resources/list: the caller's recent reports (none where the runtime is not running)."""
+    state = ctx.lifespan_context
+    runtime = state.opened if isinstance(state, ServerState) else None
+    if not isinstance(runtime, Runtime):
+        return types.ListResourcesResult(resources=[])
+    records = await runtime.jobs_for(user_of()).list(LOOKED_AT)
+    done = [r for r in records if r.status == "completed"][:RECENT]
+    return types.ListResourcesResult(resources=[_resource(r) for r in done])
+
+
 def register(server: MCPServer[ServerState]) -> None:
+    server._lowlevel_server.add_request_handler("resources/list", types.PaginatedRequestParams,
+                                                list_reports)
+
     @server.resource("research://{job_id}", name="research_report", title="Research report",
                      description=REPORT, mime_type="text/markdown")
     async def research_report(job_id: str, ctx: Context[ServerState]) -> str:

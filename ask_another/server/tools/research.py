@@ -62,15 +62,16 @@ deep-research model (a gemini/deep-research-* agent, perplexity/sonar-deep-resea
 o3-deep-research) the provider does the research; with any other allowed model (method auto) \
 ask-another runs its own pipeline: a research plan whose queries the model answers in phases, \
 reading articles, compiled into a cited report. If it finishes in time you get JSON with the \
-report, citations, model and elapsed time. If not (the default wait is 90 s, below the 120 s \
-after which some clients stop waiting for a call), or if this call is interrupted or this \
-session ends, the job keeps running: call check_research with the job id to get the result, \
-or cancel_research to stop it. Progress is reported while waiting. Method agent: the model works \
-in one tool loop and may read articles (read_article) or ask the user (ask_user). Tools that \
-change something need the user's permission: while this call waits, the job's permission \
-requests and questions are put to the user through elicitation; otherwise answer them with \
-answer_permission / answer_choice (check_research shows them). Research can take many \
-minutes."""
+report, citations, model and elapsed time. If not (the default wait is 90 s when the call asks \
+for progress, below the 120 s after which some clients stop waiting for a call, and 3 s when it \
+does not, so a client that gives a call 5 s gets the job id), or if this call is interrupted \
+or this session ends, the job keeps running: call check_research with the job id to get the \
+result later, or cancel_research to stop it. Progress is reported while waiting. Method agent: the \
+model works in one tool loop and may read articles (read_article) or ask the user (ask_user). \
+Tools that change something need the user's permission: while this call waits, the job's \
+permission requests and questions are put to the user through elicitation; otherwise answer \
+them with answer_permission / answer_choice (check_research shows them). Research can take \
+many minutes."""
 
 CHECK = """Check research jobs. Without job_id: a table of every job, newest first. With a \
 job_id: the full report and citations of a finished job, or the status, elapsed time and \
@@ -256,9 +257,10 @@ def register(server: MCPServer[ServerState]) -> None:
         timeout: Annotated[float | None, Field(  # noqa: ASYNC109 - the tool's public argument
             strict=True,  # true is not 1 second
             description="Seconds to wait for the report before leaving the job running in "
-                        "the background (default 90, ASK_ANOTHER_START_WAIT; at most 3600). "
-                        "Some clients give up on a call after 120 s: keep it below that and "
-                        "call check_research for the result.")] = None,
+                        "the background (at most 3600; default 90, ASK_ANOTHER_START_WAIT, "
+                        "when the call asks for progress, else 3). Some clients give up on a "
+                        "call after 120 s, some after 5 s: keep it below your client's limit "
+                        "and call check_research for the result.")] = None,
         method: Annotated[str, Field(
             description="auto (default: provider for deep-research models, sequential for "
                         "every other model), provider, agent or sequential.",

@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from ask_another.errors import InvalidArgument
 from ask_another.sequential import sequential_research_compile, sequential_research_plan
 from ask_another.server.context import tool_errors
 from ask_another.server.lifespan import ServerState
@@ -60,6 +61,27 @@ def _document(doc: dict[str, Any]) -> CallToolResult:
     """The contract's document as indented JSON text and as structured content."""
     text = json.dumps(doc, indent=2, ensure_ascii=False)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc)
+
+
+def _with_data(result: Any) -> Any:
+    """A raw result with its `data` as an object: the schema shows it as JSON text (no closed
+    schema can say the shape each query's data has), and older clients send the object."""
+    if not isinstance(result, dict) or not isinstance(result.get("data"), str):
+        return result
+    text = result["data"].strip()
+    if not text:
+        return {**result, "data": None}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"Invalid arguments for sequential_research_compile: the data of "
+                              f"query {result.get('query_id')!r} is not JSON text of an object "
+                              f"({exc})") from None
+    if not isinstance(data, dict):
+        raise InvalidArgument(f"Invalid arguments for sequential_research_compile: the data of "
+                              f"query {result.get('query_id')!r} must be an object, got "
+                              f"{type(data).__name__}")
+    return {**result, "data": data}
 
 
 def register(server: MCPServer[ServerState]) -> None:
@@ -109,6 +131,7 @@ def register(server: MCPServer[ServerState]) -> None:
     ) -> CallToolResult:
         with tool_errors("sequential_research_compile"):
             return _document(sequential_research_compile({
-                "plan": plan, "raw_results": raw_results, "include_sources": include_sources,
+                "plan": plan, "raw_results": [_with_data(r) for r in raw_results],
+                "include_sources": include_sources,
                 "include_methodology": include_methodology, "citation_style": citation_style,
             }))

@@ -1,4 +1,4 @@
-"""The MCP Tasks adapter (server/tasks.py): the state table, and the provisional SDK parts it
+"""The MCP Tasks adapter (server/tasks/): the state table, and the provisional SDK parts it
 stands on, checked so an SDK upgrade that moves one fails here by name rather than as a task
 that quietly stops being served."""
 
@@ -18,8 +18,8 @@ from tasks_client import TaskHandle, TasksClient, create_task, request
 
 from ask_another.config import Config
 from ask_another.interaction.types import PermissionRequest, Question
-from ask_another.server import build_server, tasks
-from ask_another.server.tasks import open_questions, seam_problems, task_fields, task_status
+from ask_another.server import build_server
+from ask_another.server.tasks import legacy, open_questions, seam_problems, task_fields, task_status
 from ask_another.simulator import Simulator
 from ask_another.store.jobs import JobRecord
 
@@ -170,7 +170,7 @@ async def _until(client: Client, task_id: str, status: str) -> dict[str, Any]:
 
 async def test_tasks_list_is_paged_with_a_cursor(make_config: Callable[..., Config], sim: Simulator,
                                                 monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(tasks, "LIST_PAGE", 2)
+    monkeypatch.setattr(legacy, "LIST_PAGE", 2)
     config = make_config(MODEL_GDR=f"{GEMINI};sk-test-k;{sim.url}",
                          ASK_ANOTHER_POLL_SECONDS="0.05")
     async with Client(build_server(config, prewarm_after=None), mode="legacy") as client:

@@ -261,7 +261,9 @@ async def test_2026_tasks_over_stdio_survive_a_restart(sim: Simulator, tmp_path:
             assert again["status"] == "completed"
             assert again["result"]["content"][0]["text"] == shown
         async with stdio_client_for(env, stderr) as plain:
-            result = await plain.call_tool("start_research", {"model": "gdr", "query": "plain"})
+            # (A timeout of its own: without progress the default wait is 3 s, QUIET_WAIT.)
+            result = await plain.call_tool("start_research", {"model": "gdr", "query": "plain",
+                                                              "timeout": 60})
             assert not result.is_error
             assert json.loads(result.content[0].text)["status"] == "completed"  # type: ignore[union-attr]
             with pytest.raises(MCPError) as refused:

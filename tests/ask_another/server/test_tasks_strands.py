@@ -2,9 +2,8 @@
 `io.modelcontextprotocol/tasks`) against a real `serve --http`.
 
 strands-agents needs mcp < 2.2 and this project mcp 2.3, so it cannot live in the project's
-environment: the test builds a throwaway one with uv from the package registry (`STRANDS`,
-pinned; uv's cache makes later runs quick) and runs tests/strands/tasks_client.py with its
-Python. Without uv or the registry (offline) the test is skipped, saying which.
+environment: the test builds a throwaway one (tests/support/throwaway_env.py, `STRANDS`
+pinned) and runs tests/strands/tasks_client.py with its Python.
 
 What strands does on its own, as an agent host would: every tool call becomes a task (the
 server declares the extension), polled with tasks/get to its result, the agent job's approval
@@ -15,9 +14,6 @@ lifecycle by hand (submit, get, cancel), the cancel reaching the provider.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +21,7 @@ import trio
 from http_server import http_server
 from loopback_pages import Page, PageServer
 from stdio_server import REPO
+from throwaway_env import throwaway_python
 
 from ask_another.server.auth import TokensFile
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
@@ -41,23 +38,8 @@ ARTICLE = ("<html><body><article><h1>Tides</h1><p>" + "The moon pulls the sea. "
 
 @pytest.fixture(scope="module")
 def strands_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Python of a throwaway environment holding `STRANDS` (skips when it cannot be
-    built: no uv, or no registry)."""
-    uv = shutil.which("uv")
-    if uv is None:
-        pytest.skip("uv is not on PATH: cannot build strands-agents' own environment")
-    venv = tmp_path_factory.mktemp("strands") / "venv"
-    made = subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(venv)],
-                          capture_output=True, text=True, timeout=120, check=False)
-    if made.returncode != 0:
-        pytest.skip(f"uv venv failed: {made.stderr.strip().splitlines()[-1:]}")
-    python = venv / "bin" / "python"
-    installed = subprocess.run([uv, "pip", "install", "-q", "-p", str(python), STRANDS],
-                               capture_output=True, text=True, timeout=600, check=False)
-    if installed.returncode != 0:
-        last = (installed.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"{STRANDS} could not be installed from the registry (offline?): {last}")
-    return python
+    """The Python of a throwaway environment holding `STRANDS`."""
+    return throwaway_python(tmp_path_factory, "strands", STRANDS)
 
 
 async def test_strands_agents_drives_tasks(strands_python: Path, sim: Simulator, tmp_path: Path,

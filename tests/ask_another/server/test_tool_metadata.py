@@ -23,11 +23,11 @@ async def test_every_tool_has_a_title_and_numeric_limits_are_in_the_schema(
     async with Client(build_server(make_config(), prewarm_after=None)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert all(t.title for t in tools.values()), [n for n, t in tools.items() if not t.title]
-    temperature = tools["completion"].input_schema["properties"]["temperature"]["anyOf"][0]
+    temperature = tools["completion"].input_schema["properties"]["temperature"]
     assert (temperature["minimum"], temperature["maximum"]) == (0.0, 2.0)
-    # Optional (its default is ASK_ANOTHER_START_WAIT): the number branch carries the limits.
-    wait = tools["start_research"].input_schema["properties"]["timeout"]["anyOf"][0]
-    assert (wait["minimum"], wait["maximum"]) == (0, 3600)
+    # Optional (its default is ASK_ANOTHER_START_WAIT): a plain number with the limits.
+    wait = tools["start_research"].input_schema["properties"]["timeout"]
+    assert (wait["type"], wait["minimum"], wait["maximum"]) == ("number", 0, 3600)
     paging = tools["check_research"].input_schema["properties"]
     assert paging["offset"]["minimum"] == 0
     assert (paging["max_chars"]["minimum"], paging["max_chars"]["maximum"]) == (1, 100_000)
@@ -74,10 +74,15 @@ async def test_a_finished_report_is_a_research_resource_and_the_prompt_is_listed
     async with Client(build_server(config, prewarm_after=None)) as client:
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["research://{job_id}"]
+        assert (await client.list_resources()).resources == []
         error, text = await call(client, "start_research", model="pplx", query="Why tides?",
                                  timeout=60)
         assert not error, text
         job_id = json.loads(text)["job_id"]
+        # The user's recent reports are listed, not only reachable through the template.
+        listed = (await client.list_resources()).resources
+        assert [str(r.uri) for r in listed] == [f"research://{job_id}"]
+        assert "Why tides?" in (listed[0].title or "")
         contents = (await client.read_resource(f"research://{job_id}")).contents
         assert "Why tides?" in contents[0].text  # the simulator's report quotes the query
         assert f"\n[1] {sim.url}/sources/" in contents[0].text  # sources listed by URL
@@ -88,3 +93,81 @@ async def test_a_finished_report_is_a_research_resource_and_the_prompt_is_listed
         prompt = await client.get_prompt("second_opinion", {"question": "Is 1 prime?",
                                                             "model": "sim"})
         assert "Is 1 prime?" in prompt.messages[0].content.text
+
+
+def _open_objects(schema: object, path: str = "") -> list[str]:
+    """Where `schema` has an object a strict-mode converter refuses (the OpenAI Agents SDK's
+    `ensure_strict_json_schema` rules): one that allows undeclared properties, or declares
+    none without saying `additionalProperties: false`; or a union at the top."""
+    found = []
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" and (
+                schema.get("additionalProperties", True) is not False
+                and (schema.get("additionalProperties") not in (None, False)
+                     or not schema.get("properties"))):
+            found.append(path or "(top)")
+        for key, value in schema.items():
+            found += _open_objects(value, f"{path}.{key}")
+    elif isinstance(schema, list):
+        for n, value in enumerate(schema):
+            found += _open_objects(value, f"{path}[{n}]")
+    return found
+
+
+async def test_every_input_schema_reads_plainly(make_config: Callable[..., Config]):
+    """The MCP Inspector CLI converts an argument by its property's top-level `type` (an
+    `anyOf [number, null]` went as a string, refused); strict-mode converters refuse open
+    objects (list_models's empty object, consensus's stances map, compile's plan)."""
+    async with Client(build_server(make_config(), prewarm_after=None)) as client:
+        tools = (await client.list_tools()).tools
+    for tool in tools:
+        schema = tool.input_schema
+        assert schema.get("additionalProperties") is False, tool.name
+        assert _open_objects(schema) == [], (tool.name, _open_objects(schema))
+        for name, prop in schema.get("properties", {}).items():
+            assert "anyOf" not in prop and ("type" in prop or "enum" in prop), (tool.name, name)
+    shown = {t.name: t.input_schema["properties"] for t in tools}
+    assert shown["consensus"]["stances"]["items"]["required"] == ["model", "stance"]
+    assert shown["completion"]["timeout"]["type"] == "number"
+
+
+async def test_stances_as_pairs_or_as_the_old_map(make_config: Callable[..., Config],
+                                                  sim: Simulator):
+    config = make_config(MODEL_GPT4=f"openai/gpt-4o;k;{sim.openai_base}")
+    async with Client(build_server(config, prewarm_after=None)) as client:
+        for stances in ([{"model": "sim", "stance": "for"}, {"model": "gpt4",
+                                                             "stance": "against"}],
+                        {"sim": "for", "gpt4": "against"}):
+            error, text = await call(client, "consensus", models=["sim", "gpt4"],
+                                     prompt="Tides?", stances=stances)
+            assert not error, text
+            assert "(stance: for)" in text and "(stance: against)" in text, text
+        error, text = await call(client, "consensus", models=["sim", "gpt4"], prompt="Tides?",
+                                 stances=[{"model": "sim", "stance": "for"},
+                                          {"model": "sim", "stance": "against"}])
+        assert error and "stances name 'sim' twice" in text, text
+
+
+async def test_compile_takes_data_as_json_text_or_an_object(make_config: Callable[..., Config]):
+    async with Client(build_server(make_config(), prewarm_after=None)) as client:
+        planned = await client.call_tool("sequential_research_plan", {"topic": "tides"})
+        plan = planned.structured_content
+        assert plan is not None
+        query = plan["queries"][0]
+        fields = {f["field_name"]: "The moon [S1]."
+                  for f in plan["result_schemas"][0]["required_fields"]}
+        source = {"id": "S1", "source_type": "web", "title": "Tides"}
+        reports = []
+        for data in (json.dumps(fields), fields):
+            result = await client.call_tool("sequential_research_compile", {
+                "plan": plan, "raw_results": [{"query_id": query["query_id"], "success": True,
+                                               "data": data, "sources": [source]}]})
+            assert not result.is_error, result
+            reports.append(result.structured_content)
+        assert reports[0] is not None and reports[1] is not None
+        assert reports[0]["sections"] == reports[1]["sections"]  # (ids and times differ)
+        assert "The moon" in reports[0]["markdown_report"]
+        error, text = await call(client, "sequential_research_compile", plan=plan,
+                                 raw_results=[{"query_id": query["query_id"], "success": True,
+                                               "data": "[1, 2]"}])
+        assert error and "must be an object, got list" in text, text
