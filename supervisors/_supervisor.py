@@ -319,13 +319,15 @@ class Supervisor(_SupervisorBase):
             seen.add(spec.id)
             self._children.append(self._adopt(spec))
         await self._setup(max_restarts, max_seconds)
-        for child in self._children:
+        for child in list(self._children):
             try:
-                await self._start(child)
+                ref = await self._start(child)
             except BaseException:
                 # Undo: the children already started stop in reverse order.
                 await self._stop_all()
                 raise
+            if ref is None and child.spec.restart == "temporary":
+                self._remove(child)  # OTP: an ignored temporary child's spec is not kept
             _log_started(self.ref, child)
 
     def _check_new(self, spec: object, ids: Iterable[Hashable]) -> None:
@@ -389,11 +391,14 @@ class Supervisor(_SupervisorBase):
                         SupervisorError(f"child {child_id!r} of {self.ref!r} is already running")
                     )
                 ref = await self._start(child, restart=True)
+                if ref is None and child.spec.restart == "temporary":
+                    self._remove(child)
                 _log_started(self.ref, child)
                 return ref
             case ("start_child", ChildSpec() as spec):
                 # OTP's supervisor:start_child/2: the spec is added at the end, then started;
-                # if the start fails the spec is not kept, if init returned IGNORE it is.
+                # if the start fails the spec is not kept, if init returned IGNORE it is
+                # (a temporary child's is not: nothing would ever start it).
                 try:
                     self._check_new(spec, [c.spec.id for c in self._children])
                 except InvalidSpec as exc:
@@ -405,6 +410,8 @@ class Supervisor(_SupervisorBase):
                 except StartError:
                     self._remove(child)
                     raise
+                if ref is None and spec.restart == "temporary":
+                    self._remove(child)
                 _log_started(self.ref, child)
                 return ref
             case ("delete_child", child_id):
@@ -613,7 +620,8 @@ class SupervisorRef(SupervisorRefBase):
 
     async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef | None:  # noqa: ASYNC109
         """Add `spec` at the end of the children and start it (OTP's start_child/2); its ref, or
-        None if its init returned `IGNORE` (the spec is kept, not running). Raises
+        None if its init returned `IGNORE` (the spec is kept, not running; a temporary one's is
+        dropped, as OTP's). Raises
         `InvalidSpec` (not a `ChildSpec`, a duplicate id, a significant child without
         auto_shutdown) and `StartError` if its init fails (then the spec is not kept). The
         strategy applies to it from then on. Cancellation: a caller already cancelled sends

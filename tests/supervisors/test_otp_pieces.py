@@ -126,6 +126,26 @@ async def test_a_static_supervisor_keeps_an_ignored_child_as_not_running(
     assert started == ["'echo'"]  # nothing is reported started for the ignored child
 
 
+async def test_an_ignored_temporary_child_is_dropped_as_otp_drops_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """OTP keeps no spec for a temporary child whose init returned ignore: nothing would ever
+    start it, so it is neither listed nor restartable (at start-up and through start_child)."""
+    journal: Journal = []
+    children = [
+        child_spec(Declines, journal, id="ignored", restart="temporary"),
+        child_spec(Echo, journal, id="echo"),
+    ]
+    async with open_supervisor(children) as sup:
+        assert [c.id for c in await sup.which_children()] == ["echo"]
+        with pytest.raises(UnknownChild):
+            await sup.restart_child("ignored")
+        spec = child_spec(Declines, journal, id="later", restart="temporary")
+        assert await sup.start_child(spec) is None
+        assert [c.id for c in await sup.which_children()] == ["echo"]
+        assert (await sup.count_children()).specs == 1
+
+
 async def test_a_dynamic_supervisor_starts_nothing_for_an_ignored_child(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
