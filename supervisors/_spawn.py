@@ -65,8 +65,18 @@ def check_start(
     if not (isinstance(actor_class, type) and issubclass(actor_class, Actor)):
         raise InvalidSpec(f"spawn() needs an Actor subclass, got {actor_class!r}")
     check_mailbox_size(mailbox_size)
-    if registry is not None and name is None:
+    if registry is not None:
+        check_name(name)
+
+
+def check_name(name: object) -> None:
+    """A name to register under: given, and hashable (a registry is a dict of names)."""
+    if name is None:
         raise InvalidSpec("a registry needs a name to register the actor under")
+    try:
+        hash(name)
+    except TypeError:
+        raise InvalidSpec(f"a registry name must be hashable, got {name!r}") from None
 
 
 def check_mailbox_size(mailbox_size: object) -> None:
@@ -85,7 +95,14 @@ async def start_actor(
 ) -> ActorRef | None:
     """`spawn` with its arguments already checked (a `Start` checks its own once, when made).
     None: `init` returned `IGNORE` (the actor has exited `Normal()`)."""
-    actor = actor_class()
+    try:
+        actor = actor_class()
+    except Exception as exc:
+        # The constructor is not a hook (start-up arguments go to init), but whatever it
+        # raises fails this start the same way, never the spawner's caller by surprise.
+        label = actor_class.__name__ if name is None else name
+        log_crash(label, exc, "__init__")
+        raise StartError(label, Crash(exc), f"{actor_class.__name__}() raised") from exc
     process = Process(actor, name, mailbox_size, nursery)
     ref = process.ref = actor.ref = actor_class._ref_class._new(process)
     if registry is not None:

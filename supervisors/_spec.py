@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 from ._actor import Actor
 from ._errors import InvalidSpec
 from ._ref import ActorRef
-from ._spawn import DEFAULT_MAILBOX_SIZE, check_mailbox_size, start_actor
+from ._spawn import DEFAULT_MAILBOX_SIZE, check_mailbox_size, check_name, start_actor
 
 if TYPE_CHECKING:
     import trio
@@ -42,8 +42,10 @@ class Start:
     def __post_init__(self) -> None:
         if not (isinstance(self.actor, type) and issubclass(self.actor, Actor)):
             raise InvalidSpec(f"Start.actor must be an Actor subclass, got {self.actor!r}")
-        if self.registry is not None and self.name is None:
-            raise InvalidSpec("Start has a registry but no name to register the child under")
+        if self.registry is not None:
+            if self.name is None:
+                raise InvalidSpec("Start has a registry but no name to register the child under")
+            check_name(self.name)
         check_mailbox_size(self.mailbox_size)
 
     async def spawn(self, nursery: trio.Nursery, extra: tuple[Any, ...] = ()) -> ActorRef | None:

@@ -21,7 +21,7 @@ import trio
 from ._actor import Actor
 from ._call import Caller, call
 from ._errors import ActorExited, InvalidSpec, NameTaken, StartError, SupervisorError, UnknownChild
-from ._log import logger
+from ._log import log_crash, logger
 from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
 from ._ref import ActorRef, ActorStatistics, MonitorRef, process_of
 from ._registry import Registry, claim_name, unclaim_name
@@ -213,6 +213,13 @@ class _SupervisorBase(Actor):
             ref = await spec.start.spawn(self._nursery, self._extra_arguments)
         except (NameTaken, StartError) as exc:
             raise self._start_failed(spec, exc) from _cause(exc)
+        except Exception as exc:
+            # As OTP wraps every start: whatever a start raises is that start's failure
+            # ({error, _}), never the supervisor's crash nor its siblings'.
+            log_crash(self.ref, exc, f"start of child {spec.id!r}")
+            raise StartError(
+                spec.id, Crash(exc), f"in {self.ref!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         if ref is None:
             child.status = "stopped"
             return None
