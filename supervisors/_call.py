@@ -238,7 +238,19 @@ async def _send_and_wait(process: Process, caller: Caller, wait_for_room: bool) 
     if wait_for_room:
         await trio.lowlevel.checkpoint_if_cancelled()
         if not await process.mailbox.put_wait(item):
-            raise process.refusal()
+            _refused(process, caller)
     elif not process.mailbox.put(item):
-        raise process.refusal()
+        _refused(process, caller)
     return await trio.lowlevel.wait_task_rescheduled(caller._abort)
+
+
+def _refused(process: Process, caller: Caller) -> None:
+    """The mailbox refused the call. An actor still running `terminate` has no final reason
+    yet (terminate may crash, or be killed): the caller waits for the exit, failed then with
+    the reason monitors and links learn (OTP's caller learns it from its monitor)."""
+    if process.reason is None and process.closing is not None:
+        if process.deferred is None:
+            process.deferred = set()
+        process.deferred.add(caller)
+        return
+    raise process.refusal()

@@ -77,7 +77,8 @@ class ActorRef:
 
         Raises `MailboxFull` at once when the mailbox is full; `ActorExited` at once if the actor
         has exited, or when it exits before replying (when `handle_call` raised, the reason is a
-        `Crash` and `__cause__` is that exception); `CallTimeout` after `timeout` seconds (None
+        `Crash` and `__cause__` is that exception; a call made while it runs `terminate` waits
+        for its exit and gets the final reason); `CallTimeout` after `timeout` seconds (None
         waits forever). A reply that arrives after the timeout or a cancellation is dropped; the
         actor is not affected. Cancellation: the call is abandoned, the message may still be
         handled.
