@@ -25,6 +25,7 @@ first crash. A crash in `terminate` after a normal or shutdown request is the ex
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Iterable
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -88,6 +89,8 @@ class Process:
         "tasks",
         "tasks_idle",
         "terminate_on_kill",
+        "thread",
+        "token",
     )
 
     ref: ActorRef
@@ -122,6 +125,9 @@ class Process:
         self.children: Callable[[], Iterable[ActorRef]] | None = None
         self.children_done: trio.Event | None = None
         self.continuing: Continue | None = None
+        # The actor's home: its thread and trio run (see _threads.py).
+        self.thread = get_ident()
+        self.token = trio.lowlevel.current_trio_token()
 
     # -- requests from outside ---------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, final
 
 import trio
@@ -15,6 +16,7 @@ import trio
 from ._call import CAST, INFO, call, check_timeout
 from ._errors import CallToSelf
 from ._reasons import ExitReason, Normal
+from ._threads import hand_over, refuse_foreign
 
 if TYPE_CHECKING:
     from ._process import Process
@@ -31,7 +33,8 @@ class ActorStatistics:
 
 class ActorRef:
     """The handle to an actor. Made only by the runtime (`spawn`, supervisors); hashable, compared
-    by identity, safe to share between tasks. Every method works whether or not the actor is
+    by identity, safe to share between tasks and threads (see docs/supervisors.md, "Threads").
+    Every method works whether or not the actor is
     still alive: requests to an exited actor raise `ActorExited` carrying its exit reason.
     """
 
@@ -91,12 +94,16 @@ class ActorRef:
         Raises `MailboxFull` when the mailbox is full, `ActorExited` if the actor has exited.
         """
         process = self._process
+        if process.thread != get_ident():
+            return hand_over(process, "ActorRef.cast", self.cast, msg)
         if not process.mailbox.put((CAST, msg)):
             raise process.refusal()
 
     def send(self, msg: Any) -> None:
         """Queue `msg` for `handle_info`; same rules as `cast` (bounded, never blocks)."""
         process = self._process
+        if process.thread != get_ident():
+            return hand_over(process, "ActorRef.send", self.send, msg)
         if not process.mailbox.put((INFO, msg)):
             raise process.refusal()
 
@@ -114,6 +121,8 @@ class ActorRef:
         once, `None` waits forever. Returns at once if the actor has already exited.
         """
         process = self._process
+        if process.thread != get_ident():
+            raise refuse_foreign("ActorRef.stop")
         if process.reason is not None:
             return process.reason
         if trio.lowlevel.current_task() is process.task:
@@ -133,11 +142,16 @@ class ActorRef:
         """Cancel the actor at once (brutal kill): it exits with `Killed()` without `terminate`
         (or cuts a `terminate` in progress short). Returns immediately; `await ref.wait()` to wait
         until it has exited."""
-        self._process.kill()
+        process = self._process
+        if process.thread != get_ident():
+            return hand_over(process, "ActorRef.kill", process.kill)
+        process.kill()
 
     async def wait(self) -> ExitReason:
         """Wait until the actor has exited and return its exit reason. Works from any trio task."""
         process = self._process
+        if process.thread != get_ident():
+            raise refuse_foreign("ActorRef.wait")
         if process.reason is None:
             if process.exit_event is None:
                 process.exit_event = trio.Event()

@@ -86,7 +86,10 @@ class Registry:
         """
         from ._call import call, check_timeout
         from ._ref import process_of
+        from ._threads import in_trio_run, refuse_foreign
 
+        if not in_trio_run():
+            raise refuse_foreign("Registry.call")
         check_timeout("call", timeout)
         deadline = math.inf if timeout is None else trio.current_time() + timeout
         with trio.CancelScope(deadline=deadline):

@@ -18,6 +18,7 @@ from ._process import Process
 from ._reasons import Crash, ExitReason, Killed, Normal
 from ._ref import ActorRef
 from ._returns import IGNORE, Continue
+from ._threads import check_nursery
 
 if TYPE_CHECKING:
     from ._registry import Registry
@@ -49,6 +50,7 @@ async def spawn(
     `handle_continue(term)` run first in the actor's task, before any message.
     """
     check_start(actor_class, name, registry, mailbox_size)
+    check_nursery(nursery, "spawn")
     ref = await start_actor(nursery, actor_class, args, kwargs, name, registry, mailbox_size)
     if ref is None:
         raise StartError(

@@ -27,6 +27,7 @@ from ._ref import ActorRef, ActorStatistics, MonitorRef, process_of
 from ._registry import Registry, claim_name, unclaim_name
 from ._spawn import DEFAULT_MAILBOX_SIZE, check_start
 from ._spec import ChildSpec, ChildType, Start
+from ._threads import check_nursery
 
 Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
 AutoShutdown = Literal["never", "any_significant", "all_significant"]
@@ -676,6 +677,7 @@ async def start_supervisor(
     from ._spawn import start_actor
 
     check_start(Supervisor, name, registry, mailbox_size)
+    check_nursery(nursery, "start_supervisor")
     _check_strategy(strategy, auto_shutdown)
     try:
         ref = await start_actor(
