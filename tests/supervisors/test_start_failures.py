@@ -126,3 +126,43 @@ async def test_an_unhashable_registry_name_is_refused_where_it_is_given(
     with pytest.raises(InvalidSpec, match="hashable"):
         await spawn(nursery, Actor, name=["not", "hashable"], registry=registry)
     assert len(registry) == 0
+
+
+# -- mistakes refused where they are made --------------------------------------------------------
+
+
+def test_a_hook_without_async_is_refused_at_class_definition() -> None:
+    with pytest.raises(TypeError, match=r"Sync\.handle_call must be a coroutine"):
+
+        class Sync(Actor):
+            def handle_call(self, msg: Any, caller: Any) -> Any:  # type: ignore[override]
+                return msg
+
+
+def test_a_constructor_needing_arguments_is_refused_when_the_spec_is_made() -> None:
+    class Needy(Actor):
+        def __init__(self, db: str) -> None:
+            self.db = db
+
+    with pytest.raises(InvalidSpec, match=r"Needy\.__init__ needs arguments.*async def init"):
+        child_spec(Needy, "app.db")
+    with pytest.raises(InvalidSpec, match="needs arguments"):
+        Start(Needy)
+
+    class Fine(Actor):
+        def __init__(self, db: str = "app.db") -> None:
+            self.db = db
+
+    assert child_spec(Fine).start.actor is Fine
+
+
+async def test_spawn_of_a_constructor_needing_arguments_is_a_start_error(
+    nursery: trio.Nursery,
+) -> None:
+    class Needy(Actor):
+        def __init__(self, db: str) -> None:
+            self.db = db
+
+    with pytest.raises(StartError, match=r"Needy\(\) raised") as raised:
+        await spawn(nursery, Needy)
+    assert isinstance(raised.value.__cause__, TypeError)
