@@ -25,7 +25,6 @@ first crash. A crash in `terminate` after a normal or shutdown request is the ex
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Iterable
-from threading import get_ident
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -49,6 +48,7 @@ from ._reasons import (
 from ._registry import release_name
 from ._returns import Continue
 from ._tasks import TaskHandle, run_task
+from ._threads import home_run
 
 if TYPE_CHECKING:
     from ._actor import Actor
@@ -72,6 +72,7 @@ class Process:
         "current",
         "deferred",
         "exit_event",
+        "home",
         "idle_timeout",
         "kill_reason",
         "links",
@@ -90,7 +91,6 @@ class Process:
         "tasks_idle",
         "terminate_on_kill",
         "thread",
-        "token",
     )
 
     ref: ActorRef
@@ -103,7 +103,7 @@ class Process:
         self.name = name
         self.mailbox = Mailbox(capacity)
         self.nursery = nursery
-        self.scope = trio.CancelScope()
+        self.scope: trio.CancelScope | None = trio.CancelScope()  # None once exited
         self.task: trio.lowlevel.Task | None = None
         self.reason: ExitReason | None = None
         self.closing: ExitReason | None = None
@@ -125,9 +125,9 @@ class Process:
         self.children: Callable[[], Iterable[ActorRef]] | None = None
         self.children_done: trio.Event | None = None
         self.continuing: Continue | None = None
-        # The actor's home: its thread and trio run (see _threads.py).
-        self.thread = get_ident()
-        self.token = trio.lowlevel.current_trio_token()
+        # The actor's home: its trio run, and that run's thread (see _threads.py).
+        self.home = home = home_run()
+        self.thread = home.thread
 
     # -- requests from outside ---------------------------------------------------------------
 
@@ -157,6 +157,7 @@ class Process:
         self.brutal = True
         if self.kill_reason is None:
             self.kill_reason = reason
+        assert self.scope is not None  # until the exit
         self.scope.cancel()
 
     def crash_from_task(self, exc: Exception) -> None:
@@ -165,6 +166,7 @@ class Process:
             return
         self.kill_reason = Crash(exc)
         self.terminate_on_kill = True
+        assert self.scope is not None  # until the exit
         self.scope.cancel()
 
     def signal(self, sender: Process, reason: ExitReason) -> None:
@@ -318,8 +320,10 @@ class Process:
         reason: ExitReason | None = None
         terminated = False
         outside: trio.Cancelled | None = None
+        scope = self.scope
+        assert scope is not None
         try:
-            with self.scope as scope:
+            with scope:
                 reason = await self._loop(actor)
                 # The common path: terminate in the same scope, now shielded from outside
                 # cancellation; a kill (this scope's own cancel) still cuts it short.
@@ -351,6 +355,12 @@ class Process:
             self.finish(self.kill_reason or _KILLED)
             raise
         self.finish(reason)
+        final = self.reason
+        if final.__class__ is Crash:
+            # Reported (logged with its traceback, delivered to callers, monitors, links): its
+            # frames would keep the actor's whole state alive for as long as anyone holds the
+            # reason, say a ref or a log sink keeping exc_info.
+            drop_frames(final.exception)
         if outside is not None:
             raise outside
 
@@ -474,6 +484,8 @@ class Process:
         self.reason = reason
         self.actor = None
         self.task = None
+        self.scope = None  # an exited actor keeps only what its ref reports
+        self.mailbox = self.home.closed_mailbox(self.mailbox.capacity)
         if self.children_scope is not None:
             self.kill_children()
         if self.tasks:
@@ -515,6 +527,21 @@ class Process:
         if isinstance(reason, Crash):
             err.__cause__ = reason.exception
         return err
+
+
+def drop_frames(exc: BaseException) -> None:
+    """Let go of the frames of `exc` and of the exceptions chained to it or grouped in it."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        one = todo.pop()
+        if id(one) in seen:
+            continue
+        seen.add(id(one))
+        one.__traceback__ = None
+        todo.extend(e for e in (one.__cause__, one.__context__) if e is not None)
+        if isinstance(one, BaseExceptionGroup):
+            todo.extend(one.exceptions)
 
 
 def _is_runtime(msg: object) -> bool:

@@ -14,16 +14,52 @@ a loop of its own (another `trio.run`, asyncio) cannot block for a handover: bot
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from threading import get_ident
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import trio
 
 from ._errors import WrongThread
+from ._mailbox import Mailbox
 
 if TYPE_CHECKING:
     from ._process import Process
 
 T = TypeVar("T")
+
+@final
+class Home:
+    """One trio run as its actors see it: its thread, its token, and the closed mailboxes
+    exited actors share (one per capacity: an exited actor's ref keeps no mailbox of its
+    own, so a crashed actor held by a ref costs a few hundred bytes)."""
+
+    __slots__ = ("_closed", "thread", "token")
+
+    def __init__(self) -> None:
+        self.thread = get_ident()
+        self.token = trio.lowlevel.current_trio_token()
+        self._closed: dict[int, Mailbox] = {}
+
+    def closed_mailbox(self, capacity: int) -> Mailbox:
+        mailbox = self._closed.get(capacity)
+        if mailbox is None:
+            mailbox = self._closed[capacity] = Mailbox(capacity)
+            mailbox.close()
+        return mailbox
+
+
+_HOME: Final = trio.lowlevel.RunVar[Home]("supervisors_home")
+
+
+def home_run() -> Home:
+    """The current trio run's `Home` (made at its first actor)."""
+    try:
+        return _HOME.get()
+    except LookupError:
+        home = Home()
+        _HOME.set(home)
+        return home
+
 
 def hand_over(process: Process, what: str, fn: Callable[..., T], *args: Any) -> T:
     """Run ``fn(*args)`` in `process`'s trio run from another thread; its result or error.
@@ -31,7 +67,7 @@ def hand_over(process: Process, what: str, fn: Callable[..., T], *args: Any) -> 
     try:
         trio.lowlevel.current_task()
     except RuntimeError:  # a plain thread: it may block until the runtime has done it
-        return trio.from_thread.run_sync(fn, *args, trio_token=process.token)
+        return trio.from_thread.run_sync(fn, *args, trio_token=process.home.token)
     raise WrongThread(
         f"{what} was called from a trio run other than the actor's (another thread's "
         "trio.run); from there use trio.to_thread.run_sync(trio.from_thread.run_sync, fn, "
