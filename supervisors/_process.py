@@ -333,8 +333,8 @@ class Process:
         except trio.Cancelled as exc:
             # Our own scope absorbs a kill, so this came from outside (during the loop).
             outside = exc
-        except BaseException:  # KeyboardInterrupt and the like: record the exit, propagate
-            self.finish(self.kill_reason or _KILLED)
+        except BaseException as exc:  # KeyboardInterrupt and the like: record the exit, propagate
+            self.finish(interrupted(exc, self.kill_reason))
             raise
         try:
             if outside is not None and self.brutal:  # killed too (its supervisor was killed)
@@ -351,8 +351,8 @@ class Process:
                 await self.reap_tasks()
             if self.children_done is not None:
                 await self.reap_children()
-        except BaseException:
-            self.finish(self.kill_reason or _KILLED)
+        except BaseException as exc:
+            self.finish(interrupted(exc, self.kill_reason))
             raise
         self.finish(reason)
         final = self.reason
@@ -527,6 +527,16 @@ class Process:
         if isinstance(reason, Crash):
             err.__cause__ = reason.exception
         return err
+
+
+def interrupted(exc: BaseException, kill_reason: ExitReason | None) -> ExitReason:
+    """The exit reason of an actor that a `BaseException` ends on its way to `trio.run`: a
+    `Crash` naming it (KeyboardInterrupt, SystemExit, ...), unless it is a cancellation."""
+    if isinstance(exc, trio.Cancelled) or (
+        isinstance(exc, BaseExceptionGroup) and exc.split(trio.Cancelled)[1] is None
+    ):
+        return kill_reason or _KILLED
+    return Crash(exc)
 
 
 def drop_frames(exc: BaseException) -> None:

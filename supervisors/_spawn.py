@@ -14,7 +14,7 @@ import trio
 from ._actor import Actor
 from ._errors import InvalidSpec, StartError
 from ._log import log_crash
-from ._process import Process
+from ._process import Process, interrupted
 from ._reasons import Crash, ExitReason, Killed, Normal
 from ._ref import ActorRef
 from ._returns import IGNORE, Continue
@@ -117,8 +117,8 @@ async def start_actor(
     except Exception as exc:
         log_crash(ref, exc, "init")
         failure = Crash(exc)
-    except BaseException:
-        process.finish(process.kill_reason or Killed())
+    except BaseException as exc:
+        process.finish(interrupted(exc, process.kill_reason))
         raise
     process.task = None
     # Killed during init, or init asked to stop (OTP's {stop, Reason}): the start fails.

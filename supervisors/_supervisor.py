@@ -772,7 +772,31 @@ async def open_supervisor(
 async def _scoped(starter: Any) -> AsyncIterator[Any]:
     """Run a supervisor for the duration of a block, in a nursery the block never sees: what
     the block raises is re-raised after the nursery has closed, so it is never wrapped in an
-    ExceptionGroup (trio's advice for context managers that hide a nursery)."""
+    ExceptionGroup (trio's advice for context managers that hide a nursery). A SystemExit or
+    KeyboardInterrupt from an actor of the tree comes out bare too, so that ``sys.exit(3)`` in
+    an actor gives the program exit status 3 (a group would give 1)."""
+    try:
+        async with _scoped_nursery(starter) as ref:
+            yield ref
+    except BaseExceptionGroup as group:
+        leaf = _first_interrupt(group)
+        if leaf is None:
+            raise
+        raise leaf from None
+
+
+def _first_interrupt(exc: BaseException) -> BaseException | None:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_interrupt(inner)
+            if found is not None:
+                return found
+        return None
+    return exc if isinstance(exc, SystemExit | KeyboardInterrupt) else None
+
+
+@asynccontextmanager
+async def _scoped_nursery(starter: Any) -> AsyncIterator[Any]:
     gave_up: list[ExitReason] = []
     raised: list[BaseException] = []
     async with trio.open_nursery() as nursery:
