@@ -134,7 +134,8 @@ def claim_name(registry: Registry, name: Hashable, owner: Process) -> None:
     """`owner` (a supervisor) will start actors under `name`: `call` waits for them."""
     owners = registry._claims.setdefault(name, [])
     owners[:] = [p for p in owners if p.reason is None]
-    owners.append(owner)
+    if owner not in owners:
+        owners.append(owner)
 
 
 def unclaim_name(registry: Registry, name: Hashable, owner: Process) -> None:

@@ -188,13 +188,19 @@ class _SupervisorBase(Actor):
     def _adopt(self, spec: ChildSpec) -> _Child:
         """A child entry for `spec`; a registry name it will restart under is claimed, so that
         `Registry.call` waits for it rather than failing with `NoProcess`."""
-        start = spec.start
-        if start.registry is not None and spec.restart != "temporary":
+        child = _Child(spec)
+        self._claim(child)
+        return child
+
+    def _claim(self, child: _Child) -> None:
+        start = child.spec.start
+        if start.registry is not None and child.spec.restart != "temporary":
             claim_name(start.registry, start.name, process_of(self.ref))
-        return _Child(spec)
 
     def _forget(self, child: _Child) -> None:
-        """The child's entry is dropped: its name is no longer claimed by this supervisor."""
+        """The child's entry is dropped, or it stays stopped (`terminate_child`, an exit not
+        restarted): its name is no longer claimed by this supervisor, so `Registry.call` to it
+        fails at once with `NoProcess`, as OTP's noproc. A restart claims it again."""
         start = child.spec.start
         if start.registry is not None and child.spec.restart != "temporary":
             unclaim_name(start.registry, start.name, process_of(self.ref))
@@ -391,6 +397,8 @@ class Supervisor(_SupervisorBase):
                     await self._shutdown(child)
                 if child.spec.restart == "temporary":
                     self._remove(child)
+                else:
+                    self._forget(child)  # stays stopped: a call to its name is noproc
                 return None
             case ("restart_child", child_id):
                 child = self._find(child_id)
@@ -398,6 +406,7 @@ class Supervisor(_SupervisorBase):
                     raise _CallError(
                         SupervisorError(f"child {child_id!r} of {self.ref!r} is already running")
                     )
+                self._claim(child)
                 ref = await self._start(child, restart=True)
                 if ref is None and child.spec.restart == "temporary":
                     self._remove(child)
@@ -467,6 +476,8 @@ class Supervisor(_SupervisorBase):
         if not _should_restart(child.spec, reason) or self._children_cancelled():
             if child.spec.restart == "temporary":
                 self._remove(child)
+            else:
+                self._forget(child)  # stays stopped: a call to its name is noproc
             if child.spec.significant and not self._children_cancelled():
                 self._significant_exited(child)
             return
@@ -496,6 +507,7 @@ class Supervisor(_SupervisorBase):
                 return
 
     async def _restart(self, child: _Child) -> None:
+        self._claim(child)  # a child stopped till now (terminate_child) restarts with the group
         while True:
             try:
                 await self._start(child, restart=True)
