@@ -92,6 +92,8 @@ class ActorRef:
         """Queue `msg` for `handle_cast` and return at once (never blocks, not a checkpoint).
 
         Raises `MailboxFull` when the mailbox is full, `ActorExited` if the actor has exited.
+        From a plain thread it is handed to the actor's trio run, the thread waiting for that;
+        from another thread's event loop it raises `WrongThread`.
         """
         process = self._process
         if process.thread != get_ident():
