@@ -15,8 +15,8 @@ import trio
 
 from bench.report import Row, print_table, write_json
 
-SUITES = ["supervisors", "server", "research", "research_quality", "consensus", "http",
-          "console"]
+SUITES = ["supervisors", "supervisors_schedules", "server", "research", "research_quality",
+          "consensus", "http", "console"]
 
 
 def main() -> int:

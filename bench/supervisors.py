@@ -109,12 +109,13 @@ class Sizes:
     repeats: int
     memory: tuple[int, ...]
     memory_runs: int
+    crashed: int
 
 
 QUICK = Sizes(calls=300, casts=3_000, spawns=200, pykka_spawns=30, restarts=20, repeats=3,
-              memory=(1_000,), memory_runs=1)
+              memory=(1_000,), memory_runs=1, crashed=1_000)
 FULL = Sizes(calls=10_000, casts=100_000, spawns=2_000, pykka_spawns=500, restarts=300,
-             repeats=5, memory=(10_000, 100_000), memory_runs=3)
+             repeats=5, memory=(10_000, 100_000), memory_runs=3, crashed=100_000)
 
 
 # --------------------------------------------------------------------------------------------
@@ -707,6 +708,61 @@ def measure_memory(kind: str, count: int, *, heap: bool = False) -> dict[str, fl
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+class _StatefulCrash(Actor):
+    """An actor with some state that crashes on its first cast, with a local in the frame."""
+
+    async def init(self) -> None:
+        self.state = bytearray(1024)
+
+    async def handle_cast(self, msg: Any) -> None:
+        scratch = bytearray(1024)
+        raise _BenchCrash(f"crash on purpose ({len(scratch)} bytes of scratch)")
+
+
+def crashed_child(count: int) -> None:
+    """`--crashed N`: N actors crash (each with 1 KiB of state and a 1 KiB local in the crashed
+    frame) while a ref to each is kept; print the Python heap they still hold (tracemalloc)
+    as JSON. Crash reports go through structlog to a processor that drops them."""
+
+    def drop(*_: Any) -> Any:
+        raise structlog.DropEvent
+
+    structlog.configure(processors=[drop])
+
+    async def main() -> None:
+        refs: list[ActorRef] = []
+        async with trio.open_nursery() as nursery:
+            gc.collect()
+            tracemalloc.start()
+            before = tracemalloc.get_traced_memory()[0]
+            start = time.perf_counter()
+            for i in range(count):
+                ref = await spawn(nursery, _StatefulCrash)
+                ref.cast("crash")
+                refs.append(ref)
+                if i % 1000 == 999:
+                    await _all_idle()
+            await _all_idle()
+        elapsed = time.perf_counter() - start
+        assert not any(ref.alive for ref in refs)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+        print(json.dumps({"count": count, "held_bytes": held, "bytes_per_actor": held / count,
+                          "seconds": elapsed}), flush=True)
+        os._exit(0)
+
+    trio.run(main)
+
+
+def measure_crashed(count: int) -> dict[str, float]:
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "bench.supervisors", "--crashed", str(count)],
+                          cwd=root, capture_output=True, text=True, check=False, timeout=1200)
+    if done.returncode != 0:
+        raise RuntimeError(f"crashed-actors benchmark failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
 # --------------------------------------------------------------------------------------------
 # The call round trip in fresh processes, rounds interleaved (against pykka's ask)
 #
@@ -946,6 +1002,15 @@ def run(quick: bool) -> list[Row]:
             rows.append(Row(SUITE, name, ours_kib / count, "KiB/actor",
                             f"triotp gen_servers (py{triotp['python']})",
                             triotp["memory_kib"][str(count)] / count, extra=memory))
+    crashed = measure_crashed(sizes.crashed)
+    row = Row(SUITE, f"crashed actors held by refs ({sizes.crashed:,})",
+              crashed["held_bytes"] / 2**20, "MiB", target="< 50 MiB at 100,000",
+              extra=crashed | {"measured": "tracemalloc: Python heap still held after each "
+                                           "actor crashed (1 KiB state, 1 KiB local in the "
+                                           "crashed frame), a ref kept to each"})
+    if sizes.crashed >= 100_000:
+        row.passed = crashed["held_bytes"] < 50 * 2**20
+    rows.append(row)
     pykka_count = min(sizes.memory)
     pykka_kib = measure_memory("pykka", pykka_count)["delta_kib"]
     rows.append(Row(SUITE, f"idle actors ({pykka_count:,})", ours_by_count[pykka_count],
@@ -963,12 +1028,17 @@ def main() -> int:
                         help="time N call round trips of --kind in this process; print JSON")
     parser.add_argument("--kind", choices=sorted({*MEMORY_KINDS, "pykka", *CALL_KINDS}),
                         default="raw")
+    parser.add_argument("--crashed", type=int, metavar="N",
+                        help="measure the heap N crashed actors hold through kept refs; JSON")
     parser.add_argument("--heap", action="store_true",
                         help="with --memory: also trace the Python heap (slower)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.calls is not None:
         call_child(args.kind, args.calls)
+        return 0
+    if args.crashed is not None:
+        crashed_child(args.crashed)
         return 0
     if args.memory is not None:
         if args.memory < 1:

@@ -24,6 +24,7 @@ from ._errors import NoProcess as NoProcess
 from ._errors import StartError as StartError
 from ._errors import SupervisorError as SupervisorError
 from ._errors import UnknownChild as UnknownChild
+from ._errors import WrongThread as WrongThread
 from ._reasons import Crash as Crash
 from ._reasons import Down as Down
 from ._reasons import Exit as Exit
@@ -114,6 +115,7 @@ __all__ = [
     "TaskHandle",
     "TaskState",
     "UnknownChild",
+    "WrongThread",
     "child_spec",
     "dynamic_supervisor_spec",
     "open_dynamic_supervisor",

@@ -7,8 +7,9 @@ The runtime behind it is split by concept: the handle (`_ref.py`), calls and def
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from ._call import Caller
 from ._errors import InvalidSpec
@@ -17,13 +18,17 @@ from ._reasons import ExitReason, Normal
 from ._ref import ActorRef, MonitorRef, process_of
 from ._tasks import TaskHandle
 
+HOOKS: Final = ("init", "handle_call", "handle_cast", "handle_info", "handle_continue", "terminate")
+"""The methods the runtime awaits; a subclass's own must be coroutines."""
+
 
 class Actor:
     """Base class of actor behaviours; override the hooks you need (all are coroutines).
 
     Hooks run one message at a time in the actor's own task. An exception escaping any hook
     crashes the actor (exit reason `Crash(exc)`); `terminate` still runs after a crash in a hook.
-    Do not override ``__init__`` with required arguments: start-up arguments go to `init`.
+    A hook defined without ``async`` is refused when the subclass is defined. Do not override
+    ``__init__`` with required arguments (a spec refuses it): start-up arguments go to `init`.
     """
 
     trap_exits: bool = False
@@ -39,6 +44,18 @@ class Actor:
 
     _ref_class: ClassVar[type[ActorRef]] = ActorRef
     """The handle class the runtime makes for this behaviour (supervisors have their own)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Caught where the mistake is made: a hook without `async` would crash at its first
+        # message ("object str can't be used in 'await' expression").
+        super().__init_subclass__(**kwargs)
+        for hook in HOOKS:
+            fn = cls.__dict__.get(hook)
+            if inspect.isfunction(fn) and not inspect.iscoroutinefunction(fn):
+                raise TypeError(
+                    f"{cls.__name__}.{hook} must be a coroutine (`async def {hook}`): the "
+                    "runtime awaits every hook"
+                )
 
     async def init(self, *args: Any, **kwargs: Any) -> Any:
         """Set up state; `spawn` returns once this has finished. Raising fails the spawn with

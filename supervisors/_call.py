@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, Final, final
 
 import outcome
@@ -25,6 +26,7 @@ import trio.lowlevel
 
 from ._errors import ActorExited, CallTimeout, CallToSelf, InvalidSpec
 from ._reasons import Crash, ExitReason
+from ._threads import hand_over, refuse_foreign
 
 if TYPE_CHECKING:
     from ._process import Process
@@ -82,7 +84,13 @@ class Caller:
         return self._state == _WAITING
 
     def reply(self, value: Any) -> None:
-        """Answer the call with `value`. Safe to call at any time, from any trio task."""
+        """Answer the call with `value`. Safe to call at any time, from any trio task, and
+        from a plain thread (handed to the actor's trio run; the thread waits until it is
+        done)."""
+        callee = self._callee
+        if callee is not None and callee.thread != get_ident():
+            hand_over(callee, "Caller.reply", self.reply, value)
+            return
         if self._state == _WAITING:
             self._state = _REPLIED
             assert self._task is not None
@@ -132,6 +140,8 @@ def check_timeout(what: str, timeout: float | None) -> None:
 async def call(process: Process, msg: Any, timeout: float | None, *, wait_for_room: bool) -> Any:  # noqa: ASYNC109
     """`ActorRef.call`; with `wait_for_room`, a full mailbox makes the call wait (within its
     timeout) instead of raising `MailboxFull`, and a caller already cancelled sends nothing."""
+    if process.thread != get_ident():
+        raise refuse_foreign("call")
     task = trio.lowlevel.current_task()
     if task is process.task:
         raise CallToSelf(f"{process.ref!r} called itself; it would wait forever for its reply")
@@ -238,7 +248,19 @@ async def _send_and_wait(process: Process, caller: Caller, wait_for_room: bool) 
     if wait_for_room:
         await trio.lowlevel.checkpoint_if_cancelled()
         if not await process.mailbox.put_wait(item):
-            raise process.refusal()
+            _refused(process, caller)
     elif not process.mailbox.put(item):
-        raise process.refusal()
+        _refused(process, caller)
     return await trio.lowlevel.wait_task_rescheduled(caller._abort)
+
+
+def _refused(process: Process, caller: Caller) -> None:
+    """The mailbox refused the call. An actor still running `terminate` has no final reason
+    yet (terminate may crash, or be killed): the caller waits for the exit, failed then with
+    the reason monitors and links learn (OTP's caller learns it from its monitor)."""
+    if process.reason is None and process.closing is not None:
+        if process.deferred is None:
+            process.deferred = set()
+        process.deferred.add(caller)
+        return
+    raise process.refusal()

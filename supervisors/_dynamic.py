@@ -39,6 +39,7 @@ from ._supervisor import (
     _should_restart,
     _SupervisorBase,
 )
+from ._threads import check_nursery
 
 _PRUNE_MIN = 64
 """The table of children is first pruned of exited temporary children at this size."""
@@ -278,6 +279,7 @@ async def start_dynamic_supervisor(
     _check_extra(extra_arguments)
     _check_limits(max_restarts, max_seconds)
     check_start(DynamicSupervisor, name, registry, mailbox_size)
+    check_nursery(nursery, "start_dynamic_supervisor")
     ref = await start_actor(
         nursery,
         DynamicSupervisor,

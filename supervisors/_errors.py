@@ -12,7 +12,8 @@
     ├── UnknownChild         a supervisor has no child with that id or ref (also a LookupError)
     ├── NoProcess            registry.call: no actor has the name, none will (also a LookupError)
     ├── InvalidSpec          a ChildSpec, option or argument is malformed (also a ValueError)
-    └── CallToSelf           an actor called itself, which would deadlock
+    ├── CallToSelf           an actor called itself, which would deadlock
+    └── WrongThread          awaited outside the actor's trio run (also a RuntimeError)
 """
 
 from __future__ import annotations
@@ -123,3 +124,8 @@ class InvalidSpec(SupervisorError, ValueError):
 
 class CallToSelf(SupervisorError):
     """An actor called itself: it would wait forever for its own reply."""
+
+
+class WrongThread(SupervisorError, RuntimeError):
+    """An entry point of the runtime was used from a thread (or another trio run) that cannot
+    reach the actor's trio run this way; the message says what works (see `_threads.py`)."""

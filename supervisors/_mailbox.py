@@ -17,6 +17,9 @@ from typing import Any, Final
 import outcome
 import trio
 
+_CLOSED: Final = deque[Any](maxlen=0)
+"""The queue of every closed mailbox: always empty (it drops anything appended)."""
+
 YIELD_EVERY: Final = 32
 """A reader with a backlog yields to the scheduler after this many messages in a row."""
 
@@ -123,7 +126,9 @@ class Mailbox:
         """Refuse further items and return what was still queued."""
         self._closed = True
         items = list(self._queue)
-        self._queue.clear()
+        # A closed mailbox takes nothing more: it lets go of its deque (and its block of
+        # slots), which an exited actor's ref would otherwise keep for nothing.
+        self._queue = _CLOSED
         if self._room:
             self._room.unpark_all()
         return items

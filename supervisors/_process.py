@@ -48,6 +48,7 @@ from ._reasons import (
 from ._registry import release_name
 from ._returns import Continue
 from ._tasks import TaskHandle, run_task
+from ._threads import home_run
 
 if TYPE_CHECKING:
     from ._actor import Actor
@@ -71,6 +72,7 @@ class Process:
         "current",
         "deferred",
         "exit_event",
+        "home",
         "idle_timeout",
         "kill_reason",
         "links",
@@ -88,6 +90,7 @@ class Process:
         "tasks",
         "tasks_idle",
         "terminate_on_kill",
+        "thread",
     )
 
     ref: ActorRef
@@ -100,7 +103,7 @@ class Process:
         self.name = name
         self.mailbox = Mailbox(capacity)
         self.nursery = nursery
-        self.scope = trio.CancelScope()
+        self.scope: trio.CancelScope | None = trio.CancelScope()  # None once exited
         self.task: trio.lowlevel.Task | None = None
         self.reason: ExitReason | None = None
         self.closing: ExitReason | None = None
@@ -122,6 +125,9 @@ class Process:
         self.children: Callable[[], Iterable[ActorRef]] | None = None
         self.children_done: trio.Event | None = None
         self.continuing: Continue | None = None
+        # The actor's home: its trio run, and that run's thread (see _threads.py).
+        self.home = home = home_run()
+        self.thread = home.thread
 
     # -- requests from outside ---------------------------------------------------------------
 
@@ -151,6 +157,7 @@ class Process:
         self.brutal = True
         if self.kill_reason is None:
             self.kill_reason = reason
+        assert self.scope is not None  # until the exit
         self.scope.cancel()
 
     def crash_from_task(self, exc: Exception) -> None:
@@ -159,6 +166,7 @@ class Process:
             return
         self.kill_reason = Crash(exc)
         self.terminate_on_kill = True
+        assert self.scope is not None  # until the exit
         self.scope.cancel()
 
     def signal(self, sender: Process, reason: ExitReason) -> None:
@@ -312,8 +320,10 @@ class Process:
         reason: ExitReason | None = None
         terminated = False
         outside: trio.Cancelled | None = None
+        scope = self.scope
+        assert scope is not None
         try:
-            with self.scope as scope:
+            with scope:
                 reason = await self._loop(actor)
                 # The common path: terminate in the same scope, now shielded from outside
                 # cancellation; a kill (this scope's own cancel) still cuts it short.
@@ -323,8 +333,8 @@ class Process:
         except trio.Cancelled as exc:
             # Our own scope absorbs a kill, so this came from outside (during the loop).
             outside = exc
-        except BaseException:  # KeyboardInterrupt and the like: record the exit, propagate
-            self.finish(self.kill_reason or _KILLED)
+        except BaseException as exc:  # KeyboardInterrupt and the like: record the exit, propagate
+            self.finish(interrupted(exc, self.kill_reason))
             raise
         try:
             if outside is not None and self.brutal:  # killed too (its supervisor was killed)
@@ -341,10 +351,16 @@ class Process:
                 await self.reap_tasks()
             if self.children_done is not None:
                 await self.reap_children()
-        except BaseException:
-            self.finish(self.kill_reason or _KILLED)
+        except BaseException as exc:
+            self.finish(interrupted(exc, self.kill_reason))
             raise
         self.finish(reason)
+        final = self.reason
+        if final.__class__ is Crash:
+            # Reported (logged with its traceback, delivered to callers, monitors, links): its
+            # frames would keep the actor's whole state alive for as long as anyone holds the
+            # reason, say a ref or a log sink keeping exc_info.
+            drop_frames(final.exception)
         if outside is not None:
             raise outside
 
@@ -468,6 +484,8 @@ class Process:
         self.reason = reason
         self.actor = None
         self.task = None
+        self.scope = None  # an exited actor keeps only what its ref reports
+        self.mailbox = self.home.closed_mailbox(self.mailbox.capacity)
         if self.children_scope is not None:
             self.kill_children()
         if self.tasks:
@@ -509,6 +527,31 @@ class Process:
         if isinstance(reason, Crash):
             err.__cause__ = reason.exception
         return err
+
+
+def interrupted(exc: BaseException, kill_reason: ExitReason | None) -> ExitReason:
+    """The exit reason of an actor that a `BaseException` ends on its way to `trio.run`: a
+    `Crash` naming it (KeyboardInterrupt, SystemExit, ...), unless it is a cancellation."""
+    if isinstance(exc, trio.Cancelled) or (
+        isinstance(exc, BaseExceptionGroup) and exc.split(trio.Cancelled)[1] is None
+    ):
+        return kill_reason or _KILLED
+    return Crash(exc)
+
+
+def drop_frames(exc: BaseException) -> None:
+    """Let go of the frames of `exc` and of the exceptions chained to it or grouped in it."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        one = todo.pop()
+        if id(one) in seen:
+            continue
+        seen.add(id(one))
+        one.__traceback__ = None
+        todo.extend(e for e in (one.__cause__, one.__context__) if e is not None)
+        if isinstance(one, BaseExceptionGroup):
+            todo.extend(one.exceptions)
 
 
 def _is_runtime(msg: object) -> bool:

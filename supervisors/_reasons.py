@@ -39,7 +39,10 @@ class Shutdown:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Crash:
-    """The actor crashed: `exception` escaped a hook, one of its tasks, or came from a link."""
+    """The actor crashed: `exception` escaped a hook, one of its tasks, or came from a link.
+
+    Once the actor has exited, `exception.__traceback__` is None (its frames are released; the
+    crash report logged the traceback), so a kept reason never pins the actor's state."""
 
     exception: BaseException
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from threading import get_ident
 from typing import TYPE_CHECKING, Any, final
 
 import trio
@@ -15,6 +16,7 @@ import trio
 from ._call import CAST, INFO, call, check_timeout
 from ._errors import CallToSelf
 from ._reasons import ExitReason, Normal
+from ._threads import hand_over, refuse_foreign
 
 if TYPE_CHECKING:
     from ._process import Process
@@ -31,7 +33,8 @@ class ActorStatistics:
 
 class ActorRef:
     """The handle to an actor. Made only by the runtime (`spawn`, supervisors); hashable, compared
-    by identity, safe to share between tasks. Every method works whether or not the actor is
+    by identity, safe to share between tasks and threads (see docs/supervisors.md, "Threads").
+    Every method works whether or not the actor is
     still alive: requests to an exited actor raise `ActorExited` carrying its exit reason.
     """
 
@@ -77,7 +80,8 @@ class ActorRef:
 
         Raises `MailboxFull` at once when the mailbox is full; `ActorExited` at once if the actor
         has exited, or when it exits before replying (when `handle_call` raised, the reason is a
-        `Crash` and `__cause__` is that exception); `CallTimeout` after `timeout` seconds (None
+        `Crash` and `__cause__` is that exception; a call made while it runs `terminate` waits
+        for its exit and gets the final reason); `CallTimeout` after `timeout` seconds (None
         waits forever). A reply that arrives after the timeout or a cancellation is dropped; the
         actor is not affected. Cancellation: the call is abandoned, the message may still be
         handled.
@@ -88,14 +92,20 @@ class ActorRef:
         """Queue `msg` for `handle_cast` and return at once (never blocks, not a checkpoint).
 
         Raises `MailboxFull` when the mailbox is full, `ActorExited` if the actor has exited.
+        From a plain thread it is handed to the actor's trio run, the thread waiting for that;
+        from another thread's event loop it raises `WrongThread`.
         """
         process = self._process
+        if process.thread != get_ident():
+            return hand_over(process, "ActorRef.cast", self.cast, msg)
         if not process.mailbox.put((CAST, msg)):
             raise process.refusal()
 
     def send(self, msg: Any) -> None:
         """Queue `msg` for `handle_info`; same rules as `cast` (bounded, never blocks)."""
         process = self._process
+        if process.thread != get_ident():
+            return hand_over(process, "ActorRef.send", self.send, msg)
         if not process.mailbox.put((INFO, msg)):
             raise process.refusal()
 
@@ -113,6 +123,8 @@ class ActorRef:
         once, `None` waits forever. Returns at once if the actor has already exited.
         """
         process = self._process
+        if process.thread != get_ident():
+            raise refuse_foreign("ActorRef.stop")
         if process.reason is not None:
             return process.reason
         if trio.lowlevel.current_task() is process.task:
@@ -132,11 +144,16 @@ class ActorRef:
         """Cancel the actor at once (brutal kill): it exits with `Killed()` without `terminate`
         (or cuts a `terminate` in progress short). Returns immediately; `await ref.wait()` to wait
         until it has exited."""
-        self._process.kill()
+        process = self._process
+        if process.thread != get_ident():
+            return hand_over(process, "ActorRef.kill", process.kill)
+        process.kill()
 
     async def wait(self) -> ExitReason:
         """Wait until the actor has exited and return its exit reason. Works from any trio task."""
         process = self._process
+        if process.thread != get_ident():
+            raise refuse_foreign("ActorRef.wait")
         if process.reason is None:
             if process.exit_event is None:
                 process.exit_event = trio.Event()

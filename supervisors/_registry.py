@@ -86,7 +86,10 @@ class Registry:
         """
         from ._call import call, check_timeout
         from ._ref import process_of
+        from ._threads import in_trio_run, refuse_foreign
 
+        if not in_trio_run():
+            raise refuse_foreign("Registry.call")
         check_timeout("call", timeout)
         deadline = math.inf if timeout is None else trio.current_time() + timeout
         with trio.CancelScope(deadline=deadline):
@@ -131,7 +134,8 @@ def claim_name(registry: Registry, name: Hashable, owner: Process) -> None:
     """`owner` (a supervisor) will start actors under `name`: `call` waits for them."""
     owners = registry._claims.setdefault(name, [])
     owners[:] = [p for p in owners if p.reason is None]
-    owners.append(owner)
+    if owner not in owners:
+        owners.append(owner)
 
 
 def unclaim_name(registry: Registry, name: Hashable, owner: Process) -> None:

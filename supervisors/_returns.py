@@ -31,5 +31,6 @@ class _Ignore:
 IGNORE: Final = _Ignore()
 """Return from `init` to start nothing, without an error (OTP's ``ignore``): the actor exits
 `Normal()` at once. Under a static supervisor the child is kept as not running (status
-``"stopped"``, `restart_child` tries again); a dynamic supervisor's `start_child` returns None;
+``"stopped"``, `restart_child` tries again), but a temporary child's spec is dropped (OTP's
+rule: nothing would start it again); a dynamic supervisor's `start_child` returns None;
 a plain `spawn` raises `StartError` with reason `Normal()` (it promises a running actor)."""

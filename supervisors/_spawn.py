@@ -14,10 +14,11 @@ import trio
 from ._actor import Actor
 from ._errors import InvalidSpec, StartError
 from ._log import log_crash
-from ._process import Process
+from ._process import Process, interrupted
 from ._reasons import Crash, ExitReason, Killed, Normal
 from ._ref import ActorRef
 from ._returns import IGNORE, Continue
+from ._threads import check_nursery
 
 if TYPE_CHECKING:
     from ._registry import Registry
@@ -49,6 +50,7 @@ async def spawn(
     `handle_continue(term)` run first in the actor's task, before any message.
     """
     check_start(actor_class, name, registry, mailbox_size)
+    check_nursery(nursery, "spawn")
     ref = await start_actor(nursery, actor_class, args, kwargs, name, registry, mailbox_size)
     if ref is None:
         raise StartError(
@@ -65,8 +67,18 @@ def check_start(
     if not (isinstance(actor_class, type) and issubclass(actor_class, Actor)):
         raise InvalidSpec(f"spawn() needs an Actor subclass, got {actor_class!r}")
     check_mailbox_size(mailbox_size)
-    if registry is not None and name is None:
+    if registry is not None:
+        check_name(name)
+
+
+def check_name(name: object) -> None:
+    """A name to register under: given, and hashable (a registry is a dict of names)."""
+    if name is None:
         raise InvalidSpec("a registry needs a name to register the actor under")
+    try:
+        hash(name)
+    except TypeError:
+        raise InvalidSpec(f"a registry name must be hashable, got {name!r}") from None
 
 
 def check_mailbox_size(mailbox_size: object) -> None:
@@ -85,7 +97,14 @@ async def start_actor(
 ) -> ActorRef | None:
     """`spawn` with its arguments already checked (a `Start` checks its own once, when made).
     None: `init` returned `IGNORE` (the actor has exited `Normal()`)."""
-    actor = actor_class()
+    try:
+        actor = actor_class()
+    except Exception as exc:
+        # The constructor is not a hook (start-up arguments go to init), but whatever it
+        # raises fails this start the same way, never the spawner's caller by surprise.
+        label = actor_class.__name__ if name is None else name
+        log_crash(label, exc, "__init__")
+        raise StartError(label, Crash(exc), f"{actor_class.__name__}() raised") from exc
     process = Process(actor, name, mailbox_size, nursery)
     ref = process.ref = actor.ref = actor_class._ref_class._new(process)
     if registry is not None:
@@ -98,8 +117,8 @@ async def start_actor(
     except Exception as exc:
         log_crash(ref, exc, "init")
         failure = Crash(exc)
-    except BaseException:
-        process.finish(process.kill_reason or Killed())
+    except BaseException as exc:
+        process.finish(interrupted(exc, process.kill_reason))
         raise
     process.task = None
     # Killed during init, or init asked to stop (OTP's {stop, Reason}): the start fails.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 from ._actor import Actor
 from ._errors import InvalidSpec
 from ._ref import ActorRef
-from ._spawn import DEFAULT_MAILBOX_SIZE, check_mailbox_size, start_actor
+from ._spawn import DEFAULT_MAILBOX_SIZE, check_mailbox_size, check_name, start_actor
 
 if TYPE_CHECKING:
     import trio
@@ -42,8 +43,11 @@ class Start:
     def __post_init__(self) -> None:
         if not (isinstance(self.actor, type) and issubclass(self.actor, Actor)):
             raise InvalidSpec(f"Start.actor must be an Actor subclass, got {self.actor!r}")
-        if self.registry is not None and self.name is None:
-            raise InvalidSpec("Start has a registry but no name to register the child under")
+        _check_constructor(self.actor)
+        if self.registry is not None:
+            if self.name is None:
+                raise InvalidSpec("Start has a registry but no name to register the child under")
+            check_name(self.name)
         check_mailbox_size(self.mailbox_size)
 
     async def spawn(self, nursery: trio.Nursery, extra: tuple[Any, ...] = ()) -> ActorRef | None:
@@ -60,6 +64,23 @@ class Start:
             self.registry,
             self.mailbox_size,
         )
+
+
+def _check_constructor(actor: type[Actor]) -> None:
+    """The runtime builds an actor with no arguments (its start-up arguments go to `init`): a
+    constructor that needs some could never start, so the spec is refused when it is made."""
+    init = actor.__init__
+    if init is object.__init__:
+        return
+    try:
+        inspect.signature(init).bind(None)  # None stands for self
+    except TypeError:
+        raise InvalidSpec(
+            f"{actor.__name__}.__init__ needs arguments, but the runtime builds an actor with "
+            "none: take start-up arguments in `async def init(...)` (the spec's args go there)"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): nothing to check
+        return
 
 
 @final

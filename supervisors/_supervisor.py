@@ -21,12 +21,13 @@ import trio
 from ._actor import Actor
 from ._call import Caller, call
 from ._errors import ActorExited, InvalidSpec, NameTaken, StartError, SupervisorError, UnknownChild
-from ._log import logger
+from ._log import log_crash, logger
 from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
 from ._ref import ActorRef, ActorStatistics, MonitorRef, process_of
 from ._registry import Registry, claim_name, unclaim_name
 from ._spawn import DEFAULT_MAILBOX_SIZE, check_start
 from ._spec import ChildSpec, ChildType, Start
+from ._threads import check_nursery
 
 Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
 AutoShutdown = Literal["never", "any_significant", "all_significant"]
@@ -187,13 +188,19 @@ class _SupervisorBase(Actor):
     def _adopt(self, spec: ChildSpec) -> _Child:
         """A child entry for `spec`; a registry name it will restart under is claimed, so that
         `Registry.call` waits for it rather than failing with `NoProcess`."""
-        start = spec.start
-        if start.registry is not None and spec.restart != "temporary":
+        child = _Child(spec)
+        self._claim(child)
+        return child
+
+    def _claim(self, child: _Child) -> None:
+        start = child.spec.start
+        if start.registry is not None and child.spec.restart != "temporary":
             claim_name(start.registry, start.name, process_of(self.ref))
-        return _Child(spec)
 
     def _forget(self, child: _Child) -> None:
-        """The child's entry is dropped: its name is no longer claimed by this supervisor."""
+        """The child's entry is dropped, or it stays stopped (`terminate_child`, an exit not
+        restarted): its name is no longer claimed by this supervisor, so `Registry.call` to it
+        fails at once with `NoProcess`, as OTP's noproc. A restart claims it again."""
         start = child.spec.start
         if start.registry is not None and child.spec.restart != "temporary":
             unclaim_name(start.registry, start.name, process_of(self.ref))
@@ -213,6 +220,13 @@ class _SupervisorBase(Actor):
             ref = await spec.start.spawn(self._nursery, self._extra_arguments)
         except (NameTaken, StartError) as exc:
             raise self._start_failed(spec, exc) from _cause(exc)
+        except Exception as exc:
+            # As OTP wraps every start: whatever a start raises is that start's failure
+            # ({error, _}), never the supervisor's crash nor its siblings'.
+            log_crash(self.ref, exc, f"start of child {spec.id!r}")
+            raise StartError(
+                spec.id, Crash(exc), f"in {self.ref!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         if ref is None:
             child.status = "stopped"
             return None
@@ -319,13 +333,15 @@ class Supervisor(_SupervisorBase):
             seen.add(spec.id)
             self._children.append(self._adopt(spec))
         await self._setup(max_restarts, max_seconds)
-        for child in self._children:
+        for child in list(self._children):
             try:
-                await self._start(child)
+                ref = await self._start(child)
             except BaseException:
                 # Undo: the children already started stop in reverse order.
                 await self._stop_all()
                 raise
+            if ref is None and child.spec.restart == "temporary":
+                self._remove(child)  # OTP: an ignored temporary child's spec is not kept
             _log_started(self.ref, child)
 
     def _check_new(self, spec: object, ids: Iterable[Hashable]) -> None:
@@ -381,6 +397,8 @@ class Supervisor(_SupervisorBase):
                     await self._shutdown(child)
                 if child.spec.restart == "temporary":
                     self._remove(child)
+                else:
+                    self._forget(child)  # stays stopped: a call to its name is noproc
                 return None
             case ("restart_child", child_id):
                 child = self._find(child_id)
@@ -388,12 +406,16 @@ class Supervisor(_SupervisorBase):
                     raise _CallError(
                         SupervisorError(f"child {child_id!r} of {self.ref!r} is already running")
                     )
+                self._claim(child)
                 ref = await self._start(child, restart=True)
+                if ref is None and child.spec.restart == "temporary":
+                    self._remove(child)
                 _log_started(self.ref, child)
                 return ref
             case ("start_child", ChildSpec() as spec):
                 # OTP's supervisor:start_child/2: the spec is added at the end, then started;
-                # if the start fails the spec is not kept, if init returned IGNORE it is.
+                # if the start fails the spec is not kept, if init returned IGNORE it is
+                # (a temporary child's is not: nothing would ever start it).
                 try:
                     self._check_new(spec, [c.spec.id for c in self._children])
                 except InvalidSpec as exc:
@@ -405,6 +427,8 @@ class Supervisor(_SupervisorBase):
                 except StartError:
                     self._remove(child)
                     raise
+                if ref is None and spec.restart == "temporary":
+                    self._remove(child)
                 _log_started(self.ref, child)
                 return ref
             case ("delete_child", child_id):
@@ -452,6 +476,8 @@ class Supervisor(_SupervisorBase):
         if not _should_restart(child.spec, reason) or self._children_cancelled():
             if child.spec.restart == "temporary":
                 self._remove(child)
+            else:
+                self._forget(child)  # stays stopped: a call to its name is noproc
             if child.spec.significant and not self._children_cancelled():
                 self._significant_exited(child)
             return
@@ -481,6 +507,7 @@ class Supervisor(_SupervisorBase):
                 return
 
     async def _restart(self, child: _Child) -> None:
+        self._claim(child)  # a child stopped till now (terminate_child) restarts with the group
         while True:
             try:
                 await self._start(child, restart=True)
@@ -613,7 +640,8 @@ class SupervisorRef(SupervisorRefBase):
 
     async def start_child(self, spec: ChildSpec, timeout: float | None = None) -> ActorRef | None:  # noqa: ASYNC109
         """Add `spec` at the end of the children and start it (OTP's start_child/2); its ref, or
-        None if its init returned `IGNORE` (the spec is kept, not running). Raises
+        None if its init returned `IGNORE` (the spec is kept, not running; a temporary one's is
+        dropped, as OTP's). Raises
         `InvalidSpec` (not a `ChildSpec`, a duplicate id, a significant child without
         auto_shutdown) and `StartError` if its init fails (then the spec is not kept). The
         strategy applies to it from then on. Cancellation: a caller already cancelled sends
@@ -661,6 +689,7 @@ async def start_supervisor(
     from ._spawn import start_actor
 
     check_start(Supervisor, name, registry, mailbox_size)
+    check_nursery(nursery, "start_supervisor")
     _check_strategy(strategy, auto_shutdown)
     try:
         ref = await start_actor(
@@ -755,7 +784,31 @@ async def open_supervisor(
 async def _scoped(starter: Any) -> AsyncIterator[Any]:
     """Run a supervisor for the duration of a block, in a nursery the block never sees: what
     the block raises is re-raised after the nursery has closed, so it is never wrapped in an
-    ExceptionGroup (trio's advice for context managers that hide a nursery)."""
+    ExceptionGroup (trio's advice for context managers that hide a nursery). A SystemExit or
+    KeyboardInterrupt from an actor of the tree comes out bare too, so that ``sys.exit(3)`` in
+    an actor gives the program exit status 3 (a group would give 1)."""
+    try:
+        async with _scoped_nursery(starter) as ref:
+            yield ref
+    except BaseExceptionGroup as group:
+        leaf = _first_interrupt(group)
+        if leaf is None:
+            raise
+        raise leaf from None
+
+
+def _first_interrupt(exc: BaseException) -> BaseException | None:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _first_interrupt(inner)
+            if found is not None:
+                return found
+        return None
+    return exc if isinstance(exc, SystemExit | KeyboardInterrupt) else None
+
+
+@asynccontextmanager
+async def _scoped_nursery(starter: Any) -> AsyncIterator[Any]:
     gave_up: list[ExitReason] = []
     raised: list[BaseException] = []
     async with trio.open_nursery() as nursery:

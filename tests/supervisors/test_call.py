@@ -254,3 +254,47 @@ async def test_call_timeouts_fire_at_their_own_deadlines_whatever_the_order_they
         await trio.sleep(2)
         callers.start_soon(waits, "long again", 10)
     assert fired == [("short", 1.0), ("long", 10.0), ("long again", 12.0)]
+
+
+class CrashesInTerminate(Actor):
+    """Its terminate waits for `go`, then crashes: the exit reason is known only then."""
+
+    async def init(self, go: trio.Event) -> None:
+        self.go = go
+
+    async def terminate(self, reason: Any) -> None:
+        await self.go.wait()
+        raise OSError("disk gone while closing")
+
+
+async def test_a_call_made_while_the_actor_terminates_gets_the_final_reason(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    go = trio.Event()
+    ref = await spawn(nursery, CrashesInTerminate, go)
+    nursery.start_soon(ref.stop)
+    await trio.testing.wait_all_tasks_blocked()
+    assert ref.alive  # in terminate, waiting for go
+
+    async def late_call() -> BaseException:
+        try:
+            await ref.call("anyone?", timeout=10)
+        except (ActorExited, CallTimeout) as exc:
+            return exc
+        raise AssertionError("no reply was expected")
+
+    async with trio.open_nursery() as callers:
+        results: list[BaseException] = []
+
+        async def record() -> None:
+            results.append(await late_call())
+
+        callers.start_soon(record)
+        await trio.testing.wait_all_tasks_blocked()
+        answered_early = list(results)
+        go.set()
+    assert answered_early == []  # OTP: the caller waits for the exit, not the closing reason
+    (error,) = results
+    assert isinstance(error, ActorExited)
+    assert isinstance(error.reason, Crash) and isinstance(error.reason.exception, OSError)
+    assert error.reason == ref.exit_reason

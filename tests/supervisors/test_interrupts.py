@@ -87,5 +87,31 @@ def test_keyboard_interrupt_in_a_supervised_child_reaches_trio_run(tree: str) ->
     assert _run(tree + _RUN_INTERRUPTED) == "interrupted"
 
 
+_SYS_EXIT = """
+class Exits(Actor):
+    async def handle_cast(self, msg: object) -> None:
+        sys.exit(3)
+
+async def main() -> None:
+    async with open_supervisor([child_spec(Exits, id="exits")]) as sup:
+        (info,) = await sup.which_children()
+        info.ref.cast("go")
+        await trio.sleep_forever()
+
+trio.run(main)
+"""
+
+
+def test_sys_exit_in_a_supervised_actor_is_the_programs_exit_status() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _PRELUDE + _SYS_EXIT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr[-2000:]
+
+
 def test_start_task_into_a_closed_nursery_fails_the_start_at_once() -> None:
     assert _run(_CLOSED_NURSERY) == "refused: RuntimeError"

@@ -126,6 +126,26 @@ async def test_a_static_supervisor_keeps_an_ignored_child_as_not_running(
     assert started == ["'echo'"]  # nothing is reported started for the ignored child
 
 
+async def test_an_ignored_temporary_child_is_dropped_as_otp_drops_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """OTP keeps no spec for a temporary child whose init returned ignore: nothing would ever
+    start it, so it is neither listed nor restartable (at start-up and through start_child)."""
+    journal: Journal = []
+    children = [
+        child_spec(Declines, journal, id="ignored", restart="temporary"),
+        child_spec(Echo, journal, id="echo"),
+    ]
+    async with open_supervisor(children) as sup:
+        assert [c.id for c in await sup.which_children()] == ["echo"]
+        with pytest.raises(UnknownChild):
+            await sup.restart_child("ignored")
+        spec = child_spec(Declines, journal, id="later", restart="temporary")
+        assert await sup.start_child(spec) is None
+        assert [c.id for c in await sup.which_children()] == ["echo"]
+        assert (await sup.count_children()).specs == 1
+
+
 async def test_a_dynamic_supervisor_starts_nothing_for_an_ignored_child(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -264,6 +284,39 @@ async def test_extra_arguments_come_before_each_childs_own_args_also_on_restart(
 
 
 # -- a call by name: noproc, or the wait for a restarting holder --------------------------------
+
+
+async def test_call_by_name_of_a_terminated_child_is_noproc_at_once_until_it_restarts(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """OTP answers noproc at once for a child stopped by terminate_child: nothing will start
+    it unless asked (restart_child), so there is nothing to wait for."""
+    registry = Registry()
+    children = [child_spec(Echo, name="echo", registry=registry)]
+    async with open_supervisor(children) as sup:
+        await sup.terminate_child("echo")
+        start = trio.current_time()
+        with pytest.raises(NoProcess):
+            await registry.call("echo", "anyone?", timeout=30)
+        assert trio.current_time() == start  # not after its timeout
+        await sup.restart_child("echo")
+        assert await registry.call("echo", "back?") == "back?"
+
+
+async def test_call_by_name_of_a_child_that_exited_for_good_is_noproc_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    registry = Registry()
+    children = [child_spec(Echo, name="echo", registry=registry, restart="transient")]
+    async with open_supervisor(children) as sup:
+        holder = registry.whereis("echo")
+        assert holder is not None
+        await holder.stop()  # a normal exit: a transient child is not restarted
+        start = trio.current_time()
+        with pytest.raises(NoProcess):
+            await registry.call("echo", "anyone?", timeout=30)
+        assert trio.current_time() == start
+        assert (await sup.which_children())[0].status == "stopped"
 
 
 async def test_call_by_name_waits_for_a_restarting_holder_and_fails_at_once_without_one(
