@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import sniffio
 import trio
 
 from ask_another.calls import MAX_TIMEOUT, CallSettings
@@ -35,7 +36,7 @@ from ask_another.catalog import Catalog, model_map
 from ask_another.config import Config, DatabaseUrl
 from ask_another.consensus import Consensus
 from ask_another.conversations import Conversations, conversations_spec
-from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.errors import AskAnotherError, InvalidArgument, WrongEventLoop
 from ask_another.gateway import (
     CompletionResult,
     Gateway,
@@ -319,8 +320,9 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     false, in a thread of this process. `per_session`: this runtime serves one client session
     (the stdio server, a people command), so its worker is shared with the other sessions on the
     home unless `ASK_ANOTHER_GATEWAY_SHARED=0` (see `_transport_kind`). Raises `StoreError` if the
-    database cannot be opened.
+    database cannot be opened, `WrongEventLoop` outside trio (from asyncio: `ask_another.aio`).
     """
+    _require_trio()
     config = config if config is not None else Config.from_env()
     ensure_logging(config.log_level)
     with contextlib.suppress(OSError):  # a home that cannot be made: the store says why
@@ -356,6 +358,24 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
         if cause is not None:
             raise cause from None
         raise
+
+
+def _require_trio() -> None:
+    """Say which face to use when this one is entered outside trio (without it asyncio gets
+    trio's `AttributeError: 'RunContext' object has no attribute 'runner'`)."""
+    try:
+        library: str | None = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        library = None
+    if library == "trio":
+        return
+    if library == "asyncio":
+        raise WrongEventLoop("ask_another.open_runtime runs under trio and this is asyncio code: "
+                             "use `async with ask_another.aio.open_runtime(...)`, with the same "
+                             "arguments and the same calls")
+    raise WrongEventLoop(f"ask_another.open_runtime runs under trio (inside trio.run), not "
+                         f"under {library or 'no event loop'}; from asyncio use "
+                         f"ask_another.aio.open_runtime")
 
 
 def _start_failure(exc: BaseException) -> AskAnotherError | None:
