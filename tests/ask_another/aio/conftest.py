@@ -7,8 +7,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx  # noqa: F401 - see below
 import pytest
 import uvloop
+
+# The thread transport imports litellm (and with it httpx) in its thread while the test's loop
+# runs; the openai client of the adapter tests reads sys.modules["httpx"] on each request and
+# fails on a module still being imported ("partially initialized module 'httpx'"). Loaded here
+# first. An embedding program on the default transport imports litellm in the worker process.
 
 RunAsyncio = Callable[[Callable[[], Awaitable[Any]]], Any]
 
