@@ -3,35 +3,18 @@ as ask-another's: docs/examples/openai_agents_adapter.py, its approval answered 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import pytest
 from agents import OpenAIChatCompletionsModel, set_tracing_disabled
 from conftest import RunAsyncio
 from openai import AsyncOpenAI
-from test_adapter_examples import example
+from test_adapter_examples import example, host_model
 
 import ask_another
 from ask_another import ALLOW, Config, Deny
-from ask_another.simulator import Reply, SimRequest, Simulator, Step, ToolCalls
+from ask_another.simulator import Reply, Simulator, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
-
-
-def host_model(request: SimRequest) -> Step:
-    """The agent's model: a second opinion, a research job, the approval the job asks for,
-    then an answer quoting the last tool result."""
-    results = [m["content"] for m in request.messages if m["role"] == "tool"]
-    if len(results) == 0:
-        return ToolCalls([SimCall("second_opinion", {"model": "sim", "prompt": "Is 1 prime?"})])
-    if len(results) == 1:
-        return ToolCalls([SimCall("research", {"model": "sim", "query": "1 and primes"})])
-    if len(results) == 2:
-        asked = re.search(r"job_id='(r-\w+)', tool_call_id='(\w+)'", results[1])
-        assert asked, results[1]
-        return ToolCalls([SimCall("allow_job_tool", {"job_id": asked[1],
-                                                     "tool_call_id": asked[2]})])
-    return Reply(f"Done. {results[-1]}")
 
 
 @pytest.fixture
