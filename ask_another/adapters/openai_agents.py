@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from agents import FunctionTool, RunResult, RunState, function_tool
+from agents import RunResult, RunState, function_tool
+from agents import Tool as AgentTool
 
 from ask_another.adapters._jobs import PERMIT_TOOL, job_text, permission, settle
 from ask_another.aio import Runtime
@@ -34,7 +35,7 @@ Decide = Callable[[PermissionRequest], Awaitable[Decision]]
 
 
 def function_tools(rt: Runtime, *, job_tools: Iterable[Tool] = (), method: str = "agent",
-                   wait: float = 600.0) -> list[FunctionTool]:
+                   wait: float = 600.0) -> list[AgentTool]:
     """The SDK's tools for `rt`. `job_tools`: the host's own `Tool`s a research job may call
     (asyncio coroutines), `method`: the research method (`agent`: one router turn with tools),
     `wait`: seconds a tool waits on a job before it reports its state."""

@@ -10,6 +10,7 @@ The suite runs `main` against the simulator (tests/ask_another/aio/test_adapter_
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langgraph.types import Command
@@ -20,6 +21,7 @@ from ask_another import Tool, ToolCall
 from ask_another.adapters.langgraph import research_graph
 
 NOTES: list[str] = []
+Decide = Callable[[dict[str, Any]], Awaitable[object]]
 
 
 async def save_note(call: ToolCall) -> object:
@@ -42,7 +44,7 @@ async def ask_the_person(request: dict[str, Any]) -> object:
     return {"decision": "deny", "message": "not that one"}
 
 
-async def main(config: ask_another.Config, model: str, decide=ask_the_person  # type: ignore[no-untyped-def]
+async def main(config: ask_another.Config, model: str, decide: Decide = ask_the_person
                ) -> dict[str, Any]:
     async with ask_another.aio.open_runtime(config) as rt:
         graph = research_graph(rt, job_tools=[NOTE])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 
 from agents import Agent, Model, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 from openai import AsyncOpenAI
@@ -21,6 +22,7 @@ from ask_another import ALLOW, Deny, Tool, ToolCall
 from ask_another.adapters.openai_agents import answer_interruptions, function_tools
 
 NOTES: list[str] = []
+Decide = Callable[[ask_another.PermissionRequest], Awaitable[ask_another.Decision]]
 
 
 async def save_note(call: ToolCall) -> object:
@@ -41,8 +43,8 @@ async def ask_the_person(request: ask_another.PermissionRequest) -> ask_another.
     return ALLOW if answer.strip().lower() == "y" else Deny("rejected", "not that one")
 
 
-async def main(config: ask_another.Config, model: Model,
-               decide=ask_the_person) -> str:  # type: ignore[no-untyped-def]
+async def main(config: ask_another.Config, model: Model, decide: Decide = ask_the_person
+               ) -> str:
     async with ask_another.aio.open_runtime(config) as rt:
         agent = Agent(name="host", model=model, tools=function_tools(rt, job_tools=[NOTE]),
                       instructions="Use ask-another's tools; ask for approval when a job asks.")

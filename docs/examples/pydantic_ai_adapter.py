@@ -10,6 +10,7 @@ The suite runs `main` against the simulator (tests/ask_another/aio/test_adapter_
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.models import Model
@@ -20,6 +21,7 @@ from ask_another import ALLOW, Deny, Tool, ToolCall
 from ask_another.adapters.pydantic_ai import answer_approvals, toolset
 
 NOTES: list[str] = []
+Decide = Callable[[ask_another.PermissionRequest], Awaitable[ask_another.Decision]]
 
 
 async def save_note(call: ToolCall) -> object:
@@ -41,7 +43,7 @@ async def ask_the_person(request: ask_another.PermissionRequest) -> ask_another.
 
 
 async def main(config: ask_another.Config, model: Model | str,
-               decide=ask_the_person) -> str:  # type: ignore[no-untyped-def]
+               decide: Decide = ask_the_person) -> str:
     async with ask_another.aio.open_runtime(config) as rt:
         agent = Agent(model, toolsets=[toolset(rt, job_tools=[NOTE])],
                       output_type=[str, DeferredToolRequests],
