@@ -30,6 +30,8 @@ from bench.report import Row
 
 SUITE = "aio"
 CONCURRENT = 20
+Results = queue.Queue[list[float] | BaseException]  # a batch's figures, or the face's failure
+TIMEOUT = 600.0  # per call: a worker's first start under a loaded machine takes long
 
 
 def _config(home: Path, openai_base: str) -> object:
@@ -57,7 +59,7 @@ async def _batch(complete: Callable[[str], Awaitable[object]], kind: str, size: 
 
 
 def _trio_face(config: object, orders: queue.Queue[tuple[str, int] | None],
-               results: queue.Queue[list[float]]) -> None:
+               results: Results) -> None:
     import ask_another
 
     async def gather(calls: list[Awaitable[object]]) -> None:
@@ -71,16 +73,16 @@ def _trio_face(config: object, orders: queue.Queue[tuple[str, int] | None],
     async def main() -> None:
         async with ask_another.open_runtime(config) as rt:  # type: ignore[arg-type]
             async def complete(prompt: str) -> object:
-                return await rt.complete("sim", prompt)
+                return await rt.complete("sim", prompt, timeout=TIMEOUT)
 
             while (order := await trio.to_thread.run_sync(orders.get)) is not None:
                 results.put(await _batch(complete, order[0], order[1], gather))
 
-    trio.run(main)
+    _reporting(lambda: trio.run(main), results)
 
 
 def _asyncio_face(config: object, orders: queue.Queue[tuple[str, int] | None],
-                  results: queue.Queue[list[float]]) -> None:
+                  results: Results) -> None:
     import ask_another.aio
 
     async def gather(calls: list[Awaitable[object]]) -> None:
@@ -90,12 +92,22 @@ def _asyncio_face(config: object, orders: queue.Queue[tuple[str, int] | None],
         loop = asyncio.get_running_loop()
         async with ask_another.aio.open_runtime(config) as rt:  # type: ignore[arg-type]
             async def complete(prompt: str) -> object:
-                return await rt.complete("sim", prompt)
+                return await rt.complete("sim", prompt, timeout=TIMEOUT)
 
             while (order := await loop.run_in_executor(None, orders.get)) is not None:
                 results.put(await _batch(complete, order[0], order[1], gather))
 
-    asyncio.run(main())
+    _reporting(lambda: asyncio.run(main()), results)
+
+
+def _reporting(face: Callable[[], object], results: Results
+               ) -> None:
+    """Run a face's thread; its failure goes to the measuring thread rather than leaving it
+    waiting."""
+    try:
+        face()
+    except BaseException as exc:
+        results.put(exc)
 
 
 def measure(rounds: int, blocks: int) -> list[Row]:
@@ -108,23 +120,26 @@ def measure(rounds: int, blocks: int) -> list[Row]:
         (face, kind): [] for face in faces for kind in kinds}
     loads = [os.getloadavg()[0]]
     with Simulator.process(latency=0.0) as urls, tempfile.TemporaryDirectory() as tmp:
-        channels = {face: (queue.Queue[tuple[str, int] | None](), queue.Queue[list[float]]())
+        channels = {face: (queue.Queue[tuple[str, int] | None](), Results())
                     for face in faces}
         threads = [threading.Thread(target=run, name=face, daemon=True,
                                     args=(_config(Path(tmp) / face, urls.openai_base),
                                           *channels[face]))
                    for face, run in faces.items()]
-        for thread in threads:
-            thread.start()
-
         def batch(face: str, kind: str, size: int) -> list[float]:
             orders, results = channels[face]
             orders.put((kind, size))
-            return results.get(timeout=600)
+            got = results.get(timeout=2 * TIMEOUT)
+            if isinstance(got, BaseException):
+                raise RuntimeError(f"the {face} face failed") from got
+            return got
 
-        for face in faces:  # warm-up: the worker's litellm, the store, the first connections
-            batch(face, "sequential", 10)
-            batch(face, "concurrent", CONCURRENT)
+        # One face after the other: each worker imports litellm alone (seconds of CPU), then
+        # the warm-up (the store, the first connections).
+        for thread in threads:
+            thread.start()
+            batch(thread.name, "sequential", 10)
+            batch(thread.name, "concurrent", CONCURRENT)
         for kind, (size, count) in kinds.items():
             for i in range(count):
                 for face in (list(faces) if i % 2 == 0 else list(reversed(faces))):

@@ -5,7 +5,7 @@ job and puts each permission request of the job to the person with LangGraph's `
 the run stops with the request as the interrupt's value (`job_id`, `tool_call_id`, `tool`,
 `class`, `arguments`), and the host resumes it with its person's answer, `Command(resume=
 "allow")`, `"deny"`, or `{"decision": "deny", "message": "..."}`. The graph's nodes
-(`start_research`, `follow_research`) go into a host's own graph the same way; their state is
+(`start_job`, `follow_job`) go into a host's own graph the same way; their state is
 `ResearchState`. Interrupts need a checkpointer (an `InMemorySaver` by default) and a
 `thread_id` in the run's config.
 
@@ -63,19 +63,19 @@ def decision_of(answer: object) -> Decision:
 
 def research_nodes(rt: Runtime, *, job_tools: Iterable[Tool] = (), method: str = "agent",
                    wait: float = 600.0) -> tuple[Any, Any]:
-    """The two nodes: `start_research` (starts the job of `model` and `query`) and
-    `follow_research`, which waits for the job and, while it asks permission, interrupts with
+    """The two nodes: `start_job` (starts the job of `model` and `query`) and
+    `follow_job`, which waits for the job and, while it asks permission, interrupts with
     the request and answers it with the resume value, then comes back to itself (one
     interrupt per pass, so a pass run again on resume meets the same question). Both are async
     functions of a `ResearchState` (typed loosely: LangGraph's node overloads do not take them
     otherwise)."""
     tools = list(job_tools)
 
-    async def start_research(state: ResearchState) -> ResearchState:
+    async def start_job(state: ResearchState) -> ResearchState:
         record = await rt.jobs.start(state["model"], state["query"], method, tools=tools)
         return {"job_id": record.id, "status": record.status, "answered": []}
 
-    async def follow_research(state: ResearchState) -> Command[str]:
+    async def follow_job(state: ResearchState) -> Command[str]:
         answered = frozenset(state.get("answered", []))
         record = await settle(rt, state["job_id"], wait, answered)
         if record.finished:
@@ -90,26 +90,26 @@ def research_nodes(rt: Runtime, *, job_tools: Iterable[Tool] = (), method: str =
                                 "arguments": json.loads(json.dumps(dict(request.arguments)))})
             await rt.jobs.answer_permission(record.id, question.tool_call_id,
                                             decision_of(answer))
-            return Command(goto="follow_research", update={
+            return Command(goto="follow_job", update={
                 "status": record.status,
                 "answered": [*state.get("answered", []), question.tool_call_id]})
         # Still running (or waiting on a question these nodes do not put): look again.
-        return Command(goto="follow_research", update={"status": record.status})
+        return Command(goto="follow_job", update={"status": record.status})
 
-    return start_research, follow_research
+    return start_job, follow_job
 
 
 def research_graph(rt: Runtime, *, job_tools: Iterable[Tool] = (), method: str = "agent",
                    wait: float = 600.0, checkpointer: Checkpointer = None) -> Any:
-    """START -> start_research -> follow_research (-> itself while the job runs) -> END,
+    """START -> start_job -> follow_job (-> itself while the job runs) -> END,
     compiled with `checkpointer` (an `InMemorySaver` when None)."""
-    start_research, follow_research = research_nodes(rt, job_tools=job_tools, method=method,
+    start_job, follow_job = research_nodes(rt, job_tools=job_tools, method=method,
                                                      wait=wait)
     graph = StateGraph(ResearchState)
-    graph.add_node("start_research", start_research)
-    graph.add_node("follow_research", follow_research,
-                   destinations=("follow_research", END))
-    graph.add_edge(START, "start_research")
-    graph.add_edge("start_research", "follow_research")
+    graph.add_node("start_job", start_job)
+    graph.add_node("follow_job", follow_job,
+                   destinations=("follow_job", END))
+    graph.add_edge(START, "start_job")
+    graph.add_edge("start_job", "follow_job")
     return graph.compile(checkpointer=checkpointer if checkpointer is not None
                          else InMemorySaver())

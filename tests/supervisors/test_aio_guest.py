@@ -7,20 +7,24 @@ import asyncio
 import contextlib
 import importlib.util
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 import trio
 import trio.lowlevel
-import uvloop
+from asyncio_runs import RUNNERS, RunAsyncio, runner
 
 from supervisors.aio import GuestError, HostCancelled, open_guest, run_on_host
 
-RunAsyncio = Callable[[Callable[[], Awaitable[Any]]], Any]
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
+
+
+@pytest.fixture(params=RUNNERS)
+def run(request: pytest.FixtureRequest) -> RunAsyncio:
+    """`run(main)` under `asyncio.run`, then under uvloop."""
+    return runner(request.param)
 
 
 def example(name: str) -> ModuleType:
@@ -29,14 +33,6 @@ def example(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture(params=["asyncio", "uvloop"])
-def run(request: pytest.FixtureRequest) -> RunAsyncio:
-    """`run(main)`: `main()` as an asyncio program, on the standard loop or on uvloop's."""
-    if request.param == "uvloop":
-        return lambda main: uvloop.run(main())
-    return lambda main: asyncio.run(main())
 
 
 @contextlib.asynccontextmanager

@@ -3,25 +3,17 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 import httpx  # noqa: F401 - see below
 import pytest
-import uvloop
+from asyncio_runs import RUNNERS, RunAsyncio, runner
 
 # The thread transport imports litellm (and with it httpx) in its thread while the test's loop
 # runs; the openai client of the adapter tests reads sys.modules["httpx"] on each request and
 # fails on a module still being imported ("partially initialized module 'httpx'"). Loaded here
 # first. An embedding program on the default transport imports litellm in the worker process.
 
-RunAsyncio = Callable[[Callable[[], Awaitable[Any]]], Any]
 
-
-@pytest.fixture(params=["asyncio", "uvloop"])
+@pytest.fixture(params=RUNNERS)
 def run(request: pytest.FixtureRequest) -> RunAsyncio:
-    """`run(main)`: `main()` as an asyncio program, on the standard loop or on uvloop's."""
-    if request.param == "uvloop":
-        return lambda main: uvloop.run(main())
-    return lambda main: asyncio.run(main())
+    """`run(main)` under `asyncio.run`, then under uvloop."""
+    return runner(request.param)

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import RunAsyncio
-from test_adapter_examples import example
+from aio_helpers import example
+from asyncio_runs import RunAsyncio
 
 from ask_another import Config
 from ask_another.adapters.langgraph import decision_of

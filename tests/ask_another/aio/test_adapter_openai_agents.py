@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 from agents import OpenAIChatCompletionsModel, set_tracing_disabled
-from conftest import RunAsyncio
+from aio_helpers import example, host_model
+from asyncio_runs import RunAsyncio
 from openai import AsyncOpenAI
-from test_adapter_examples import example, host_model
 
 import ask_another
 from ask_another import ALLOW, Config, Deny

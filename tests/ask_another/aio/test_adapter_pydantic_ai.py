@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import RunAsyncio
+from aio_helpers import example, host_model
+from asyncio_runs import RunAsyncio
 from openai import AsyncOpenAI
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
-from test_adapter_examples import example, host_model
 
 import ask_another
 from ask_another import ALLOW, Config, Deny

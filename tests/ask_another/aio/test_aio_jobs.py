@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from conftest import RunAsyncio
-from test_aio_runtime import AsyncioUI, note_tool
+from aio_helpers import AsyncioUI, note_tool
+from asyncio_runs import RunAsyncio
 
 import ask_another.aio
 from ask_another import ALLOW, Config, JobUpdate

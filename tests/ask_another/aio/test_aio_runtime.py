@@ -4,67 +4,18 @@ the same exceptions, callbacks on the host's loop, many calls at once."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 
 import pytest
-import sniffio
-from conftest import RunAsyncio
+from aio_helpers import AsyncioUI, note_tool, on_the_host
+from asyncio_runs import RunAsyncio
 
 import ask_another.aio
-from ask_another import ALLOW, Config, Tool, ToolCall
+from ask_another import Config
 from ask_another.errors import InvalidArgument, ModelNotAllowed
 from ask_another.research.jobs import UnknownJob
 from ask_another.simulator import Reply, Simulator, ToolCalls
 from ask_another.simulator import ToolCall as SimCall
-
-
-def on_the_host(where: list[tuple[str, bool]], what: str) -> None:
-    """Write down that `what` runs as asyncio code in the host's own thread."""
-    where.append((what, sniffio.current_async_library() == "asyncio"
-                  and asyncio.current_task() is not None
-                  and threading.current_thread() is threading.main_thread()))
-
-
-class AsyncioUI:
-    """An agent host's Interaction whose callbacks await asyncio things."""
-
-    def __init__(self, where: list[tuple[str, bool]]) -> None:
-        self.where = where
-        self.events: list[tuple[str, str]] = []
-        self.deltas: list[str] = []
-
-    async def tool_updated(self, update: ask_another.ToolUpdate) -> None:
-        await asyncio.sleep(0)
-        self.events.append(("update", update.status))
-
-    async def request_permission(self, request: ask_another.PermissionRequest
-                                 ) -> ask_another.Decision:
-        await asyncio.sleep(0.01)  # a person thinking, on the host's loop
-        on_the_host(self.where, "request_permission")
-        self.events.append(("permission", request.tool))
-        return ALLOW
-
-    async def register_call(self, tool_call_id: str, handle: ask_another.CallHandle) -> None:
-        self.events.append(("register", tool_call_id))
-
-    async def ask_choice(self, choice: ask_another.Choice) -> str | ask_another.ChoiceFailed:
-        return choice.options[0].id
-
-    async def text_delta(self, text: str) -> None:
-        self.deltas.append(text)
-
-
-def note_tool(notes: list[str], where: list[tuple[str, bool]]) -> Tool:
-    async def run(call: ToolCall) -> object:
-        await asyncio.sleep(0)
-        on_the_host(where, "tool")
-        notes.append(str(call.arguments["text"]))
-        return {"written": call.arguments["text"]}
-
-    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-    return Tool(name="write_note", description="Write a note", schema=schema, class_="effect",
-                run=run)
 
 
 def test_complete_a_consensus_and_the_usage_from_asyncio(

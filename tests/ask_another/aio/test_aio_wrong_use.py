@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
-from conftest import RunAsyncio
+from asyncio_runs import RunAsyncio
 
 import ask_another
 import ask_another.aio
