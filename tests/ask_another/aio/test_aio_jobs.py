@@ -5,6 +5,7 @@ asyncio program ends."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 from aio_helpers import AsyncioUI, note_tool
@@ -109,3 +110,47 @@ def test_the_program_ending_closes_the_runtime_in_order_and_hands_its_jobs_on(
     # lease of a runtime dropped without closing would be for ASK_ANOTHER_LEASE_SECONDS.
     assert seen["first owner"] is not None and seen["first owner"] != seen["owner"]
     assert record.owner in (None, seen["owner"])
+
+
+def test_a_choice_answered_and_a_job_cancelled_from_asyncio(
+    run: RunAsyncio, make_config: Callable[..., Config], sim: Simulator
+):
+    options = [{"id": "deep", "label": "Go deep"}, {"id": "short", "label": "Keep it short"}]
+    sim.script("m1", [ToolCalls([SimCall("ask_user", {"prompt": "How deep?", "options": options},
+                                         id="q1")]),
+                      Reply("A short report."),
+                      ToolCalls([SimCall("write_note", {"text": "b"}, id="p2")])])
+
+    async def waiting(rt: ask_another.aio.Runtime, job_id: str) -> str:
+        asked = asyncio.Event()
+
+        async def on_progress(update: JobUpdate) -> None:
+            if update.waiting_for:
+                asked.set()
+
+        wait = asyncio.create_task(rt.jobs.wait(job_id, 60, on_progress, progress_every=0.2))
+        await asked.wait()
+        wait.cancel()  # cancelling a wait leaves the job running
+        with contextlib.suppress(asyncio.CancelledError):
+            await wait
+        return (await rt.jobs.get(job_id)).waiting_for[0].kind
+
+    async def main() -> tuple[str, str, str | None, str, bool, str]:
+        async with ask_another.aio.open_runtime(make_config()) as rt:
+            first = await rt.jobs.start("sim", "research", "agent")
+            kind = await waiting(rt, first.id)
+            answer = await rt.jobs.answer_choice(first.id, "q1", "short")
+            final = await rt.jobs.wait(first.id, 60)
+            second = await rt.jobs.start("sim", "note it", "agent",
+                                         tools=[note_tool([], [])])
+            await waiting(rt, second.id)
+            outcome = await rt.jobs.cancel(second.id)
+            return (kind, answer, final.report, final.status, outcome.cancelled,
+                    outcome.record.status)
+
+    kind, answer, report, status, cancelled, cancelled_status = run(main)
+    assert kind == "choice" and "short" in answer
+    assert (status, report) == ("completed", "A short report.")
+    told = [m["content"] for m in sim.requests_for("m1")[1].messages if m["role"] == "tool"]
+    assert '"option_id": "short"' in told[0]
+    assert cancelled and cancelled_status == "cancelled"
