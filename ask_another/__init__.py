@@ -8,7 +8,10 @@ The embedding API (the MCP server is built on the same calls)::
         job = await runtime.jobs.start("gpt4", "Research ...", interaction=my_ui)
         final = await runtime.jobs.wait(job.id, timeout=600)
 
-See docs/interaction.md for the tool-call lifecycle and the `Interaction` protocol.
+From asyncio, `ask_another.aio.open_runtime` takes the same arguments and gives the same calls
+as asyncio coroutines (trio runs as the guest of the host's loop); the adapters for agent
+frameworks are in `ask_another.adapters`. See docs/interaction.md for the tool-call lifecycle,
+the `Interaction` protocol and the asyncio face.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@
     │   └── AmbiguousModel           a shorthand that matches several allowed models
     ├── InvalidArgument              a tool argument out of range (temperature, timeout, ...)
     ├── LimitReached                 a per-user rate limit (tool calls a minute, running jobs)
+    ├── WrongEventLoop               the trio face used from asyncio, or asyncio's from trio
     ├── ProviderError                the provider (through litellm) failed; keeps its own message
     │   ├── ProviderTimeout          no answer within the timeout
     │   ├── RateLimited              HTTP 429 or a quota message
@@ -130,6 +131,11 @@ class LimitReached(AskAnotherError):
                  hint: Hint | None = None) -> None:
         self.retry_after = retry_after
         super().__init__(message, hint=hint)
+
+
+class WrongEventLoop(AskAnotherError):
+    """A face used under the other event loop: `ask_another.open_runtime` (trio) from asyncio
+    code, or `ask_another.aio` from trio code. The message names the face to use."""
 
 
 class ProviderError(AskAnotherError):

@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import sniffio
 import trio
 
 from ask_another.calls import MAX_TIMEOUT, CallSettings
@@ -36,7 +37,7 @@ from ask_another.catalog import Catalog, model_map
 from ask_another.config import Config, DatabaseUrl
 from ask_another.consensus import Consensus
 from ask_another.conversations import Conversations, conversations_spec
-from ask_another.errors import AskAnotherError, InvalidArgument
+from ask_another.errors import AskAnotherError, InvalidArgument, WrongEventLoop
 from ask_another.gateway import (
     CompletionResult,
     Gateway,
@@ -346,8 +347,10 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
     it starts, holds or finds an unfinished job unless `start_host` is false (`doctor`), with
     this process's environment (`_ownership`). `job_host`: this runtime is that host's
     (jobhost.py): the shared worker, and jobs handed back taken over within a second. Raises
-    `StoreError` if the database cannot be opened.
+    `StoreError` if the database cannot be opened, `WrongEventLoop` outside trio (from asyncio:
+    `ask_another.aio`).
     """
+    _require_trio()
     config = config if config is not None else Config.from_env()
     ensure_logging(config.log_level)
     with contextlib.suppress(OSError):  # a home that cannot be made: the store says why
@@ -384,6 +387,24 @@ async def open_runtime(config: Config | None = None, *, prewarm_after: float | N
         if cause is not None:
             raise cause from None
         raise
+
+
+def _require_trio() -> None:
+    """Say which face to use when this one is entered outside trio (without it asyncio gets
+    trio's `AttributeError: 'RunContext' object has no attribute 'runner'`)."""
+    try:
+        library: str | None = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        library = None
+    if library == "trio":
+        return
+    if library == "asyncio":
+        raise WrongEventLoop("ask_another.open_runtime runs under trio and this is asyncio code: "
+                             "use `async with ask_another.aio.open_runtime(...)`, with the same "
+                             "arguments and the same calls")
+    raise WrongEventLoop(f"ask_another.open_runtime runs under trio (inside trio.run), not "
+                         f"under {library or 'no event loop'}; from asyncio use "
+                         f"ask_another.aio.open_runtime")
 
 
 def _start_failure(exc: BaseException) -> AskAnotherError | None:

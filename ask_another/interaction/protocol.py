@@ -47,9 +47,9 @@ class Interaction(Protocol):
         """A fragment of the answer a streaming provider produced, in order."""
 
 
-_CALLBACKS = ("tool_updated", "request_permission", "register_call", "ask_choice", "text_delta")
+CALLBACKS = ("tool_updated", "request_permission", "register_call", "ask_choice", "text_delta")
 
 
 def valid(obj: object) -> bool:
     """Whether `obj` implements every Interaction callback as a coroutine function."""
-    return all(inspect.iscoroutinefunction(getattr(obj, name, None)) for name in _CALLBACKS)
+    return all(inspect.iscoroutinefunction(getattr(obj, name, None)) for name in CALLBACKS)

@@ -7,7 +7,8 @@ import importlib
 import pytest
 
 MODULES = ["ask_another.store", "ask_another.server", "ask_another.gateway",
-           "ask_another.catalog", "ask_another.runtime", "ask_another.consensus"]
+           "ask_another.catalog", "ask_another.runtime", "ask_another.consensus",
+           "ask_another.aio"]
 
 
 def isort_order(name: str) -> tuple[int, str]:
