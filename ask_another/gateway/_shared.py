@@ -279,8 +279,21 @@ class _Connection(_Worker):
         super().__init__(transport._secrets, transport._log_level)
         self._transport = transport
         self._stream: trio.SocketStream | None = None
+        # Cancelled by a close before the worker's Ready: nothing but the Hello was sent, so the
+        # connection is dropped at once (Ctrl-C on a session whose worker imports litellm
+        # waited for the import, seconds on a busy machine); the worker starts on for the next.
+        self._opening = trio.CancelScope()
 
     async def _open(self) -> None:
+        with self._opening:
+            await self._connect()
+
+    async def close_stdin(self) -> None:
+        if self._stream is None and self.process is None:
+            self._opening.cancel()  # not connected yet
+        await super().close_stdin()
+
+    async def _connect(self) -> None:
         transport = self._transport
         for _ in range(CONNECT_ATTEMPTS):
             try:
@@ -299,9 +312,14 @@ class _Connection(_Worker):
             if sock is None:  # the worker it started died at once; nothing was sent to it
                 continue
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-            with contextlib.suppress(trio.BrokenResourceError):
-                await stream.send_all(frame(self._encoder, Hello(self._secrets)))
-            body = await _first_frame(stream)
+            try:
+                with contextlib.suppress(trio.BrokenResourceError):
+                    await stream.send_all(frame(self._encoder, Hello(self._secrets)))
+                body = await _first_frame(stream)
+            except trio.Cancelled:
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
+                raise
             if body is None:  # it was leaving (idle) as we connected; nothing was sent to it
                 await stream.aclose()
                 continue

@@ -102,7 +102,7 @@ class AnsweringStdin:
     SDK cannot parse but that carry a request id are answered through `reply_through`'s stream."""
 
     def __init__(self, lines: Any) -> None:
-        self._lines = lines  # an anyio AsyncFile[str]
+        self._lines = lines  # async-iterable lines (`_Lines`)
         self._replies: ObjectSendStream[SessionMessage] | None = None
         self._ready = anyio.Event()
 
@@ -169,6 +169,24 @@ def _claim_stdin() -> Iterator[int]:
         # (the SDK keeps its own duplicate open for the same reason).
 
 
+class _Lines:
+    """A text file's lines, each read in a worker thread that cancellation abandons.
+
+    anyio's `wrap_file` reads in a thread that cannot be abandoned: cancelling the read waits for
+    the next line, so Ctrl-C at a terminal (trio cancels the session for its KeyboardInterrupt)
+    waited until the person typed a line or Ctrl-D. Abandoned, the blocked read is left to its
+    (daemon) thread, which the process's exit ends; a line it reads meanwhile is not used.
+    """
+
+    def __init__(self, text: TextIOWrapper) -> None:
+        self._text = text
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        while line := await anyio.to_thread.run_sync(self._text.readline,
+                                                     abandon_on_cancel=True):
+            yield line
+
+
 class AskAnotherServer(MCPServer[ServerState]):
     """``MCPServer`` whose stdio transport answers the requests the SDK's reader drops."""
 
@@ -176,7 +194,7 @@ class AskAnotherServer(MCPServer[ServerState]):
         with _claim_stdin() as fd:
             text = TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8",
                                  errors="replace")
-            stdin = AnsweringStdin(anyio.wrap_file(text))
+            stdin = AnsweringStdin(_Lines(text))
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
                 stdin.reply_through(write_stream)
                 lowlevel = self._lowlevel_server
