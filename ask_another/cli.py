@@ -27,7 +27,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 import trio
@@ -37,6 +37,9 @@ from ask_another.config import Config
 from ask_another.errors import FEEDBACK_POINTER, AskAnotherError, Hint, error_text
 from ask_another.home import home_problem
 from ask_another.logs import configure_logging
+
+if TYPE_CHECKING:
+    from ask_another.runtime import Runtime
 
 # The reference ships in --help: a wheel install has no docs/ folder to point at.
 REFERENCE = """\
@@ -368,7 +371,9 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
     streamed = False
 
-    async with (open_runtime(config, prewarm_after=0, per_session=True) as runtime,
+    # prewarm_after=None: a mistake (an unknown model, an empty prompt, a misspelled provider)
+    # is refused before any worker starts; the call starts it.
+    async with (open_runtime(config, prewarm_after=None, per_session=True) as runtime,
                 open_progress() as progress):
         progress.set(f"asking {args.model}")
 
@@ -408,8 +413,9 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
     from ask_another.runtime import open_runtime
     from ask_another.terminal import TerminalPerson, open_progress
 
-    async with (open_runtime(config, prewarm_after=0, per_session=True) as runtime,
+    async with (open_runtime(config, prewarm_after=None, per_session=True) as runtime,
                 open_progress() as progress):
+        await _refuse_unknown_providers(runtime, [args.model])
         jobs = runtime.jobs
         job = await jobs.start(args.model, args.query, args.method, depth=args.depth)
         print(f"research job {job.id} ({job.model}, method {job.method})", file=sys.stderr)
@@ -510,7 +516,9 @@ async def _consensus(config: Config, args: argparse.Namespace) -> int:
         print("(no answer in time)", file=sys.stderr, flush=True)
         return Deny("expired")
 
-    async with open_runtime(config, prewarm_after=0, per_session=True) as runtime:
+    async with open_runtime(config, prewarm_after=None, per_session=True) as runtime:
+        await _refuse_unknown_providers(runtime, args.model.split(",")
+                                        + ([args.synthesize] if args.synthesize else []))
         result = await runtime.consensus.ask(
             args.model.split(","), args.prompt, system=args.system, stances=stances,
             synthesize=args.synthesize, conversation_id=args.conversation,
@@ -518,6 +526,18 @@ async def _consensus(config: Config, args: argparse.Namespace) -> int:
             confirm=confirm)
     print(consensus_text(result))
     return 0 if result.answered else 1
+
+
+async def _refuse_unknown_providers(runtime: Runtime, names: Sequence[str]) -> None:
+    """Raise doctor's words for a misspelled provider among `names` (models as typed), as
+    `Runtime.complete` does for one: before any worker starts, not in litellm's words."""
+    catalog = await runtime.catalog()
+    for name in names:
+        try:
+            entry = runtime.config.resolve(name.strip())
+        except AskAnotherError:
+            continue  # not allowed, ambiguous: the call itself says so
+        catalog.check(entry)
 
 
 async def _usage(config: Config, period: str) -> int:

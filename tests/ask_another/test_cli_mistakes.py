@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from processes import processes_with
 from pycache import PYCACHE
 
 from ask_another.simulator import Simulator
@@ -149,3 +150,39 @@ def test_a_consensus_names_each_model_once_and_refuses_a_research_agent(sim: Sim
     assert (f"failed: {GDR} is a deep-research agent, and this kind of model takes no chat "
             "call") in done.stdout
     assert sim.requests_for(GDR.split("/", 1)[1]) == []
+
+
+def test_a_mistake_the_configuration_shows_is_answered_without_starting_a_worker(
+        sim: Simulator, tmp_path: Path):
+    # `ask sin ...` started the gateway worker (litellm's import, seconds) before it said
+    # "Model not allowed", then waited for it; a misspelled provider got litellm's raw "LLM
+    # Provider NOT provided ... E.g. For 'Huggingface'" text from the worker.
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
+           "MODEL_GPT4": f"opanai/gpt-4o;k;{sim.openai_base}"}
+    misspelled = ("MODEL_GPT4: litellm knows no provider 'opanai'. Did you mean 'openai' "
+                  "(openai/gpt-4o)?")
+    cases = [
+        (["ask", "sin", "Is 1 prime?"], "Model not allowed: 'sin'."),
+        (["ask", "sim", "  "], "the prompt is empty"),
+        (["ask", "gpt4", "Is 1 prime?"], misspelled),
+        (["ask", "gpt4,sim", "Is 1 prime?"], misspelled),
+        (["research", "gpt4", "tides"], misspelled),
+    ]
+    for args, expected in cases:
+        done = run(args, env)
+        assert done.returncode == 1, done
+        (line,) = said(done)
+        assert line.startswith(expected), (args, line)
+        assert "Huggingface" not in done.stderr
+    assert not (tmp_path / "gateway").exists() or not list((tmp_path / "gateway").glob("*.pid"))
+    assert processes_with(f"ASK_ANOTHER_HOME={tmp_path}") == []  # no worker was started
+    assert sim.requests == []
+
+
+def test_models_names_a_misspelled_provider_as_doctor_does(sim: Simulator, tmp_path: Path):
+    done = run(["models"], {"ASK_ANOTHER_HOME": str(tmp_path),
+                            "MODEL_GPT4": "opanai/gpt-4o;k",
+                            "MODEL_SIM": f"openai/m1;k;{sim.openai_base}"})
+    assert done.returncode == 0, done
+    assert ("Models whose every call would fail (fix the variable):\n- MODEL_GPT4: litellm "
+            "knows no provider 'opanai'. Did you mean 'openai' (openai/gpt-4o)?") in done.stdout
