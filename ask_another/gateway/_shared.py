@@ -82,10 +82,11 @@ SESSION_VARIABLES = frozenset({
 SESSION_PREFIXES = ("CLAUDE_CODE_", "VSCODE_", "GHOSTTY_", "WEZTERM_", "KONSOLE_", "ALACRITTY_",
                     "KITTY_", "ZELLIJ_")
 # Variables that say how the program was launched (a clone's `uv run`, `uvx --from`, `uv tool
-# install`): each sets its own virtualenv, PATH and uv's bookkeeping. A worker of the same code,
-# litellm and Python serves them alike, so they share it: each got a 220 MiB worker of its own.
+# install`, through a pyenv shim): each sets its own virtualenv, PATH and uv's or pyenv's
+# bookkeeping (a shim sets PYENV_VERSION, PYENV_DIR, PYENV_HOOK_PATH, ...). A worker of the same
+# code, litellm and Python serves them alike, so they share it: each got a 220 MiB worker.
 LAUNCH_VARIABLES = frozenset({"PATH", "VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "UV"})
-LAUNCH_PREFIXES = ("UV_",)
+LAUNCH_PREFIXES = ("UV_", "PYENV_")
 _LEFT_OUT = SESSION_VARIABLES | LAUNCH_VARIABLES
 # How long a worker stays once its last server has let go of it (at most ASK_ANOTHER_GATEWAY_IDLE):
 # long enough for the next command a person types, short enough that finished sessions leave no
@@ -390,10 +391,29 @@ def running_workers(home: Path) -> dict[Path, int]:
     for pid_file in sorted((home / SHARED_DIRECTORY).glob("*.pid")):
         try:
             pid = int(pid_file.read_text())
-            os.kill(pid, 0)
         except (OSError, ValueError):
+            continue
+        if not alive(pid):
             continue
         socket_path = pid_file.with_suffix(".sock")
         if socket_path.exists():
             running[socket_path] = pid
     return running
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs. A zombie (exited, its parent has not reaped it yet) does not:
+    `doctor --stop-workers` said "stopped: worker pid N", then listed pid N as running."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:  # no /proc (or gone meanwhile): kill() said it was there
+        return True
+    return stat.rsplit(b")", 1)[1].split()[0] != b"Z"
