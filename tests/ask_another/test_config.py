@@ -254,3 +254,21 @@ def test_a_password_with_a_slash_is_never_shown_even_in_part(password: str):
     assert database.shown == "postgresql://ask:****@db.internal:5432/ask_another"
     assert database.password == password  # registered for scrubbing whole
     assert "Ab" not in str(problem) + database.shown
+
+
+def test_the_local_token_path_docs_deploy_shows_is_the_default_homes(
+        monkeypatch: pytest.MonkeyPatch):
+    # docs/deploy.md's --no-auth command read ~/.ask-another/local-token, a path that does not
+    # exist (the default home is the platform's user state directory): the request got 401.
+    import re
+
+    from ask_another.server.tokens import LOCAL_TOKEN_FILE
+
+    monkeypatch.setenv("HOME", "/home/you")
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    deploy = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    shown = re.findall(r"\$\(cat (~/[^)]+)\)", deploy)
+    assert shown, "docs/deploy.md no longer shows the --no-auth command's token path"
+    home = Config.from_env({}).home
+    for path in shown:
+        assert Path(path.replace("~", "/home/you", 1)) == home / LOCAL_TOKEN_FILE, path
