@@ -40,6 +40,7 @@ from ask_another.logs import configure_logging
 
 if TYPE_CHECKING:
     from ask_another.runtime import Runtime
+    from ask_another.terminal import Progress
 
 # The reference ships in --help: a wheel install has no docs/ folder to point at.
 REFERENCE = """\
@@ -386,10 +387,14 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
             sys.stdout.flush()
 
         try:
-            result = await runtime.complete(
-                args.model, args.prompt, system=args.system, temperature=args.temperature,
-                timeout=args.timeout, on_delta=show, tool="ask",
-            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_say_while_the_worker_starts, runtime, progress,
+                                   f"asking {args.model}")
+                result = await runtime.complete(
+                    args.model, args.prompt, system=args.system, temperature=args.temperature,
+                    timeout=args.timeout, on_delta=show, tool="ask",
+                )
+                nursery.cancel_scope.cancel()
         except AskAnotherError as exc:
             progress.stop()
             if streamed:
@@ -404,6 +409,23 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
         print(f"[{n}] {url}")
     print(f"— {result.model} · {result.usage.describe()}", file=sys.stderr)
     return 0
+
+
+async def _say_while_the_worker_starts(runtime: Runtime, progress: Progress, doing: str) -> None:
+    """While the call waits for a gateway worker to start (litellm's import: seconds), the
+    status line says so, with how long the last start took here; then `doing` again."""
+    from ask_another.gateway import last_start_seconds
+
+    gateway = await runtime.gateway()
+    await trio.sleep(0.3)  # a worker that runs already answers its connection in milliseconds
+    if gateway.statistics().ready:
+        return
+    last = last_start_seconds(runtime.config.home.absolute())
+    took = f", {last:.0f} s last time" if last is not None else ""
+    progress.set(f"starting the model worker (it imports litellm{took}), then {doing}")
+    while not gateway.statistics().ready:  # noqa: ASYNC110 - a statistic; no event to await
+        await trio.sleep(0.1)
+    progress.set(doing)
 
 
 async def _research(config: Config, args: argparse.Namespace) -> int:

@@ -64,6 +64,9 @@ log = get_logger("ask_another.gateway")
 
 SHARED_DIRECTORY = "gateway"  # in the home: each worker's socket, lock and pid file; their log
 LISTENING = b"listening\n"  # what a started worker prints on its stdout once it listens
+# In gateway/: the seconds the last shared worker of the home took from its start to its Ready
+# (its litellm import), written by the worker (_worker.LAST_START_FILE).
+LAST_START_FILE = "last-start"
 CONNECT_ATTEMPTS = 3  # a worker leaving as we connect closes the connection before its Ready
 
 # Variables that tell client sessions apart without changing what a provider call does: the
@@ -417,3 +420,12 @@ def alive(pid: int) -> bool:
     except OSError:  # no /proc (or gone meanwhile): kill() said it was there
         return True
     return stat.rsplit(b")", 1)[1].split()[0] != b"Z"
+
+
+def last_start_seconds(home: Path) -> float | None:
+    """How long the last shared worker started on `home` took to get ready (None: none has yet,
+    here), as measured by that worker on this machine."""
+    try:
+        return float((home / SHARED_DIRECTORY / LAST_START_FILE).read_text())
+    except (OSError, ValueError):
+        return None
