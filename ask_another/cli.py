@@ -219,8 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in config.problems:
             print(f"ask-another: {problem} (skipped; `ask-another doctor` checks the "
                   "configuration)", file=sys.stderr)
-    if command in ("ask", "research", "usage", "feedback"):
-        # The store would find out too, as an errno from deep inside; say it as doctor does.
+    if command in ("ask", "research", "usage", "feedback") or (
+            command == "token" and config.tokens_file is None):  # tokens.json in the home
+        # The store (or the tokens file) would find out too, as an errno from deep inside
+        # ("File exists.", "Not a directory."); say it as doctor does.
         unusable = home_problem(config.home)
         if unusable is not None:
             print(unusable, file=sys.stderr)

@@ -88,7 +88,7 @@ def test_an_unusable_home_reads_the_same_from_every_command(tmp_path: Path):
     doctor = run(["doctor"], env)
     assert f"PROBLEM: {sentence}" in doctor.stdout.splitlines()
     for args in (["ask", "gpt4", "hi"], ["usage"], ["research", "gpt4", "tides"],
-                 ["feedback", "hello"]):
+                 ["feedback", "hello"], ["token", "add", "alice"], ["token", "list"]):
         done = run(args, env)
         assert done.returncode == 1, done
         assert said(done) == [sentence], (args, done.stderr)
@@ -99,7 +99,8 @@ def test_a_malformed_model_variable_is_named_on_stderr_by_every_command(sim: Sim
     env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
            "MODEL_X": "gpt-4o"}
     # Both missing parts at once: the provider before the model and the key after it.
-    both = ("MODEL_X: missing the provider before the model ('openai/gpt-4o', not 'gpt-4o') "
+    both = ("MODEL_X: missing the provider before the model ('openai/gpt-4o' for an OpenAI model, "
+            "not 'gpt-4o') "
             "and ';api-key' after it")
     for args in (["ask", "sim", "hi"], ["models"], ["usage"], ["feedback", "fine"],
                  ["token", "list"]):

@@ -59,8 +59,13 @@ def test_third_field_is_the_api_base_and_an_empty_key_is_allowed():
     ("/gpt-4o;" + KEY, "'provider/model-name'"),
     ("openai/gpt-4o", "missing ';api-key'"),
     # Both missing parts named at once, not one fix after the other.
-    ("gpt-4o", "missing the provider before the model ('openai/gpt-4o', not 'gpt-4o') and "
-               "';api-key' after it"),
+    ("gpt-4o", "missing the provider before the model ('openai/gpt-4o' for an OpenAI model, "
+               "not 'gpt-4o') and ';api-key' after it"),
+    # The value itself, not a canned example (it said "not 'gpt-4o'" of "nope")...
+    ("nope", "missing the provider before the model ('openai/nope' for an OpenAI model, not "
+             "'nope')"),
+    # ...unless it may be a key, which is never repeated.
+    (KEY.split(";")[0], "missing the provider before the model (like 'openai/gpt-4o')"),
     (f"openai/gpt-4o;{KEY};http://h/v1;extra", "at most 3"),
     (f"openai/gpt-4o;{KEY};ftp://h", "http:// or https://"),
     (f"openai/gpt 4o;{KEY}", "whitespace"),
