@@ -502,7 +502,11 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     print(final.report)
+    # A report of the local pipeline lists its sources itself (References, Notes): only the
+    # ones it does not name are listed after it, each once.
     for n, cited in enumerate(final.citations, 1):
+        if cited["url"] in final.report:
+            continue
         title = cited.get("title") or cited["url"]
         print(f"[{n}] {title} — {cited['url']}" if title != cited["url"] else f"[{n}] {title}")
     usage = final.detail.get("usage")

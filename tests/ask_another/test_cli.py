@@ -297,6 +297,19 @@ def test_ask_says_on_the_terminal_that_it_starts_the_model_worker(sim: Simulator
     assert "starting the model worker" not in done.stderr
 
 
+def test_research_prints_each_reference_once(sim: Simulator, tmp_path: Path):
+    # The local pipeline's report ends with its References; the command listed them again.
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
+           "SEARCH_SIM": f"tavily;k;{sim.url}", "ASK_ANOTHER_CONFIRM_USD": "100"}
+    done = run(["research", "sim", "SQLite or PostgreSQL for analytics?", "--depth", "shallow"],
+               env)
+    assert done.returncode == 0, done
+    urls = re.findall(r"https?://[^\s)>\]]+", done.stdout)
+    assert urls, done.stdout
+    for url in set(urls):
+        assert done.stdout.count(url) == 1, (url, done.stdout)
+
+
 def test_ask_on_a_terminal_draws_a_spinner_and_erases_it(sim: Simulator, tmp_path: Path):
     sim.script("m1", [Slow(1.0)])
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
