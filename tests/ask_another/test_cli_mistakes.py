@@ -51,7 +51,7 @@ def test_research_mistakes_are_one_line_each(sim: Simulator, tmp_path: Path):
            "MODEL_GDR": f"{GDR};k;{sim.gemini_base}"}
     cases = [
         (["research", "simm", "Why are there tides?"], "Model not allowed: 'simm'."),
-        (["research", "sim", "   "], "The research query is empty."),
+        (["research", "sim", "   "], "the research query is empty"),
         (["research", "gdr", "tides", "--method", "sequential"],
          f"method 'sequential' makes chat calls: {GDR} is a deep-research agent, and this kind "
          "of model takes no chat call"),
