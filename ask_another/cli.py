@@ -27,7 +27,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import trio
@@ -39,6 +39,7 @@ from ask_another.home import home_problem
 from ask_another.logs import configure_logging
 
 if TYPE_CHECKING:
+    from ask_another.research import ResearchJobs
     from ask_another.runtime import Runtime
     from ask_another.terminal import Progress
 
@@ -467,12 +468,23 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
                     root = running_console(config.home)
                     link = approval_url(root, job.id, call_id) if root is not None else None
                     try:
-                        if question.kind == "choice":
-                            if (picked := await person.choice(question, link)) is not None:
-                                await jobs.answer_choice(job.id, call_id, picked)
+                        with trio.CancelScope() as asking:
+                            async with trio.open_nursery() as watching:
+                                watching.start_soon(_cancel_when_settled, jobs, job.id,
+                                                    call_id, asking)
+                                if question.kind == "choice":
+                                    answer: Any = await person.choice(question, link)
+                                else:
+                                    answer = await person.permission(question, link)
+                                watching.cancel_scope.cancel()
+                        if asking.cancelled_caught:  # answered in the console, or expired
+                            person.withdrawn("answered in the console" if link is not None
+                                             else "no longer asked: it expired")
+                        elif question.kind == "choice":
+                            if answer is not None:
+                                await jobs.answer_choice(job.id, call_id, answer)
                         else:
-                            await jobs.answer_permission(
-                                job.id, call_id, await person.permission(question, link))
+                            await jobs.answer_permission(job.id, call_id, answer)
                     except AskAnotherError as exc:  # expired meanwhile, say
                         print(person_text(exc), file=sys.stderr)
                 await trio.sleep(0.2)
@@ -514,6 +526,18 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
     print(f"— {final.id} · {final.model} · completed in {final.elapsed(final.ended_at or 0):.0f} s"
           f"{spent}", file=sys.stderr)
     return 0
+
+
+async def _cancel_when_settled(jobs: ResearchJobs, job_id: str, call_id: str,
+                               asking: trio.CancelScope) -> None:
+    """Cancel `asking` once job `job_id` no longer waits for `call_id` (answered in a console,
+    expired): the terminal stops asking a question nobody waits for."""
+    while True:
+        await trio.sleep(0.5)
+        record = await jobs.get(job_id)
+        if all(q.tool_call_id != call_id for q in record.waiting_for):
+            asking.cancel()
+            return
 
 
 async def _consensus(config: Config, args: argparse.Namespace) -> int:
