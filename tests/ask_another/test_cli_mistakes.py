@@ -187,3 +187,17 @@ def test_models_names_a_misspelled_provider_as_doctor_does(sim: Simulator, tmp_p
     assert done.returncode == 0, done
     assert ("Models whose every call would fail (fix the variable):\n- MODEL_GPT4: litellm "
             "knows no provider 'opanai'. Did you mean 'openai' (openai/gpt-4o)?") in done.stdout
+
+
+def test_serve_http_on_a_port_in_use_names_port(tmp_path: Path):
+    env = {"ASK_ANOTHER_HOME": str(tmp_path)}
+    assert run(["token", "add", "alice"], env).returncode == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run(["serve", "--http", "--port", str(port)], env)
+    assert done.returncode == 1, done
+    assert said(done)[-1] == (f"cannot listen on 127.0.0.1:{port}: Address already in use; "
+                              "use --port N for another port, or --port 0 for any free one.")
+    assert "Traceback" not in done.stderr
