@@ -129,7 +129,7 @@ class Runtime:
 
         Raises `ModelNotAllowed` / `AmbiguousModel`, `InvalidArgument` for a temperature outside
         0.0-2.0 or a timeout outside (0, 3600], `ConfigError` for a provider litellm does not
-        know (before any worker starts), and `ProviderError`s from the provider.
+        know (the gateway's, before any worker starts), and `ProviderError`s from the provider.
         """
         entry = self.config.resolve(model)
         settings = CallSettings(temperature, timeout)
@@ -137,9 +137,6 @@ class Runtime:
             raise InvalidArgument("the prompt is empty")
         self.config.check_size("prompt", prompt)
         self.config.check_size("system prompt", system)
-        # A misspelled provider is known from litellm's data files: refused before a worker
-        # imports litellm only to say it in its own words.
-        (await self.catalog()).check(entry)
         log.debug("completion.started", model=entry.model)
         gateway = await self.gateway()
         result = await gateway.completion(
