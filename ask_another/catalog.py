@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ask_another.config import Config, ModelEntry, is_research_agent
+from ask_another.errors import ConfigError
 
 __all__ = [
     "Catalog",
@@ -185,6 +186,25 @@ class Catalog:
     def __init__(self, config: Config, model_cost: Mapping[str, Mapping[str, Any]]) -> None:
         self._config = config
         self._infos = [self._info(entry, model_cost) for entry in config.models]
+        providers = known_providers(model_cost)
+        self._unknown = {entry.model: problem for entry in config.models
+                         if (problem := unknown_provider(entry, providers)) is not None}
+
+    def provider_problem(self, entry: ModelEntry) -> str | None:
+        """Why `entry`'s provider would fail at its first call (a misspelled `openai`, say), in
+        the words `ask-another doctor` uses; None when litellm knows it. Known from the model
+        map's data files, so a caller can refuse before any worker imports litellm."""
+        return self._unknown.get(entry.model)
+
+    def check(self, entry: ModelEntry) -> None:
+        """Raise `ConfigError` with `provider_problem(entry)` if there is one."""
+        problem = self.provider_problem(entry)
+        if problem is not None:
+            raise ConfigError(problem)
+
+    def provider_problems(self) -> list[str]:
+        """`provider_problem` of every allowed model that has one."""
+        return list(self._unknown.values())
 
     def all(self) -> list[ModelInfo]:
         return list(self._infos)
@@ -275,13 +295,19 @@ def _str(value: Any) -> str | None:
     return str(value) if value else None
 
 
-def problems_text(config: Config) -> str:
-    """The configuration problems as a paragraph (empty when there are none)."""
-    if not config.problems:
-        return ""
-    lines = "\n".join(f"- {p}" for p in config.problems)
-    return ("\n\nConfiguration problems (these variables were ignored; the other models work):\n"
-            + lines)
+def problems_text(config: Config, catalog: Catalog | None = None) -> str:
+    """The configuration problems as a paragraph (empty when there are none): the variables
+    that were ignored, and (with the `catalog`) the allowed models whose calls would fail."""
+    text = ""
+    if config.problems:
+        lines = "\n".join(f"- {p}" for p in config.problems)
+        text += ("\n\nConfiguration problems (these variables were ignored; the other models "
+                 "work):\n" + lines)
+    failing = catalog.provider_problems() if catalog is not None else []
+    if failing:
+        text += ("\n\nModels whose every call would fail (fix the variable):\n"
+                 + "\n".join(f"- {p}" for p in failing))
+    return text
 
 
 def allowlist_text(catalog: Catalog, config: Config) -> str:
@@ -292,7 +318,7 @@ def allowlist_text(catalog: Catalog, config: Config) -> str:
                 "server's environment (for example MODEL_GPT4=\"openai/gpt-4o;sk-...\").")
     else:
         text = f"Allowed models ({len(infos)}):\n" + "\n".join(f"- {i.describe()}" for i in infos)
-    return text + "\n\n" + search_text(config) + problems_text(config)
+    return text + "\n\n" + search_text(config) + problems_text(config, catalog)
 
 
 def search_text(config: Config) -> str:

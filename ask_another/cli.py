@@ -27,7 +27,7 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import trio
@@ -39,7 +39,9 @@ from ask_another.home import home_problem
 from ask_another.logs import configure_logging
 
 if TYPE_CHECKING:
+    from ask_another.research import ResearchJobs
     from ask_another.runtime import Runtime
+    from ask_another.terminal import Progress
 
 # The reference ships in --help: a wheel install has no docs/ folder to point at.
 REFERENCE = """\
@@ -220,8 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in config.problems:
             print(f"ask-another: {problem} (skipped; `ask-another doctor` checks the "
                   "configuration)", file=sys.stderr)
-    if command in ("ask", "research", "usage", "feedback"):
-        # The store would find out too, as an errno from deep inside; say it as doctor does.
+    if command in ("ask", "research", "usage", "feedback") or (
+            command == "token" and config.tokens_file is None):  # tokens.json in the home
+        # The store (or the tokens file) would find out too, as an errno from deep inside
+        # ("File exists.", "Not a directory."); say it as doctor does.
         unusable = home_problem(config.home)
         if unusable is not None:
             print(unusable, file=sys.stderr)
@@ -379,7 +383,9 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
 
     streamed = False
 
-    async with (open_runtime(config, prewarm_after=0, per_session=True) as runtime,
+    # prewarm_after=None: a mistake (an unknown model, an empty prompt, a misspelled provider)
+    # is refused before any worker starts; the call starts it.
+    async with (open_runtime(config, prewarm_after=None, per_session=True) as runtime,
                 open_progress() as progress):
         progress.set(f"asking {args.model}")
 
@@ -392,10 +398,14 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
             sys.stdout.flush()
 
         try:
-            result = await runtime.complete(
-                args.model, args.prompt, system=args.system, temperature=args.temperature,
-                timeout=args.timeout, on_delta=show, tool="ask",
-            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_say_while_the_worker_starts, runtime, progress,
+                                   f"asking {args.model}")
+                result = await runtime.complete(
+                    args.model, args.prompt, system=args.system, temperature=args.temperature,
+                    timeout=args.timeout, on_delta=show, tool="ask",
+                )
+                nursery.cancel_scope.cancel()
         except AskAnotherError as exc:
             progress.stop()
             if streamed:
@@ -412,6 +422,23 @@ async def _ask(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _say_while_the_worker_starts(runtime: Runtime, progress: Progress, doing: str) -> None:
+    """While the call waits for a gateway worker to start (litellm's import: seconds), the
+    status line says so, with how long the last start took here; then `doing` again."""
+    from ask_another.gateway import last_start_seconds
+
+    gateway = await runtime.gateway()
+    await trio.sleep(0.3)  # a worker that runs already answers its connection in milliseconds
+    if gateway.statistics().ready:
+        return
+    last = last_start_seconds(runtime.config.home.absolute())
+    took = f", {last:.0f} s last time" if last is not None else ""
+    progress.set(f"starting the model worker (it imports litellm{took}), then {doing}")
+    while not gateway.statistics().ready:  # noqa: ASYNC110 - a statistic; no event to await
+        await trio.sleep(0.1)
+    progress.set(doing)
+
+
 async def _research(config: Config, args: argparse.Namespace) -> int:
     from ask_another.console_link import approval_url, running_console
     from ask_another.research import JobUpdate
@@ -419,8 +446,9 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
     from ask_another.runtime import open_runtime
     from ask_another.terminal import TerminalPerson, open_progress
 
-    async with (open_runtime(config, prewarm_after=0, per_session=True) as runtime,
+    async with (open_runtime(config, prewarm_after=None, per_session=True) as runtime,
                 open_progress() as progress):
+        await _refuse_unknown_providers(runtime, [args.model])
         jobs = runtime.jobs
         job = await jobs.start(args.model, args.query, args.method, depth=args.depth)
         print(f"research job {job.id} ({job.model}, method {job.method})", file=sys.stderr)
@@ -448,12 +476,23 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
                     root = running_console(config.home)
                     link = approval_url(root, job.id, call_id) if root is not None else None
                     try:
-                        if question.kind == "choice":
-                            if (picked := await person.choice(question, link)) is not None:
-                                await jobs.answer_choice(job.id, call_id, picked)
+                        with trio.CancelScope() as asking:
+                            async with trio.open_nursery() as watching:
+                                watching.start_soon(_cancel_when_settled, jobs, job.id,
+                                                    call_id, asking)
+                                if question.kind == "choice":
+                                    answer: Any = await person.choice(question, link)
+                                else:
+                                    answer = await person.permission(question, link)
+                                watching.cancel_scope.cancel()
+                        if asking.cancelled_caught:  # answered in the console, or expired
+                            person.withdrawn("answered in the console" if link is not None
+                                             else "no longer asked: it expired")
+                        elif question.kind == "choice":
+                            if answer is not None:
+                                await jobs.answer_choice(job.id, call_id, answer)
                         else:
-                            await jobs.answer_permission(
-                                job.id, call_id, await person.permission(question, link))
+                            await jobs.answer_permission(job.id, call_id, answer)
                     except AskAnotherError as exc:  # expired meanwhile, say
                         print(person_text(exc), file=sys.stderr)
                 await trio.sleep(0.2)
@@ -483,7 +522,11 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     print(final.report)
+    # A report of the local pipeline lists its sources itself (References, Notes): only the
+    # ones it does not name are listed after it, each once.
     for n, cited in enumerate(final.citations, 1):
+        if cited["url"] in final.report:
+            continue
         title = cited.get("title") or cited["url"]
         print(f"[{n}] {title} — {cited['url']}" if title != cited["url"] else f"[{n}] {title}")
     usage = final.detail.get("usage")
@@ -491,6 +534,18 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
     print(f"— {final.id} · {final.model} · completed in {final.elapsed(final.ended_at or 0):.0f} s"
           f"{spent}", file=sys.stderr)
     return 0
+
+
+async def _cancel_when_settled(jobs: ResearchJobs, job_id: str, call_id: str,
+                               asking: trio.CancelScope) -> None:
+    """Cancel `asking` once job `job_id` no longer waits for `call_id` (answered in a console,
+    expired): the terminal stops asking a question nobody waits for."""
+    while True:
+        await trio.sleep(0.5)
+        record = await jobs.get(job_id)
+        if all(q.tool_call_id != call_id for q in record.waiting_for):
+            asking.cancel()
+            return
 
 
 async def _consensus(config: Config, args: argparse.Namespace) -> int:
@@ -521,7 +576,9 @@ async def _consensus(config: Config, args: argparse.Namespace) -> int:
         print("(no answer in time)", file=sys.stderr, flush=True)
         return Deny("expired")
 
-    async with open_runtime(config, prewarm_after=0, per_session=True) as runtime:
+    async with open_runtime(config, prewarm_after=None, per_session=True) as runtime:
+        await _refuse_unknown_providers(runtime, args.model.split(",")
+                                        + ([args.synthesize] if args.synthesize else []))
         result = await runtime.consensus.ask(
             args.model.split(","), args.prompt, system=args.system, stances=stances,
             synthesize=args.synthesize, conversation_id=args.conversation,
@@ -529,6 +586,18 @@ async def _consensus(config: Config, args: argparse.Namespace) -> int:
             confirm=confirm)
     print(consensus_text(result))
     return 0 if result.answered else 1
+
+
+async def _refuse_unknown_providers(runtime: Runtime, names: Sequence[str]) -> None:
+    """Raise doctor's words for a misspelled provider among `names` (models as typed), as
+    `Runtime.complete` does for one: before any worker starts, not in litellm's words."""
+    catalog = await runtime.catalog()
+    for name in names:
+        try:
+            entry = runtime.config.resolve(name.strip())
+        except AskAnotherError:
+            continue  # not allowed, ambiguous: the call itself says so
+        catalog.check(entry)
 
 
 async def _usage(config: Config, period: str) -> int:

@@ -458,6 +458,23 @@ def _parse_models(env: Mapping[str, str], problems: list[ConfigProblem]) -> list
     return models
 
 
+# Keys as providers issue them: a value that may be a key is never echoed in a message.
+_KEY_PREFIXES: Final = ("sk-", "sk_", "aiza", "gsk_", "xai-", "pplx-", "tvly-", "key-", "api-")
+
+
+def _provider_example(value: str) -> str:
+    """How `value` (a model name alone, like 'nope') would read with its provider, in its own
+    words rather than a canned 'gpt-4o'; a value that could be a key is not repeated."""
+    shown = value.strip()
+    # Model names are short words and dates ('claude-3-5-sonnet-20241022'); keys hold long
+    # random runs (a key glued to a name, 'nokeysk-test-0123456789abcdef', included).
+    if (len(shown) <= 40 and re.fullmatch(r"[A-Za-z0-9._:-]+", shown)
+            and not re.search(r"[A-Za-z0-9]{12}", shown)
+            and not shown.lower().startswith(_KEY_PREFIXES)):
+        return f"'openai/{shown}' for an OpenAI model, not '{shown}'"
+    return "like 'openai/gpt-4o'"
+
+
 def _parse_model(variable: str, value: str, problems: list[ConfigProblem]) -> ModelEntry | None:
     def bad(message: str) -> None:
         problems.append(ConfigProblem(variable, f"{message} (expected {MODEL_FORMAT!r})"))
@@ -479,7 +496,7 @@ def _parse_model(variable: str, value: str, problems: list[ConfigProblem]) -> Mo
     if len(fields) == 1:
         missing = "missing ';api-key' after the model"
         if "/" not in value:  # "gpt-4o": both parts are missing, name both at once
-            missing = ("missing the provider before the model ('openai/gpt-4o', not 'gpt-4o') "
+            missing = (f"missing the provider before the model ({_provider_example(value)}) "
                        "and ';api-key' after it")
         bad(f"{missing} (write 'provider/model;' for a provider without a key)")
         return None

@@ -3,7 +3,8 @@
 `serve --http` knows its own console (beside the MCP endpoint). A stdio session or `ask-another
 research` on the same home does not: `ask-another console` says where it listens by writing its
 root URL and its pid to `console.url` in the home (0600) while it runs, and removes it when it
-stops (`publish_console`). `running_console(home)` reads it back, and trusts it only while that
+stops, or gives it back to a console that was running before it and still runs
+(`publish_console`). `running_console(home)` reads it back, and trusts it only while that
 process is alive, so a console killed without its cleanup leaves no dead link behind.
 
 The file carries no secret: an approval link opens the console's login page first (a one-time
@@ -36,17 +37,37 @@ def publish_console(home: Path, console_root: str) -> Iterator[None]:
     """`console.url` says `console_root` for the duration of the block; then it is removed
     (unless another console has written its own since)."""
     path = home / FILE_NAME
-    temporary = path.with_name(f".{FILE_NAME}.{os.getpid()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        json.dump({"url": console_root, "pid": os.getpid()}, out)
-    os.replace(temporary, path)  # never a half-written file for a reader
+    # A console already running on the home: it gets its link back when this one stops (two
+    # `ask-another console` at once: the second's exit removed the file while the first ran).
+    before = _read(path)
+    _write(path, console_root, os.getpid())
     try:
         yield
     finally:
         if _read(path) == (console_root, os.getpid()):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            if before is not None and before[1] != os.getpid() and _alive(before[1]):
+                _write(path, *before)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
+
+def _write(path: Path, console_root: str, pid: int) -> None:
+    temporary = path.with_name(f".{FILE_NAME}.{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump({"url": console_root, "pid": pid}, out)
+    os.replace(temporary, path)  # never a half-written file for a reader
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another account's
+        pass
+    return True
 
 
 def running_console(home: Path) -> str | None:
@@ -56,13 +77,7 @@ def running_console(home: Path) -> str | None:
     if found is None:
         return None
     url, pid = found
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:  # alive, another account's: still where its console listens
-        pass
-    return url
+    return url if _alive(pid) else None
 
 
 def _read(path: Path) -> tuple[str, int] | None:

@@ -25,6 +25,7 @@ jobs back to the home's job host (research/host.py) instead of leaving them to t
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import logging
 import signal
@@ -128,7 +129,10 @@ def listen(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
     except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        busy = ("; use --port N for another port, or --port 0 for any free one"
+                if exc.errno == errno.EADDRINUSE else "")
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{busy}"
+                          ) from None
     return sock
 
 
@@ -184,7 +188,8 @@ class Drain:
 
 async def serve_until_stopped(drain: Drain, sock: socket.socket, config: Config,
                               local_url: str, resource_url: str, auth_described: str,
-                              ready: Callable[[], None] | None = None) -> None:
+                              ready: Callable[[], None] | None = None, *,
+                              console: str | None = None) -> None:
     """hypercorn on `sock` until SIGTERM or SIGINT, then the drain (see the module docstring)."""
     from hypercorn.config import Config as HypercornConfig
     from hypercorn.trio import serve
@@ -235,8 +240,9 @@ async def serve_until_stopped(drain: Drain, sock: socket.socket, config: Config,
 
             nursery.start_soon(on_signals)
             await nursery.start(run)
+            # `console`: where a person opens the console served beside the MCP endpoint.
             http_log.info("http.listening", url=local_url, resource=resource_url,
-                          auth=auth_described)
+                          auth=auth_described, **({"console": console} if console else {}))
             if ready is not None:
                 ready()
     http_log.info("http.stopped")

@@ -131,7 +131,8 @@ class Runtime:
         The call is recorded in the usage ledger as serving `tool` (`ask` for the command line).
 
         Raises `ModelNotAllowed` / `AmbiguousModel`, `InvalidArgument` for a temperature outside
-        0.0-2.0 or a timeout outside (0, 3600], and `ProviderError`s from the provider.
+        0.0-2.0 or a timeout outside (0, 3600], `ConfigError` for a provider litellm does not
+        know (the gateway's, before any worker starts), and `ProviderError`s from the provider.
         """
         entry = self.config.resolve(model)
         settings = CallSettings(temperature, timeout)
@@ -288,7 +289,7 @@ def describe_gateway(config: Config) -> str:
         return "in a thread of each server (ASK_ANOTHER_GATEWAY_PROCESS=0; litellm imported there)"
     if kind is ProcessTransport:
         return "a worker process of each server's own (ASK_ANOTHER_GATEWAY_SHARED=0)"
-    from ask_another.gateway import running_workers, socket_problem
+    from ask_another.gateway import last_start_seconds, running_workers, socket_problem
 
     transport = _transport(config, None, per_session=True)()
     assert isinstance(transport, SharedTransport)
@@ -305,8 +306,11 @@ def describe_gateway(config: Config) -> str:
     if pid is not None:
         return (f"one worker shared by the sessions on this home with this environment, running "
                 f"(pid {pid}, {where}){others}")
+    last = last_start_seconds(config.home.absolute())
+    took = (f"{last:.1f} s at its last start on this machine" if last is not None
+            else "not yet measured here")
     return (f"one worker shared by the sessions on this home with this environment, not "
-            f"running now: the first call starts it (it imports litellm, 1-3 s) at {where}"
+            f"running now: the first call starts it (it imports litellm: {took}) at {where}"
             f"{others}")
 
 

@@ -12,7 +12,9 @@ Only `cli.py` writes through these; the server never does (stdout is its protoco
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TextIO
@@ -132,15 +134,46 @@ class TerminalPerson:
         self.out = out if out is not None else sys.stderr
         self.read_line: Callable[[], str] = (read_line if read_line is not None
                                              else sys.stdin.readline)
+        # One read at a time: a question withdrawn while its read waits (answered in the
+        # console) leaves that read running, and the line it gets answers the next question
+        # rather than being lost to an abandoned thread.
+        self._reading: trio.Event | None = None
+        self._lines: list[str] = []
+
+    async def _next_line(self) -> str:
+        if not self._lines and self._reading is None:
+            done = self._reading = trio.Event()
+            token = trio.lowlevel.current_trio_token()
+
+            def read() -> None:
+                line = self.read_line()
+                with contextlib.suppress(trio.RunFinishedError):  # the command has ended
+                    token.run_sync_soon(got, line)
+
+            def got(line: str) -> None:
+                self._lines.append(line)
+                self._reading = None
+                done.set()
+
+            threading.Thread(target=read, name="terminal-readline", daemon=True).start()
+        while not self._lines:
+            assert self._reading is not None
+            await self._reading.wait()
+        return self._lines.pop(0)
 
     async def _ask(self, question: str) -> str | None:
         async with self.progress.paused():
             print(question, end="", file=self.out, flush=True)
-            line = await trio.to_thread.run_sync(self.read_line, abandon_on_cancel=True)
+            line = await self._next_line()
         if not line:
             print("(no answer: end of input)", file=self.out, flush=True)
             return None
         return line.strip()
+
+    def withdrawn(self, why: str) -> None:
+        """Mark the question being asked as settled elsewhere (`why`: "answered in the
+        console"), after its ask was cancelled: the terminal shows why it no longer waits."""
+        print(f"({why})", file=self.out, flush=True)
 
     async def permission(self, question: Question, link: str | None = None) -> Decision:
         """The person's `Decision` on a permission request or a spend confirmation; `link`, the

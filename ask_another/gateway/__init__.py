@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ask_another.gateway._results import ToolCall as ToolCall
     from ask_another.gateway._results import Usage as Usage
     from ask_another.gateway._shared import SharedTransport as SharedTransport
+    from ask_another.gateway._shared import last_start_seconds as last_start_seconds
     from ask_another.gateway._shared import running_workers as running_workers
     from ask_another.gateway._shared import socket_problem as socket_problem
     from ask_another.gateway._thread import ThreadTransport as ThreadTransport
@@ -53,6 +54,7 @@ _EXPORTS = {
     "Usage": "ask_another.gateway._results",
     "WorkerStopped": "ask_another.gateway._process",
     "home_workers": "ask_another.gateway._workers",
+    "last_start_seconds": "ask_another.gateway._shared",
     "open_gateway": "ask_another.gateway._gateway",
     "running_workers": "ask_another.gateway._shared",
     "socket_problem": "ask_another.gateway._shared",
@@ -76,6 +78,7 @@ __all__ = [
     "Usage",
     "WorkerStopped",
     "home_workers",
+    "last_start_seconds",
     "open_gateway",
     "running_workers",
     "socket_problem",

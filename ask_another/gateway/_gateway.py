@@ -28,8 +28,15 @@ from typing import Any, Protocol
 
 import trio
 
+from ask_another.catalog import unknown_provider
 from ask_another.config import ModelEntry, SearchEntry, is_research_agent, no_chat_call
-from ask_another.errors import InvalidArgument, ProviderError, ProviderTimeout, ProviderUnreachable
+from ask_another.errors import (
+    ConfigError,
+    InvalidArgument,
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnreachable,
+)
 from ask_another.gateway._results import (
     CompletionResult,
     GatewayStatistics,
@@ -89,6 +96,21 @@ class Gateway:
     def __init__(self, transport: Transport, secrets: Sequence[str] = ()) -> None:
         self._transport = transport
         self._secrets = list(secrets)
+        self._providers: frozenset[str] | None = None  # litellm's, read at the first call
+
+    async def _refuse_unknown_provider(self, entry: ModelEntry) -> None:
+        """`ConfigError` in doctor's words for a provider litellm does not know (a misspelled
+        `openai`), before the call reaches a worker: litellm's own answer is a raw "LLM Provider
+        NOT provided ... E.g. For 'Huggingface'", after the worker's start. The providers are
+        read once from litellm's data files (about 0.2 s, in a thread)."""
+        if self._providers is None:
+            from ask_another.catalog import known_providers, model_map
+
+            self._providers = await trio.to_thread.run_sync(
+                lambda: known_providers(model_map()))
+        problem = unknown_provider(entry, self._providers)
+        if problem is not None:
+            raise ConfigError(problem)
 
     @property
     def closed(self) -> bool:
@@ -143,6 +165,7 @@ class Gateway:
                                   f"{temperature!r}")
         if not timeout > 0:
             raise InvalidArgument(f"timeout must be a positive number of seconds, got {timeout}")
+        await self._refuse_unknown_provider(entry)
         if messages is None:
             messages = [{"role": "system", "content": system}] if system else []
             messages.append({"role": "user", "content": prompt})

@@ -116,6 +116,8 @@ class _Worker:
         a close; raises `WorkerStopped` if the process ended on its own, unless `replaceable`."""
         try:
             await self._open()
+            if self._input is None:  # closed before it was connected (`_Connection`)
+                return
             async with trio.open_nursery() as nursery:
                 if idle_exit is not None:
                     nursery.start_soon(self._exit_when_idle, idle_exit)

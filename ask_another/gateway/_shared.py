@@ -65,6 +65,9 @@ log = get_logger("ask_another.gateway")
 
 SHARED_DIRECTORY = "gateway"  # in the home: each worker's socket, lock and pid file; their log
 LISTENING = b"listening\n"  # what a started worker prints on its stdout once it listens
+# In gateway/: the seconds the last shared worker of the home took from its start to its Ready
+# (its litellm import), written by the worker (_worker.LAST_START_FILE).
+LAST_START_FILE = "last-start"
 CONNECT_ATTEMPTS = 3  # a worker leaving as we connect closes the connection before its Ready
 
 # Variables that tell client sessions apart without changing what a provider call does: the
@@ -83,10 +86,11 @@ SESSION_VARIABLES = frozenset({
 SESSION_PREFIXES = ("CLAUDE_CODE_", "VSCODE_", "GHOSTTY_", "WEZTERM_", "KONSOLE_", "ALACRITTY_",
                     "KITTY_", "ZELLIJ_")
 # Variables that say how the program was launched (a clone's `uv run`, `uvx --from`, `uv tool
-# install`): each sets its own virtualenv, PATH and uv's bookkeeping. A worker of the same code,
-# litellm and Python serves them alike, so they share it: each got a 220 MiB worker of its own.
+# install`, through a pyenv shim): each sets its own virtualenv, PATH and uv's or pyenv's
+# bookkeeping (a shim sets PYENV_VERSION, PYENV_DIR, PYENV_HOOK_PATH, ...). A worker of the same
+# code, litellm and Python serves them alike, so they share it: each got a 220 MiB worker.
 LAUNCH_VARIABLES = frozenset({"PATH", "VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "UV"})
-LAUNCH_PREFIXES = ("UV_",)
+LAUNCH_PREFIXES = ("UV_", "PYENV_")
 _LEFT_OUT = SESSION_VARIABLES | LAUNCH_VARIABLES
 # How long a worker stays once its last server has let go of it (at most ASK_ANOTHER_GATEWAY_IDLE):
 # long enough for the next command a person types, short enough that finished sessions leave no
@@ -254,8 +258,21 @@ class _Connection(_Worker):
         super().__init__(transport._secrets, transport._log_level)
         self._transport = transport
         self._stream: trio.SocketStream | None = None
+        # Cancelled by a close before the worker's Ready: nothing but the Hello was sent, so the
+        # connection is dropped at once (Ctrl-C on a session whose worker imports litellm
+        # waited for the import, seconds on a busy machine); the worker starts on for the next.
+        self._opening = trio.CancelScope()
 
     async def _open(self) -> None:
+        with self._opening:
+            await self._connect()
+
+    async def close_stdin(self) -> None:
+        if self._stream is None and self.process is None:
+            self._opening.cancel()  # not connected yet
+        await super().close_stdin()
+
+    async def _connect(self) -> None:
         transport = self._transport
         for _ in range(CONNECT_ATTEMPTS):
             try:
@@ -274,9 +291,14 @@ class _Connection(_Worker):
             if sock is None:  # the worker it started died at once; nothing was sent to it
                 continue
             stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
-            with contextlib.suppress(trio.BrokenResourceError):
-                await stream.send_all(frame(self._encoder, Hello(self._secrets)))
-            body = await _first_frame(stream)
+            try:
+                with contextlib.suppress(trio.BrokenResourceError):
+                    await stream.send_all(frame(self._encoder, Hello(self._secrets)))
+                body = await _first_frame(stream)
+            except trio.Cancelled:
+                with trio.CancelScope(shield=True):
+                    await stream.aclose()
+                raise
             if body is None:  # it was leaving (idle) as we connected; nothing was sent to it
                 await stream.aclose()
                 continue
@@ -347,10 +369,38 @@ def running_workers(home: Path) -> dict[Path, int]:
     for pid_file in sorted((home / SHARED_DIRECTORY).glob("*.pid")):
         try:
             pid = int(pid_file.read_text())
-            os.kill(pid, 0)
         except (OSError, ValueError):
+            continue
+        if not alive(pid):
             continue
         socket_path = pid_file.with_suffix(".sock")
         if socket_path.exists():
             running[socket_path] = pid
     return running
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs. A zombie (exited, its parent has not reaped it yet) does not:
+    `doctor --stop-workers` said "stopped: worker pid N", then listed pid N as running."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:  # no /proc (or gone meanwhile): kill() said it was there
+        return True
+    return stat.rsplit(b")", 1)[1].split()[0] != b"Z"
+
+
+def last_start_seconds(home: Path) -> float | None:
+    """How long the last shared worker started on `home` took to get ready (None: none has yet,
+    here), as measured by that worker on this machine."""
+    try:
+        return float((home / SHARED_DIRECTORY / LAST_START_FILE).read_text())
+    except (OSError, ValueError):
+        return None

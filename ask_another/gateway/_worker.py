@@ -24,6 +24,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,9 @@ from ask_another.gateway._wire import (
     peer_uid,
 )
 from ask_another.logs import configure_logging, get_logger, register_secrets
+
+_BEGAN = time.monotonic()  # about when this process started (its first imports are done)
+LAST_START_FILE = "last-start"  # _shared.LAST_START_FILE: seconds from start to Ready, last time
 
 
 def _load() -> tuple[Any, str | None]:
@@ -222,6 +226,9 @@ async def _shared_main(path: Path, idle: float, started: int) -> None:
     if litellm is not None:
         _litellm.inline_prelude(litellm, loop)
     loaded.set()
+    if error is None:  # how long a first call waited here, for `ask-another doctor` to quote
+        with contextlib.suppress(OSError):
+            path.with_name(LAST_START_FILE).write_text(f"{time.monotonic() - _BEGAN:.1f}\n")
 
     def ours() -> bool:
         try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ask_another.gateway._process import WORKER_MODULE
-from ask_another.gateway._shared import running_workers
+from ask_another.gateway._shared import alive, running_workers
 
 __all__ = ["WorkerInfo", "home_workers", "stop_workers"]
 
@@ -97,18 +97,8 @@ def stop_workers(home: Path, wait: float = 5.0) -> list[tuple[WorkerInfo, bool]]
     deadline = time.monotonic() + wait
     results = []
     for worker in workers:
-        while _alive(worker.pid) and time.monotonic() < deadline:
+        while alive(worker.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        results.append((worker, not _alive(worker.pid)))
+        results.append((worker, not alive(worker.pid)))
     return results
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = _proc(pid, "stat")  # a zombie (its parent has not reaped it) has stopped
-    return not (stat is not None and stat.rsplit(b")", 1)[1].split()[0] == b"Z")

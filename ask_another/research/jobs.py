@@ -183,7 +183,7 @@ class ResearchJobs:
                                   f"{', '.join(clash)}")
         query = query.strip()
         if not query:
-            raise InvalidArgument("The research query is empty")
+            raise InvalidArgument("the research query is empty")
         if len(query) > MAX_QUERY:
             raise InvalidArgument(f"the research query is {len(query)} characters long; at "
                                   f"most {MAX_QUERY} are allowed")

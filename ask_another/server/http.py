@@ -425,7 +425,8 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
                                                    allow_stop=console_allow_stop,
                                                    resource_url=resource_url))
         app = Drain(mcp_app)
-        await serve_until_stopped(app, sock, config, local_url, resource_url, auth.describe)
+        await serve_until_stopped(app, sock, config, local_url, resource_url, auth.describe,
+                                  console=console_url(resource_url))
 
 
 def console_url(resource_url: str) -> str:

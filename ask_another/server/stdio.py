@@ -127,12 +127,12 @@ class PipeLines:
 
 
 def _lines(fd: int) -> Any:
-    """`fd`'s lines: read by trio where it can wait on it (a pipe, a socket), in a thread as the
-    SDK does otherwise (a file given as stdin)."""
+    """`fd`'s lines: read by trio where it can wait on it (a pipe, a socket), otherwise (a
+    terminal, a file given as stdin) in a thread that cancellation abandons (`_Lines`)."""
     if stat.S_ISFIFO(os.fstat(fd).st_mode) or stat.S_ISSOCK(os.fstat(fd).st_mode):
         return PipeLines(fd)
     text = TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace")
-    return anyio.wrap_file(text)
+    return _Lines(text)
 
 
 class AnsweringStdin:
@@ -140,7 +140,7 @@ class AnsweringStdin:
     SDK cannot parse but that carry a request id are answered through `reply_through`'s stream."""
 
     def __init__(self, lines: Any) -> None:
-        self._lines = lines  # `PipeLines`, or an anyio AsyncFile[str]
+        self._lines = lines  # `PipeLines`, or `_Lines` (a terminal or a file)
         self._replies: ObjectSendStream[SessionMessage] | None = None
         self._ready = anyio.Event()
 
@@ -205,6 +205,24 @@ def _claim_stdin() -> Iterator[int]:
         os.dup2(private, 0)
         # Left open: the SDK's reading thread may still block on it after the session ends
         # (the SDK keeps its own duplicate open for the same reason).
+
+
+class _Lines:
+    """A text file's lines, each read in a worker thread that cancellation abandons.
+
+    anyio's `wrap_file` reads in a thread that cannot be abandoned: cancelling the read waits for
+    the next line, so Ctrl-C at a terminal (trio cancels the session for its KeyboardInterrupt)
+    waited until the person typed a line or Ctrl-D. Abandoned, the blocked read is left to its
+    (daemon) thread, which the process's exit ends; a line it reads meanwhile is not used.
+    """
+
+    def __init__(self, text: TextIOWrapper) -> None:
+        self._text = text
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        while line := await anyio.to_thread.run_sync(self._text.readline,
+                                                     abandon_on_cancel=True):
+            yield line
 
 
 class AskAnotherServer(MCPServer[ServerState]):

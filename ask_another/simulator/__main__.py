@@ -1,13 +1,16 @@
 """``python -m ask_another.simulator [--port N] [--latency S]``: serve the simulator standalone.
 
 Logs one ``simulator.listening`` event (JSON, on stderr) with its URLs, then serves until
-interrupted or terminated. Nothing is written to stdout.
+interrupted (Ctrl-C: exit status 130, no traceback) or terminated (SIGTERM: 0), and logs
+``simulator.stopped``. A port in use is said in one plain line naming ``--port`` (status 2).
+Nothing is written to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import signal
 import sys
 
@@ -64,14 +67,28 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sock = bind_socket(port=args.port)
     except OSError as exc:
-        log.error("simulator.bind_failed", port=args.port, error=str(exc))
-        return 2
+        # Said to the person who typed the command (Quick start's second terminal), not logged.
+        reason = exc.strerror or str(exc)
+        parser.exit(2, f"{parser.prog}: port {args.port} on 127.0.0.1 is in use ({reason}): use "
+                       "--port N for another port, or --port 0 for any free one\n"
+                    if exc.errno == errno.EADDRINUSE else
+                    f"{parser.prog}: cannot listen on 127.0.0.1 port {args.port} ({reason}); "
+                    "--port 0 picks any free one\n")
     urls = SimulatorURLs(f"http://127.0.0.1:{sock.getsockname()[1]}")
     state = SimulatorState(args.latency)
     state.base_url = urls.url
     server = make_server(state)
-    # SIGTERM (how Simulator.process stops us) ends the server as Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
+    # SIGTERM (how Simulator.process stops us) and Ctrl-C end the server the same way, from
+    # before it listens: uvicorn catches both while it serves and raises them again when it is
+    # done, which, left to Python's handler, printed a KeyboardInterrupt traceback.
+    stopped_by: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopped_by.append(signum)
+        server.should_exit = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     log.info(
         "simulator.listening",
         url=urls.url,
@@ -81,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         note="simulated LLM provider: answers are not from a real model",
     )
     asyncio.run(server.serve(sockets=[sock]))
-    log.info("simulator.stopped", url=urls.url)
-    return 0
+    interrupted = signal.SIGINT in stopped_by
+    log.info("simulator.stopped", url=urls.url, by="Ctrl-C" if interrupted else "SIGTERM")
+    return 130 if interrupted else 0
 
 
 if __name__ == "__main__":

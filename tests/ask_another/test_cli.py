@@ -61,7 +61,8 @@ def test_doctor_passes_a_good_configuration(sim: Simulator, tmp_path: Path):
     assert "search: sim: tavily (SEARCH_SIM) — used by research turns" in done.stdout
     assert f"database: {tmp_path / 'ask-another.sqlite3'} (schema version" in done.stdout
     assert ("provider calls: one worker shared by the sessions on this home with this "
-            "environment, not running now" in done.stdout)
+            "environment, not running now: the first call starts it (it imports litellm: not "
+            "yet measured here)" in done.stdout)
 
 
 async def test_doctor_names_the_shared_worker_that_runs_and_a_private_one(sim: Simulator,
@@ -82,6 +83,9 @@ async def test_doctor_names_the_shared_worker_that_runs_and_a_private_one(sim: S
             f"environment, running (pid {pid}, gateway/{transport.socket_path.name} in the "
             f"home)") in done.stdout
     assert "with this environment, not running now" in other.stdout
+    # How long a first call waits, as the worker measured it on this machine: not "1-3 s".
+    assert re.search(r"the first call starts it \(it imports litellm: \d+\.\d s at its last "
+                     r"start on this machine\)", other.stdout), other.stdout
     assert f"; 1 more for other environments (pid {pid})" in other.stdout
     private = await trio.to_thread.run_sync(
         run, ["doctor"], env | {"ASK_ANOTHER_GATEWAY_SHARED": "0"})
@@ -278,6 +282,32 @@ def test_ask_shows_a_progress_line_then_the_answer_off_a_terminal(sim: Simulator
     assert done.stdout == "[simulated m1] answer to: slow one\n"
     assert done.stderr.startswith("… asking sim (0 s)\n")  # a plain line: no spinner in a pipe
     assert "\r" not in done.stderr
+
+
+def test_ask_says_on_the_terminal_that_it_starts_the_model_worker(sim: Simulator,
+                                                                  tmp_path: Path):
+    # The first call waits for the worker's litellm import (9-20 s on a busy machine) with
+    # nothing on screen but "asking sim".
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}"}
+    done = run(["ask", "sim", "first"], env)
+    assert done.returncode == 0, done
+    assert "… starting the model worker (it imports litellm), then asking sim (" in done.stderr
+    done = run(["ask", "sim", "second"], env)  # the worker runs: connected at once
+    assert done.returncode == 0, done
+    assert "starting the model worker" not in done.stderr
+
+
+def test_research_prints_each_reference_once(sim: Simulator, tmp_path: Path):
+    # The local pipeline's report ends with its References; the command listed them again.
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
+           "SEARCH_SIM": f"tavily;k;{sim.url}", "ASK_ANOTHER_CONFIRM_USD": "100"}
+    done = run(["research", "sim", "SQLite or PostgreSQL for analytics?", "--depth", "shallow"],
+               env)
+    assert done.returncode == 0, done
+    urls = re.findall(r"https?://[^\s)>\]]+", done.stdout)
+    assert urls, done.stdout
+    for url in set(urls):
+        assert done.stdout.count(url) == 1, (url, done.stdout)
 
 
 def test_ask_on_a_terminal_draws_a_spinner_and_erases_it(sim: Simulator, tmp_path: Path):

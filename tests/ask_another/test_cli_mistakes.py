@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from processes import processes_with
 from pycache import PYCACHE
 
 from ask_another.simulator import Simulator
@@ -50,7 +51,7 @@ def test_research_mistakes_are_one_line_each(sim: Simulator, tmp_path: Path):
            "MODEL_GDR": f"{GDR};k;{sim.gemini_base}"}
     cases = [
         (["research", "simm", "Why are there tides?"], "Model not allowed: 'simm'."),
-        (["research", "sim", "   "], "The research query is empty."),
+        (["research", "sim", "   "], "the research query is empty"),
         (["research", "gdr", "tides", "--method", "sequential"],
          f"method 'sequential' makes chat calls: {GDR} is a deep-research agent, and this kind "
          "of model takes no chat call"),
@@ -87,7 +88,7 @@ def test_an_unusable_home_reads_the_same_from_every_command(tmp_path: Path):
     doctor = run(["doctor"], env)
     assert f"PROBLEM: {sentence}" in doctor.stdout.splitlines()
     for args in (["ask", "gpt4", "hi"], ["usage"], ["research", "gpt4", "tides"],
-                 ["feedback", "hello"]):
+                 ["feedback", "hello"], ["token", "add", "alice"], ["token", "list"]):
         done = run(args, env)
         assert done.returncode == 1, done
         assert said(done) == [sentence], (args, done.stderr)
@@ -98,7 +99,8 @@ def test_a_malformed_model_variable_is_named_on_stderr_by_every_command(sim: Sim
     env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
            "MODEL_X": "gpt-4o"}
     # Both missing parts at once: the provider before the model and the key after it.
-    both = ("MODEL_X: missing the provider before the model ('openai/gpt-4o', not 'gpt-4o') "
+    both = ("MODEL_X: missing the provider before the model ('openai/gpt-4o' for an OpenAI model, "
+            "not 'gpt-4o') "
             "and ';api-key' after it")
     for args in (["ask", "sim", "hi"], ["models"], ["usage"], ["feedback", "fine"],
                  ["token", "list"]):
@@ -149,3 +151,53 @@ def test_a_consensus_names_each_model_once_and_refuses_a_research_agent(sim: Sim
     assert (f"failed: {GDR} is a deep-research agent, and this kind of model takes no chat "
             "call") in done.stdout
     assert sim.requests_for(GDR.split("/", 1)[1]) == []
+
+
+def test_a_mistake_the_configuration_shows_is_answered_without_starting_a_worker(
+        sim: Simulator, tmp_path: Path):
+    # `ask sin ...` started the gateway worker (litellm's import, seconds) before it said
+    # "Model not allowed", then waited for it; a misspelled provider got litellm's raw "LLM
+    # Provider NOT provided ... E.g. For 'Huggingface'" text from the worker.
+    env = {"ASK_ANOTHER_HOME": str(tmp_path), "MODEL_SIM": f"openai/m1;k;{sim.openai_base}",
+           "MODEL_GPT4": f"opanai/gpt-4o;k;{sim.openai_base}"}
+    misspelled = ("MODEL_GPT4: litellm knows no provider 'opanai'. Did you mean 'openai' "
+                  "(openai/gpt-4o)?")
+    cases = [
+        (["ask", "sin", "Is 1 prime?"], "Model not allowed: 'sin'."),
+        (["ask", "sim", "  "], "the prompt is empty"),
+        (["ask", "gpt4", "Is 1 prime?"], misspelled),
+        (["ask", "gpt4,sim", "Is 1 prime?"], misspelled),
+        (["research", "gpt4", "tides"], misspelled),
+    ]
+    for args, expected in cases:
+        done = run(args, env)
+        assert done.returncode == 1, done
+        (line,) = said(done)
+        assert line.startswith(expected), (args, line)
+        assert "Huggingface" not in done.stderr
+    assert not (tmp_path / "gateway").exists() or not list((tmp_path / "gateway").glob("*.pid"))
+    assert processes_with(f"ASK_ANOTHER_HOME={tmp_path}") == []  # no worker was started
+    assert sim.requests == []
+
+
+def test_models_names_a_misspelled_provider_as_doctor_does(sim: Simulator, tmp_path: Path):
+    done = run(["models"], {"ASK_ANOTHER_HOME": str(tmp_path),
+                            "MODEL_GPT4": "opanai/gpt-4o;k",
+                            "MODEL_SIM": f"openai/m1;k;{sim.openai_base}"})
+    assert done.returncode == 0, done
+    assert ("Models whose every call would fail (fix the variable):\n- MODEL_GPT4: litellm "
+            "knows no provider 'opanai'. Did you mean 'openai' (openai/gpt-4o)?") in done.stdout
+
+
+def test_serve_http_on_a_port_in_use_names_port(tmp_path: Path):
+    env = {"ASK_ANOTHER_HOME": str(tmp_path)}
+    assert run(["token", "add", "alice"], env).returncode == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run(["serve", "--http", "--port", str(port)], env)
+    assert done.returncode == 1, done
+    assert said(done)[-1] == (f"cannot listen on 127.0.0.1:{port}: Address already in use; "
+                              "use --port N for another port, or --port 0 for any free one.")
+    assert "Traceback" not in done.stderr

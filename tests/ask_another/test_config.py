@@ -59,8 +59,13 @@ def test_third_field_is_the_api_base_and_an_empty_key_is_allowed():
     ("/gpt-4o;" + KEY, "'provider/model-name'"),
     ("openai/gpt-4o", "missing ';api-key'"),
     # Both missing parts named at once, not one fix after the other.
-    ("gpt-4o", "missing the provider before the model ('openai/gpt-4o', not 'gpt-4o') and "
-               "';api-key' after it"),
+    ("gpt-4o", "missing the provider before the model ('openai/gpt-4o' for an OpenAI model, "
+               "not 'gpt-4o') and ';api-key' after it"),
+    # The value itself, not a canned example (it said "not 'gpt-4o'" of "nope")...
+    ("nope", "missing the provider before the model ('openai/nope' for an OpenAI model, not "
+             "'nope')"),
+    # ...unless it may be a key, which is never repeated.
+    (KEY.split(";")[0], "missing the provider before the model (like 'openai/gpt-4o')"),
     (f"openai/gpt-4o;{KEY};http://h/v1;extra", "at most 3"),
     (f"openai/gpt-4o;{KEY};ftp://h", "http:// or https://"),
     (f"openai/gpt 4o;{KEY}", "whitespace"),
@@ -254,3 +259,21 @@ def test_a_password_with_a_slash_is_never_shown_even_in_part(password: str):
     assert database.shown == "postgresql://ask:****@db.internal:5432/ask_another"
     assert database.password == password  # registered for scrubbing whole
     assert "Ab" not in str(problem) + database.shown
+
+
+def test_the_local_token_path_docs_deploy_shows_is_the_default_homes(
+        monkeypatch: pytest.MonkeyPatch):
+    # docs/deploy.md's --no-auth command read ~/.ask-another/local-token, a path that does not
+    # exist (the default home is the platform's user state directory): the request got 401.
+    import re
+
+    from ask_another.server.tokens import LOCAL_TOKEN_FILE
+
+    monkeypatch.setenv("HOME", "/home/you")
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    deploy = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    shown = re.findall(r"\$\(cat (~/[^)]+)\)", deploy)
+    assert shown, "docs/deploy.md no longer shows the --no-auth command's token path"
+    home = Config.from_env({}).home
+    for path in shown:
+        assert Path(path.replace("~", "/home/you", 1)) == home / LOCAL_TOKEN_FILE, path

@@ -43,3 +43,15 @@ def test_a_console_leaving_does_not_remove_the_file_of_one_that_started_after_it
         later = {"url": "http://127.0.0.1:9/console", "pid": os.getpid()}
         (tmp_path / FILE_NAME).write_text(json.dumps(later))
     assert running_console(tmp_path) == later["url"]
+
+
+def test_a_second_console_leaving_gives_the_link_back_to_the_first_that_still_runs(
+        tmp_path: Path):
+    # Two `ask-another console` on one home: the second's exit removed console.url while the
+    # first ran, and a terminal's research question lost its link to the first. The first is
+    # a live process other than this one (this test's parent).
+    first = "http://127.0.0.1:4001/console"
+    (tmp_path / FILE_NAME).write_text(json.dumps({"url": first, "pid": os.getppid()}))
+    with publish_console(tmp_path, "http://127.0.0.1:4002/console"):
+        assert running_console(tmp_path) == "http://127.0.0.1:4002/console"
+    assert running_console(tmp_path) == first

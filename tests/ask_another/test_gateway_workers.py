@@ -101,3 +101,31 @@ def running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.slow  # starts a process, to have a real zombie
+def test_a_stopped_worker_its_parent_has_not_reaped_is_not_listed_as_running(tmp_path: Path):
+    # `doctor --stop-workers` said "stopped: worker pid N", then listed pid N among the running
+    # workers: a worker whose parent (the session that started it) has not reaped it yet is a
+    # zombie, and kill(pid, 0) still finds it.
+    from ask_another.gateway import home_workers
+
+    (tmp_path / "gateway").mkdir()
+    ended = subprocess.Popen([sys.executable, "-S", "-c", "pass"])
+    os.waitid(os.P_PID, ended.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+    try:
+        (tmp_path / "gateway" / "0123456789abcdef.pid").write_text(f"{ended.pid}\n")
+        (tmp_path / "gateway" / "0123456789abcdef.sock").touch()
+        assert home_workers(tmp_path) == []
+    finally:
+        ended.wait()
+
+
+def test_a_pyenv_shim_does_not_give_the_installed_tool_a_worker_of_its_own():
+    # A pyenv shim sets PYENV_VERSION, PYENV_DIR, PYENV_HOOK_PATH... for the program it runs: a
+    # client launching the tool through one got a second 220 MiB worker beside the terminal's.
+    base = {"HOME": "/home/u", "PATH": "/usr/bin"}
+    shim = base | {"PYENV_VERSION": "3.11.7", "PYENV_DIR": "/home/u/project",
+                   "PYENV_ROOT": "/home/u/.pyenv",
+                   "PYENV_HOOK_PATH": "/home/u/.pyenv/pyenv.d:/usr/etc/pyenv.d"}
+    assert worker_key(shim, "INFO", 900.0) == worker_key(base, "INFO", 900.0)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from deadlines import generous
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -65,7 +66,7 @@ async def wait_for_line(path: Path, pattern: re.Pattern[str], process: trio.Proc
                         seconds: float = 60) -> re.Match[str]:
     """The first match of `pattern` in the log file `path`, polled until it appears; fails at
     once if the process exits first (with its log in the message)."""
-    with trio.fail_after(seconds):
+    with trio.fail_after(generous(seconds)):
         while True:
             text = await trio.Path(path).read_text()
             found = pattern.search(text)
@@ -103,7 +104,8 @@ async def http_client_for(url: str, token: str | None = None, mode: str = "auto"
     """An `mcp.Client` over Streamable HTTP, sending `token` as its bearer token."""
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with create_mcp_http_client(headers=headers) as http, Client(
-            streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=60,
+            streamable_http_client(url, http_client=http), mode=mode,
+            read_timeout_seconds=generous(60),
             **client_options) as client:
         yield client
 
@@ -112,7 +114,7 @@ def run_cli(env: dict[str, str], *args: str, check: bool = False
             ) -> subprocess.CompletedProcess[str]:
     """`python -m ask_another ARGS` to completion (the token commands, a refused serve)."""
     return subprocess.run([sys.executable, "-m", "ask_another", *args], env=process_env(env),
-                          cwd=REPO, capture_output=True, text=True, timeout=60, check=check,
-                          stdin=subprocess.DEVNULL)
+                          cwd=REPO, capture_output=True, text=True, timeout=generous(60),
+                          check=check, stdin=subprocess.DEVNULL)
 
 

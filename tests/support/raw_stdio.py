@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from typing import IO, Any
 
 import trio
+from deadlines import generous
 from http_server import process_env
 from stdio_server import server_parameters
 from tasks_client import until_status
@@ -71,7 +72,7 @@ class RawClient:
         if params is not None:
             message["params"] = params
         await self._send(message)
-        with trio.fail_after(seconds):
+        with trio.fail_after(generous(seconds)):
             answer = await receive.receive()
         if "error" in answer:
             raise RpcError(answer["error"])

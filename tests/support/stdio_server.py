@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from deadlines import generous
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pycache import PYCACHE
@@ -32,5 +33,5 @@ async def stdio_client_for(env: dict[str, str], stderr: IO[str], mode: str = "au
     """A connected client; the server's stderr goes to `stderr` (a real file). `client_options`
     go to `mcp.Client` (an `elicitation_callback`, say); `probe`, see `server_parameters`."""
     async with Client(stdio_client(server_parameters(env, probe=probe), errlog=stderr), mode=mode,
-                      read_timeout_seconds=60, **client_options) as client:
+                      read_timeout_seconds=generous(60), **client_options) as client:
         yield client

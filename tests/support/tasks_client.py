@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import mcp_types as types
 import trio
+from deadlines import generous
 from mcp import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from pydantic import ConfigDict, Field, TypeAdapter
@@ -72,6 +73,7 @@ async def until_status(get: Callable[[str], Awaitable[dict[str, Any]]], task_id:
     """Poll `get(task_id)` (a tasks/get) until the task reaches one of `statuses`; that task.
     Fails with the last task seen after `seconds` (real server processes: generous)."""
     task: dict[str, Any] = {}
+    seconds = generous(seconds)
     with trio.move_on_after(seconds):
         while True:
             task = await get(task_id)

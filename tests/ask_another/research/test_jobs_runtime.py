@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 import trio
+from deadlines import generous
 from research_helpers import GEMINI_AGENT, PPLX
 
 from ask_another.config import Config
@@ -81,9 +82,10 @@ async def test_wait_times_out_and_the_job_finishes_in_the_background(
     record = await jobs.start("gdr", "slow question")
     began = time.monotonic()
     early = await jobs.wait(record.id, 0.1)
-    assert time.monotonic() - began < 2
-    assert early.status == "in_progress"
-    final = await jobs.wait(record.id, 30)
+    assert time.monotonic() - began < generous(2)
+    # Unfinished: on a busy machine (load 10) it had not even left pending within 0.1 s.
+    assert early.status in ("pending", "in_progress")
+    final = await jobs.wait(record.id, generous(30))
     assert final.status == "completed"
 
 
@@ -314,7 +316,9 @@ async def _two_hundred_jobs(jobs: ResearchJobs) -> None:
     finals = {}
 
     async def wait(n: int, job_id: str) -> None:
-        finals[n] = await jobs.wait(job_id, 60)
+        # 200 jobs' calls at once, each through the store (PostgreSQL: a pool of 10): on a
+        # busy machine (load 8-11) some were still in_progress after 60 s. Not a speed test.
+        finals[n] = await jobs.wait(job_id, generous(120))
 
     async with trio.open_nursery() as nursery:
         for n, record in records:

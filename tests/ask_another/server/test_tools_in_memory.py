@@ -230,3 +230,19 @@ async def test_completion_streams_progress_when_the_caller_asks(
     assert text_of(result).startswith("The answer arrives in several pieces over SSE.")
     assert len(pieces) > 1 and "".join(pieces) == "The answer arrives in several pieces over SSE."
     assert sim.requests_for("m1")[-1].stream
+
+
+async def test_a_misspelled_provider_is_named_by_list_models_and_refused_by_completion(
+    make_config: Callable[..., Config], sim: Simulator
+):
+    # list_models listed MODEL_GPT4="opanai/..." as fine, and completion answered with
+    # litellm's raw "LLM Provider NOT provided ... E.g. For 'Huggingface'" text.
+    config = make_config(MODEL_GPT4=f"opanai/gpt-4o;k;{sim.openai_base}")
+    misspelled = ("MODEL_GPT4: litellm knows no provider 'opanai'. Did you mean 'openai' "
+                  "(openai/gpt-4o)?")
+    async with Client(build_server(config, prewarm_after=None)) as client:
+        listing = text_of(await client.call_tool("list_models", {}))
+        error, text = await call(client, "completion", model="gpt4", prompt="Is 1 prime?")
+    assert f"Models whose every call would fail (fix the variable):\n- {misspelled}" in listing
+    assert error and text.endswith(misspelled), text
+    assert "Huggingface" not in text and sim.requests == []
