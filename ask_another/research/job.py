@@ -177,6 +177,10 @@ class ResearchJob(Actor):
         self.questions = Questions()
         self.calls: dict[str, CallHandle] = {}
         self.tool_states: dict[str, dict[str, Any]] = {}
+        # The job's completed steps (research_steps), read when this run loads the job, and the
+        # attempt that stored the latest one: attempts are counted from there (see `_tries`).
+        self.steps: dict[str, Any] = {}
+        self.progress_attempt = 0
         self.work = self.start_task(self._run)
 
     # ----- messages --------------------------------------------------------------------------
@@ -304,10 +308,19 @@ class ResearchJob(Actor):
                 self.record = stored
             return None
         self.record = stored
-        if stored.attempts >= self.max_attempts:
-            return _Failure(f"gave up after {stored.attempts} attempts; the last one failed "
-                            f"with: {stored.error or 'an unknown error'}")
+        steps = await self._stored("steps", lambda: store.steps(stored.id))
+        self.steps = {step.name: step.value for step in steps}
+        self.progress_attempt = max((step.attempt for step in steps), default=0)
+        if self._tries(stored.attempts) >= self.max_attempts:
+            return _Failure(f"gave up after {self._tries(stored.attempts)} attempts; the last "
+                            f"one failed with: {stored.error or 'an unknown error'}")
         return await self._next_attempt(store, stored)
+
+    def _tries(self, attempt: int) -> int:
+        """How many attempts `attempt` is since the last one that completed a step: a job
+        resumed after every kill, each run storing a step, is never given up on; one that keeps
+        failing (or being killed) before its next step is, after `max_attempts`."""
+        return attempt - self.progress_attempt
 
     async def _next_attempt(self, store: JobStore, stored: JobRecord) -> JobRecord | None:
         attempt = stored.attempts + 1
@@ -337,10 +350,14 @@ class ResearchJob(Actor):
         except AskAnotherError as exc:
             return _Failure(f"the model is no longer allowed: {exc}")
         self._notify(self._update())
+        retry = False  # the last attempt failed here with a transient provider error
         while True:
             attempt = self.record.attempts
-            if attempt > 1:
-                delay = backoff(attempt, self.services.config.poll_seconds)
+            tries = self._tries(attempt)
+            # A job resumed after its last run stored a step starts at once (it waited for the
+            # lease already); a retry, or a run after runs that completed nothing, waits.
+            if attempt > 1 and (retry or tries > 1):
+                delay = backoff(max(tries, 2), self.services.config.poll_seconds)
                 self._report(f"waiting {delay:g} s before attempt {attempt}",
                              {"last_error": self.record.error})
                 await trio.sleep(delay)
@@ -352,6 +369,7 @@ class ResearchJob(Actor):
                 started_at=self.record.started_at or time.time(),
                 handle=self.record.provider_handle, report=self._report,
                 save_handle=self._save_handle, interaction=self._interaction(),
+                steps=dict(self.steps), save_step=self._save_step,
                 tools=self.options.tools,
                 depth=str(self.record.detail.get("depth") or "standard"),
                 policy=await self._policy() if record.method == "agent" else None,
@@ -378,9 +396,10 @@ class ResearchJob(Actor):
                 message = str(exc)
                 log.warning("research.attempt_failed", job_id=record.id, attempt=attempt,
                             error=message)
-                if attempt >= self.max_attempts:
-                    return _Failure(f"gave up after {attempt} attempts; the last one failed "
+                if tries >= self.max_attempts:
+                    return _Failure(f"gave up after {tries} attempts; the last one failed "
                                     f"with: {message}")
+                retry = True
                 self.record.error = message
                 failed = functools.partial(store.update, record.id, error=message,
                                            step=f"attempt {attempt} failed")
@@ -477,6 +496,18 @@ class ResearchJob(Actor):
         with trio.CancelScope(shield=True):
             await self._stored("handle", lambda: store.update(self.record.id,
                                                               provider_handle=handle))
+
+    async def _save_step(self, name: str, value: Any) -> None:
+        """`JobContext.save_step`: one statement, durable before it returns; in memory first,
+        so a later attempt in this run skips the step too."""
+        self.steps.setdefault(name, value)
+        self.progress_attempt = self.record.attempts
+        store = await self._store()
+        # Shielded like the handle: the step's provider calls were made and billed; a job
+        # stopped while the write waits (a cancel, the fence) must not make them be made again.
+        with trio.CancelScope(shield=True):
+            await self._stored("step", lambda: store.save_step(
+                self.record.id, name, value, attempt=self.record.attempts, at=time.time()))
 
     # ----- state changes (in the actor's loop only) ------------------------------------------
 

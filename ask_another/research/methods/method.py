@@ -85,7 +85,10 @@ class JobContext:
     `report(step, **progress)` records a timeline event (written to the store by the job actor,
     shown by check_research and in progress notifications); it never blocks. `save_handle(h)`
     durably records the provider's handle (e.g. a Gemini interaction id) before returning.
-    `handle` is the handle saved by an earlier attempt or run, when resuming.
+    `handle` is the handle saved by an earlier attempt or run, when resuming. `step(name)` and
+    `save_step(name, value)` are the job's completed steps (research_steps): a method stores
+    each as it ends and skips each it finds, so a job resumed after a kill runs only what was
+    not finished (docs/research.md, "Surviving restarts").
     """
 
     job_id: str
@@ -120,6 +123,18 @@ class JobContext:
     services: Services | None = None
     """The runtime's services, for a method that needs more than the gateway (a consensus
     keeps its conversation and its ledger rows itself)."""
+    steps: dict[str, Any] = field(default_factory=dict)
+    """The job's completed steps as stored (read once, when the job started here): a resumed
+    job skips each (see `step`)."""
+    save_step: Callable[[str, Any], Awaitable[None]] = field(default=lambda _n, _v: _nothing())
+    """`save_step(name, value)`: store a completed step (JSON `value`) durably before returning,
+    waiting through a database outage like `save_handle`; a step stored already keeps its
+    first value."""
+
+    def step(self, name: str) -> Any | None:
+        """The value of the job's completed step `name` (as stored), or None when it has not
+        been completed yet."""
+        return self.steps.get(name)
 
 
 async def _nothing() -> None:
