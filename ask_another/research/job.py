@@ -90,6 +90,7 @@ from ask_another.research.methods import (
 from ask_another.research.methods.agent import HostInteraction, JobInteraction
 from ask_another.research.questions import Expired, Questions
 from ask_another.research.retry import TRANSIENT, backoff
+from ask_another.research.usage import JobUsage
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
 from ask_another.spend.before import estimate_research, stored_estimate
@@ -98,6 +99,7 @@ from ask_another.spend.confirm import needs_confirmation, not_confirmed_text
 from ask_another.store.jobs import JobEvent, JobRecord, JobStore, job_store
 from ask_another.store.outage import until_stored
 from ask_another.store.rules import rules_of
+from ask_another.store.usage import Spent, spent_by_job
 from supervisors import (
     NOREPLY,
     Actor,
@@ -181,6 +183,8 @@ class ResearchJob(Actor):
         # attempt that stored the latest one: attempts are counted from there (see `_tries`).
         self.steps: dict[str, Any] = {}
         self.progress_attempt = 0
+        self.call_counts: dict[tuple[int, str], int] = {}  # the calls made per attempt and step
+        self.usage = JobUsage()  # every call of the job, from its ledger rows when resumed
         self.work = self.start_task(self._run)
 
     # ----- messages --------------------------------------------------------------------------
@@ -311,6 +315,10 @@ class ResearchJob(Actor):
         steps = await self._stored("steps", lambda: store.steps(stored.id))
         self.steps = {step.name: step.value for step in steps}
         self.progress_attempt = max((step.attempt for step in steps), default=0)
+        spent, searches = await self._stored("usage", lambda: self._spent(stored.id))
+        self.usage = JobUsage.so_far(spent.calls, searches, spent.prompt_tokens,
+                                     spent.completion_tokens, spent.known_usd,
+                                     spent.unknown_calls)
         if self._tries(stored.attempts) >= self.max_attempts:
             return _Failure(f"gave up after {self._tries(stored.attempts)} attempts; the last "
                             f"one failed with: {stored.error or 'an unknown error'}")
@@ -370,6 +378,7 @@ class ResearchJob(Actor):
                 handle=self.record.provider_handle, report=self._report,
                 save_handle=self._save_handle, interaction=self._interaction(),
                 steps=dict(self.steps), save_step=self._save_step,
+                call_counts=self.call_counts, usage=self.usage,
                 tools=self.options.tools,
                 depth=str(self.record.detail.get("depth") or "standard"),
                 policy=await self._policy() if record.method == "agent" else None,
@@ -421,6 +430,9 @@ class ResearchJob(Actor):
                 self.services, None, f"research job {ctx.job_id}", self.record.user_id))
         return budget
 
+    async def _spent(self, job_id: str) -> tuple[Spent, int]:
+        return await spent_by_job(await self.services.database(), job_id)
+
     async def _store(self) -> JobStore:
         return job_store(await self.services.database())
 
@@ -465,8 +477,8 @@ class ResearchJob(Actor):
         return _Failure(not_confirmed_text(self.services, estimate, decision))
 
     async def _record_usage(self, ctx: JobContext) -> None:
-        """The usage ledger's rows for the calls `ctx.usage` counted since the last time
-        (spend/): each a "research" call of the job's model, or a "search"."""
+        """The usage ledger's rows for the calls reported to `ctx.usage` since the last time
+        (a Gemini interaction's; every other call's row its gateway wrote, see `_paid`)."""
         purpose = Purpose(tool="start_research", job_id=ctx.job_id, user_id=self.record.user_id)
         for usage, search, call_id in ctx.usage.take_unrecorded():
             await record_call(self.services, "search" if search else "research",
@@ -500,6 +512,7 @@ class ResearchJob(Actor):
     async def _save_step(self, name: str, value: Any) -> None:
         """`JobContext.save_step`: one statement, durable before it returns; in memory first,
         so a later attempt in this run skips the step too."""
+        value = _jsonable(value)
         self.steps.setdefault(name, value)
         self.progress_attempt = self.record.attempts
         store = await self._store()

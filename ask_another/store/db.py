@@ -373,6 +373,10 @@ MIGRATIONS: list[Migration] = [
             PRIMARY KEY (job_id, step)
         );
     """),
+    Migration(12, "a usage row is written before its provider call, unanswered, and completed "
+              "after it (store/usage.py): the rows from before were all answered", """
+        ALTER TABLE usage ADD COLUMN answered INTEGER NOT NULL DEFAULT 1;
+    """),
 ]
 
 
