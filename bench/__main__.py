@@ -16,7 +16,7 @@ import trio
 from bench.report import Row, print_table, write_json
 
 SUITES = ["supervisors", "server", "research", "research_quality", "consensus", "http",
-          "console"]
+          "console", "soak"]
 
 
 def main() -> int:
