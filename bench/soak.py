@@ -180,10 +180,10 @@ def soak(count: int, min_kills: int, quick: bool, *, pace: float | None = None,
     rng = random.Random(seed)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ask-another-soak-") as tmp, \
-            Simulator.running(latency=0.3 if quick else 0.6) as sim:
+            Simulator.running(latency=0.1 if quick else 0.6) as sim:
         home = Path(tmp) / "killed"
         kills = 0
-        deadline = time.monotonic() + (120 if quick else 1800)
+        deadline = time.monotonic() + (300 if quick else 1800)
         if pace is None:
             pace = 0.2 if quick else 1.0
         kills = run_jobs(sim.openai_base, home, count, pace, burst, True, deadline, rng)

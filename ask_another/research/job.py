@@ -379,6 +379,8 @@ class ResearchJob(Actor):
                 save_handle=self._save_handle, interaction=self._interaction(),
                 steps=dict(self.steps), save_step=self._save_step,
                 call_counts=self.call_counts, usage=self.usage,
+                purpose=Purpose(tool="start_research", job_id=record.id,
+                                user_id=self.record.user_id),
                 tools=self.options.tools,
                 depth=str(self.record.detail.get("depth") or "standard"),
                 policy=await self._policy() if record.method == "agent" else None,

@@ -124,6 +124,8 @@ class JobContext:
     services: Services | None = None
     """The runtime's services, for a method that needs more than the gateway (a consensus
     keeps its conversation and its ledger rows itself)."""
+    purpose: Purpose | None = None
+    """What the job's calls serve, as their ledger rows say (None: the job, for its user)."""
     call_counts: dict[tuple[int, str], int] = field(default_factory=dict)
     """The calls made so far per (attempt, step), kept by the job across its attempts."""
     steps: dict[str, Any] = field(default_factory=dict)
@@ -147,11 +149,9 @@ class JobContext:
         def counted(usage: Usage, search: bool) -> None:
             self.usage.add(usage, search=search)
 
-        return PaidGateway(self.gateway, self.services,
-                           Purpose(tool="start_research", job_id=self.job_id,
-                                   user_id=self.user_id),
-                           kind="research", ids=lambda: self.call_id(step),
-                           on_usage=counted)
+        purpose = self.purpose or Purpose(job_id=self.job_id, user_id=self.user_id)
+        return PaidGateway(self.gateway, self.services, purpose, kind="research",
+                           ids=lambda: self.call_id(step), on_usage=counted)
 
     def call_id(self, step: str) -> str:
         """The ledger id of the next provider call of step `step` (see `calls`)."""
