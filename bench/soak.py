@@ -44,7 +44,7 @@ from bench.report import Row
 
 REPO = Path(__file__).resolve().parents[1]
 METHODS = ("sequential", "agent", "consensus")
-BURST = 3
+BURST = 2
 """Jobs a runner starts at once before it paces the rest (the long form's)."""
 
 
