@@ -59,7 +59,7 @@ from ask_another.research.jobs import ResearchJobs
 from ask_another.research.lease import Lease, new_owner
 from ask_another.research.supervisor import HandOff, Ownership, TakeOver, research_spec
 from ask_another.services import Services
-from ask_another.spend import Purpose, record_call
+from ask_another.spend import PaidGateway, Purpose
 from ask_another.store import Database, FeedbackRecord, StoreActor, add_feedback
 from ask_another.users import LOCAL_USER, User
 from supervisors import Registry, StartError, SupervisorRef, child_spec, open_supervisor
@@ -141,14 +141,13 @@ class Runtime:
         self.config.check_size("prompt", prompt)
         self.config.check_size("system prompt", system)
         log.debug("completion.started", model=entry.model)
-        gateway = await self.gateway()
+        gateway = PaidGateway(await self.gateway(), self.services, Purpose(tool=tool))
+        # Its ledger row is written before the call and completed after it (spend/ledger.py).
         result = await gateway.completion(
             entry, prompt, system=system, temperature=settings.temperature,
             timeout=settings.timeout_or(self.config.timeout),
             tools=tools, on_delta=on_delta,
         )
-        await record_call(self.services, "completion", entry.model, result.usage,
-                          Purpose(tool=tool))
         log.info("completion.finished", model=entry.model, prompt_tokens=result.usage.prompt_tokens,
                  completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)
         return result
@@ -228,15 +227,10 @@ class Runtime:
             messages = [{"role": "system", "content": system}] if system else []
             messages.append({"role": "user", "content": prompt})
         settings = CallSettings(temperature, timeout)
-        gateway = await self.gateway()
-
-        async def spent(result: CompletionResult) -> None:
-            await record_call(self.services, "completion", entry.model, result.usage,
-                              Purpose(tool="run_turn"))
-
+        # Every model call and web search of the turn has its ledger row written before it.
+        gateway = PaidGateway(await self.gateway(), self.services, Purpose(tool="run_turn"))
         call = gateway_model(gateway, entry, temperature=settings.temperature,
-                             timeout=settings.timeout_or(self.config.timeout),
-                             on_result=spent)
+                             timeout=settings.timeout_or(self.config.timeout))
         return await run_turn(call, messages, self.tools(tools, gateway=gateway),
                               policy=policy if policy is not None else self.config.permissions,
                               interaction=interaction, max_rounds=max_rounds)

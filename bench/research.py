@@ -21,6 +21,11 @@ Measured, with N jobs started at once through `ResearchJobs` (the API the MCP to
   starts (or meets the limit's own error; none fails otherwise, such as with a full mailbox),
   check_research(job) p99 while they are being started, and the memory per running job of this
   process and its gateway worker;
+- the checkpoints' cost (issue 36): a sequential job's wall time and store statements with its
+  steps stored and every call's ledger intent written before the call, against the same job
+  with both switched off (what a job cost before them: the ledger row written after each call
+  only), in interleaved rounds on one runtime and one SQLite home; the statements are counted
+  by SQLite's trace on the store's writer connection, per stored step;
 - the heartbeat, on throughout with a short lease (`LEASE_SECONDS`: a renewal every 0.5 s, a
   look for requests every 0.5 s, a sweep every 0.75 s, far more often than the 15 s default):
   renewal statements run (one per beat, whatever the number of jobs), the most leases one of
@@ -36,6 +41,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import structlog
 import trio
@@ -266,6 +272,74 @@ def _burst_rows(result: dict[str, object]) -> list[Row]:
     ]
 
 
+async def _checkpoints(openai_base: str, home: Path, rounds: int) -> dict[str, object]:
+    """Interleaved rounds of one sequential job with and without its checkpoints (see the
+    module docstring); their wall times, statements and stored steps."""
+    from ask_another.config import Config
+    from ask_another.runtime import open_runtime
+    from ask_another.spend import ledger
+    from ask_another.store.jobs import JobStore
+
+    config = Config.from_env({"ASK_ANOTHER_HOME": str(home), "ASK_ANOTHER_CONFIRM_USD": "1000",
+                              "ASK_ANOTHER_GATEWAY_PROCESS": "0",
+                              "MODEL_SIM": f"openai/m1;sk-bench;{openai_base}"})
+    saved, intent = JobStore.save_step, ledger.record_intent
+
+    async def nothing(*_args: object, **_kwargs: object) -> None:
+        return None
+
+    walls: dict[str, list[float]] = {"with": [], "without": []}
+    statements: dict[str, list[int]] = {"with": [], "without": []}
+    steps: list[int] = []
+    async with open_runtime(config, prewarm_after=0) as rt:
+        db = await rt.database()
+        seen: list[str] = []
+        db._connection.set_trace_callback(seen.append)  # type: ignore[attr-defined]
+        await rt.jobs.wait((await rt.jobs.start("sim", "warm up", method="sequential")).id, 60)
+        for n in range(rounds):
+            for kind in ("with", "without") if n % 2 == 0 else ("without", "with"):
+                if kind == "without":
+                    JobStore.save_step = nothing  # type: ignore[method-assign]
+                    ledger.record_intent = nothing  # type: ignore[assignment]
+                try:
+                    seen.clear()
+                    began = time.perf_counter()
+                    record = await rt.jobs.start("sim", f"checkpoints {n} {kind}",
+                                                 method="sequential")
+                    done = await rt.jobs.wait(record.id, 300)
+                    walls[kind].append(time.perf_counter() - began)
+                    statements[kind].append(sum(1 for s in seen if not s.startswith(
+                        ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE"))))
+                    assert done.status == "completed", done
+                    if kind == "with":
+                        steps.append(len(await JobStore(db).steps(record.id)))
+                finally:
+                    JobStore.save_step = saved  # type: ignore[method-assign]
+                    ledger.record_intent = intent
+    return {"walls": walls, "statements": statements, "steps": steps}
+
+
+def _checkpoint_rows(result: dict[str, object], rounds: int) -> list[Row]:
+    walls: Any = result["walls"]
+    statements: Any = result["statements"]
+    steps = statistics.median(result["steps"])  # type: ignore[arg-type]
+    ratios = [a / b for a, b in zip(walls["with"], walls["without"], strict=True)]
+    with_wall, without_wall = statistics.median(walls["with"]), statistics.median(
+        walls["without"])
+    extra = {"rounds": rounds, "ratio_median": statistics.median(ratios),
+             "steps_per_job": steps, "load": os.getloadavg()[0]}
+    per_step = (statistics.median(statements["with"])
+                - statistics.median(statements["without"])) / steps
+    return [
+        Row(SUITE, "sequential job: wall time with its checkpoints", with_wall, "s",
+            "the same job without them", without_wall, target="<= 1.05x",
+            passed=statistics.median(ratios) <= 1.05, extra=extra),
+        Row(SUITE, "sequential job: store statements per stored step", per_step, "statements",
+            extra={**extra, "statements_with": statistics.median(statements["with"]),
+                   "statements_without": statistics.median(statements["without"])}),
+    ]
+
+
 def run(quick: bool) -> list[Row]:
     from ask_another.simulator import Simulator
 
@@ -278,6 +352,9 @@ def run(quick: bool) -> list[Row]:
         result = trio.run(_measure, urls.gemini_base, Path(tmp), jobs_n, latency, poll)
         burst_rows = [row for size in bursts for row in _burst_rows(
             trio.run(_burst, urls.gemini_base, Path(tmp) / f"burst-{size}", size))]
+        rounds = 2 if quick else 12
+        checkpoint_rows = _checkpoint_rows(trio.run(
+            _checkpoints, urls.openai_base, Path(tmp) / "checkpoints", rounds), rounds)
     single = [s * 1000 for s in result["single"]]  # type: ignore[attr-defined]
     table = [s * 1000 for s in result["table"]]  # type: ignore[attr-defined]
     stored = [s * 1000 for s in result["single_stored"]]  # type: ignore[attr-defined]
@@ -311,5 +388,6 @@ def run(quick: bool) -> list[Row]:
                    "slowest_renewal_ms": result["renew_ms_max"],
                    "failed_beats": result["heartbeat_failures"]}),
         *burst_rows,
+        *checkpoint_rows,
     ]
 

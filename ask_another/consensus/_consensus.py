@@ -157,6 +157,8 @@ class Consensus:
         timeout: float | None = None,  # noqa: ASYNC109 - per model call, enforced by the gateway
         on_answer: OnAnswer | None = None,
         confirm: Confirm | None = None,
+        known: Mapping[str, Answer] | None = None,
+        call_id: Callable[[str], str] | None = None,
     ) -> ConsensusResult:
         """Ask every model of the panel `prompt` at once; see the module docstring.
 
@@ -170,9 +172,12 @@ class Consensus:
         (another user's conversation too);
         provider failures are reported in their seats, never raised. Cancelling the caller
         hangs up every call in flight; nothing is stored then.
+        `known`: the answers of seats asked before, by model (a consensus job resumed after a
+        kill: only the other seats are asked); `call_id(step)`: the ledger id of a seat's call
+        (step ``seat:<model>``) or the synthesis's (``synthesis``), None: random ones.
         """
         plan = await self._plan(models, prompt, system, stances, synthesize, conversation_id,
-                                temperature, timeout)
+                                temperature, timeout, call_id)
         estimate = await self._estimate(plan)
         await check_budget(self.services, estimate, "this consensus", self.user.id)
         if needs_confirmation(self.services, estimate):
@@ -184,12 +189,15 @@ class Consensus:
                     "This consensus was " + not_confirmed_text(self.services, estimate, decision))
         calls, record = plan.calls, plan.record
         started = trio.current_time()
-        answers = await self._panel(calls, on_answer)
+        known = known or {}
+        asked = await self._panel([c for c in calls if c.entry.model not in known], on_answer)
+        answers = [known[c.entry.model] if c.entry.model in known else asked.pop(0)
+                   for c in calls]
         synthesis = None
         answered = [a for a in answers if a.result is not None]
         if plan.synthesizer is not None:
             synthesis = await self._synthesize(plan.synthesizer, prompt, answers, plan.seconds,
-                                               plan.purpose)
+                                               plan.purpose, call_id)
         conversation = None
         if answered:
             reply = panel_text(answers)
@@ -219,7 +227,7 @@ class Consensus:
         """What `ask` with these arguments should cost (from litellm's price map), after the
         same validation; nothing is asked. The MCP tool asks for confirmation with it."""
         plan = await self._plan(models, prompt, system, stances, synthesize, conversation_id,
-                                None, None)
+                                None, None, None)
         return await self._estimate(plan)
 
     # ----- internals -------------------------------------------------------------------------
@@ -227,7 +235,8 @@ class Consensus:
     async def _plan(self, models: Sequence[str], prompt: str, system: str | None,
                     stances: Mapping[str, str] | None, synthesize: str | None,
                     conversation_id: str | None, temperature: float | None,
-                    timeout: float | None) -> _Plan:  # noqa: ASYNC109 - per model call
+                    timeout: float | None,  # noqa: ASYNC109 - per model call
+                    call_id: Callable[[str], str] | None) -> _Plan:
         """Validate the arguments and build every call, asking nothing yet."""
         if not prompt.strip():
             raise InvalidArgument("the prompt is empty")
@@ -243,7 +252,8 @@ class Consensus:
         purpose = Purpose(tool="consensus", conversation_id=record.id, user_id=self.user.id)
         calls = [CallSpec(entry=seat.entry, stance=seat.stance, timeout=seconds,
                           temperature=temperature, purpose=purpose,
-                          messages=self._messages(record.system, seat.stance, history, prompt))
+                          messages=self._messages(record.system, seat.stance, history, prompt),
+                          call_id=call_id(f"seat:{seat.entry.model}") if call_id else None)
                  for seat in seats]
         return _Plan(calls=calls, synthesizer=synthesizer, record=record, seconds=seconds,
                      purpose=purpose, prompt=prompt)
@@ -304,13 +314,15 @@ class Consensus:
         return [a for a in answers if a is not None]
 
     async def _synthesize(self, entry: ModelEntry, prompt: str, answers: list[Answer],
-                          seconds: float, purpose: Purpose) -> Answer:
+                          seconds: float, purpose: Purpose,
+                          call_id: Callable[[str], str] | None = None) -> Answer:
         answered = [a for a in answers if a.result is not None]
         if not answered:
             return Answer(model=entry.model, status="failed", latency=0.0,
                           reason="not asked: no model of the panel answered")
         text = SYNTHESIS_PROMPT.format(prompt=prompt.strip(), replies=panel_text(answers))
         call = CallSpec(entry=entry, timeout=seconds, kind="synthesis", purpose=purpose,
-                        messages=[{"role": "user", "content": text}])
+                        messages=[{"role": "user", "content": text}],
+                        call_id=call_id("synthesis") if call_id else None)
         answer = (await self._panel([call], None))[0]
         return answer

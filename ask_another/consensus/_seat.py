@@ -2,9 +2,11 @@
 
 `panel_call(spec, services)` makes the call with its own timeout (enforced by the gateway) and
 returns the seat's `Answer` (answered, failed or timed out: a provider failure is the answer,
-not an exception). A call that returned is recorded in the usage ledger (spend/) before the
-answer. Cancelling the caller cancels the task, which aborts the HTTP request. A seat has no
-state to keep or lifecycle of its own, so it is no actor (it was `PanelCall`).
+not an exception). The call's ledger row is written before it and completed when it returns
+(spend/ledger.py: `paid`), so a seat whose process is killed mid-call stays in the ledger as
+unanswered; its id is `CallSpec.call_id` (a consensus job's: the job, attempt and seat).
+Cancelling the caller cancels the task, which aborts the HTTP request. A seat has no state to
+keep or lifecycle of its own, so it is no actor (it was `PanelCall`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ask_another.consensus._panel import Answer, one_line_reason
 from ask_another.errors import AskAnotherError, ProviderTimeout
 from ask_another.logs import get_logger
 from ask_another.services import Services
-from ask_another.spend import Purpose, record_call
+from ask_another.spend import PaidGateway, Purpose
 from ask_another.store.usage import Kind
 
 __all__ = ["CallSpec", "panel_call"]
@@ -36,6 +38,7 @@ class CallSpec:
     temperature: float | None = None
     kind: Kind = "consensus"
     purpose: Purpose = field(default_factory=lambda: Purpose(tool="consensus"))
+    call_id: str | None = None  # the ledger's id of the call (None: a random one)
 
 
 async def panel_call(spec: CallSpec, services: Services) -> Answer:
@@ -44,7 +47,9 @@ async def panel_call(spec: CallSpec, services: Services) -> Answer:
     model = spec.entry.model
     started = trio.current_time()
     try:
-        gateway = await services.gateway()
+        call_id = spec.call_id
+        gateway = PaidGateway(await services.gateway(), services, spec.purpose, kind=spec.kind,
+                              ids=(lambda: call_id) if call_id is not None else None)
         result = await gateway.completion(spec.entry, messages=spec.messages,
                                           temperature=spec.temperature, timeout=spec.timeout)
     except ProviderTimeout as exc:
@@ -59,7 +64,6 @@ async def panel_call(spec: CallSpec, services: Services) -> Answer:
                       latency=trio.current_time() - started,
                       reason="the call crashed unexpectedly")
     latency = trio.current_time() - started
-    await record_call(services, spec.kind, model, result.usage, spec.purpose)
     log.info("completion.finished", model=model, tool="consensus",
              prompt_tokens=result.usage.prompt_tokens,
              completion_tokens=result.usage.completion_tokens, cost_usd=result.usage.cost_usd)

@@ -71,13 +71,14 @@ def spending_csv(figures: Spending) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["by", "key", "known_usd", "calls_of_unknown_price", "calls",
-                     "prompt_tokens", "completion_tokens"])
+                     "prompt_tokens", "completion_tokens", "calls_unanswered"])
     tables = [("day", figures.totals.by_day), ("model", figures.totals.by_model),
               ("tool", figures.totals.by_tool), ("user", figures.totals.by_user)]
     for name, rows in tables:
         for key, spent in rows.items():
             writer.writerow([name, key, f"{spent.known_usd:.6f}", spent.unknown_calls,
-                             spent.calls, spent.prompt_tokens, spent.completion_tokens])
+                             spent.calls, spent.prompt_tokens, spent.completion_tokens,
+                             spent.unanswered_calls])
     return out.getvalue()
 
 

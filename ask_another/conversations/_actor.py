@@ -36,9 +36,10 @@ from ask_another.errors import AskAnotherError, StoreError
 from ask_another.gateway import CompletionResult
 from ask_another.logs import get_logger
 from ask_another.services import Services
-from ask_another.spend import Purpose, record_call, usage_row
+from ask_another.spend import Purpose, forget_call, intend_call, record_call, usage_row
 from ask_another.spend.budget import ceilings, check_budget
 from ask_another.spend.estimate import Estimate, completion_line
+from ask_another.spend.ledger import CALL_HEADER, NOT_BILLED
 from ask_another.spend.prices import prices
 from ask_another.store.conversations import (
     ConversationRecord,
@@ -267,12 +268,20 @@ async def take_turn(services: Services, record: ConversationRecord, turn: Turn, 
         line = completion_line(await prices(services), entry.model, messages)
         await check_budget(services, Estimate((line,)), "this completion", turn.user_id)
     log.debug("completion.started", model=entry.model, conversation_id=record.id)
-    result = await gateway.completion(entry, messages=messages, temperature=turn.temperature,
-                                      timeout=turn.timeout, on_delta=turn.on_delta)
     purpose = Purpose(tool="discuss" if turn.article_url is not None else "completion",
                       conversation_id=record.id, user_id=turn.user_id)
+    # The ledger row before the call (unanswered), completed in the turn's transaction below.
+    call_id = await intend_call(services, "completion", entry.model, purpose)
+    try:
+        result = await gateway.completion(entry, messages=messages,
+                                          temperature=turn.temperature, timeout=turn.timeout,
+                                          on_delta=turn.on_delta,
+                                          extra={"extra_headers": {CALL_HEADER: call_id}})
+    except NOT_BILLED:
+        await forget_call(services, call_id)
+        raise
     updated = msgspec.structs.replace(record, system=system or None)
-    row = usage_row("completion", entry.model, result.usage, purpose)
+    row = usage_row("completion", entry.model, result.usage, purpose, call_id)
     try:
         written = await append_messages(
             db, updated, [*added, NewMessage(role="assistant", content=result.text)],

@@ -14,6 +14,13 @@ For every tool call the model asks for, in the order it gave them:
 Results go back to the model as tool messages and the turn continues until the model answers
 without asking for tools (or `max_rounds` is reached). A turn without an Interaction runs under
 the policy silently: what the policy would ask a person about is denied, since nobody can answer.
+
+A turn can be resumed (a research job's after a kill, research/methods/agent.py): `so_far` holds
+what its earlier rounds added, and the model's answer of the round that was running its tools
+when it stopped. That round's tool calls run again, except that a call of class ``effect`` (it
+may have run, and running it twice is worse than asking) is put to the person again whatever
+the policy says (denied without an Interaction). `on_asked` is awaited with the model's answer
+before its tools run, `on_round` after each round, so the caller can store both.
 """
 
 from __future__ import annotations
@@ -90,6 +97,31 @@ class TurnResult:
     rounds: int = 0
 
 
+@dataclass(slots=True)
+class TurnSoFar:
+    """A turn to resume: the messages and tool calls its finished rounds added, their number,
+    and the model's tool-call answer of the round that had not finished (None: none)."""
+
+    messages: list[Message]
+    calls: list[CallRecord]
+    rounds: int
+    asked: Message | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A tool call of a stored tool-call answer (a `RequestedCall`)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+def _asked_calls(message: Message) -> list[_Asked]:
+    return [_Asked(c["id"], c["function"]["name"], c["function"]["arguments"])
+            for c in message.get("tool_calls") or []]
+
+
 class _ScopeHandle:
     """The CallHandle for one running tool call: cancelling it cancels only that call."""
 
@@ -133,8 +165,12 @@ async def run_turn(
     policy: Policy,
     interaction: Interaction | None = None,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
+    so_far: TurnSoFar | None = None,
+    on_asked: Callable[[int, Message], Awaitable[None]] | None = None,
+    on_round: Callable[[TurnResult], Awaitable[None]] | None = None,
 ) -> TurnResult:
-    """Run one turn from `messages` (not modified) and return what it added.
+    """Run one turn from `messages` (not modified) and return what it added (see the module
+    docstring for `so_far`, `on_asked` and `on_round`).
 
     Cancellation: cancelling the caller cancels the model call or the running tool; the
     Interaction is not told (the job that owns the turn records the cancellation).
@@ -143,7 +179,23 @@ async def run_turn(
     result = TurnResult(text="", messages=[])
     definitions = tools.definitions()
     on_delta = interaction.text_delta if interaction is not None else None
-    for _ in range(max_rounds):
+    if so_far is not None:
+        history += so_far.messages
+        result = TurnResult(text="", messages=list(so_far.messages), calls=list(so_far.calls),
+                            rounds=so_far.rounds)
+        last = so_far.messages[-1] if so_far.messages else None
+        if last is not None and last.get("role") == "assistant" and not last.get("tool_calls"):
+            result.text = str(last.get("content") or "")  # it had answered: nothing to do
+            return result
+        if so_far.asked is not None:
+            result.rounds += 1
+            history.append(so_far.asked)
+            result.messages.append(so_far.asked)
+            await _run_calls(_asked_calls(so_far.asked), tools, policy, interaction, history,
+                             result, again=True)
+            if on_round is not None:
+                await on_round(result)
+    while result.rounds < max_rounds:
         result.rounds += 1
         answer = await model_call(history, definitions, on_delta)
         if not answer.tool_calls:
@@ -151,6 +203,8 @@ async def run_turn(
             history.append(final)
             result.messages.append(final)
             result.text = answer.text
+            if on_round is not None:
+                await on_round(result)
             return result
         asked: Message = {
             "role": "assistant",
@@ -169,18 +223,30 @@ async def run_turn(
                 for call in answer.tool_calls
             ],
         }
+        if on_asked is not None:
+            await on_asked(result.rounds, asked)
         history.append(asked)
         result.messages.append(asked)
-        for call in answer.tool_calls:
-            record = await _run_call(call, tools, policy, interaction)
-            result.calls.append(record)
-            reply = _tool_message(call.id, record.result)
-            history.append(reply)
-            result.messages.append(reply)
+        await _run_calls(answer.tool_calls, tools, policy, interaction, history, result)
+        if on_round is not None:
+            await on_round(result)
     result.text = (
         f"The turn stopped after {max_rounds} rounds of tool calls without a final answer."
     )
     return result
+
+
+async def _run_calls(calls: Sequence[RequestedCall], tools: ToolRegistry, policy: Policy,
+                     interaction: Interaction | None, history: list[Message],
+                     result: TurnResult, *, again: bool = False) -> None:
+    """One round's tool calls, in order, each result added to the history and the result
+    (`again`: the round of a resumed turn, see the module docstring)."""
+    for call in calls:
+        record = await _run_call(call, tools, policy, interaction, again)
+        result.calls.append(record)
+        reply = _tool_message(call.id, record.result)
+        history.append(reply)
+        result.messages.append(reply)
 
 
 MAX_DENY_MESSAGE = 2000
@@ -189,9 +255,14 @@ MAX_DENY_MESSAGE = 2000
 
 async def _decide(
     request: PermissionRequest, policy: Policy, interaction: Interaction | None,
-    asks_the_person: bool = False,
+    asks_the_person: bool = False, again: bool = False,
 ) -> Decision:
     rule = policy.decide(request.tool, request.class_)
+    if again and request.class_ == "effect" and rule != "deny":
+        # It may have run before the turn stopped: a person decides whether it runs again.
+        if interaction is None:
+            return Deny("rejected")
+        return await interaction.request_permission(request)
     if rule == "allow" or (rule == "ask" and asks_the_person):
         return Allow()
     if rule == "deny" or interaction is None:
@@ -204,6 +275,7 @@ async def _run_call(
     tools: ToolRegistry,
     policy: Policy,
     interaction: Interaction | None,
+    again: bool = False,
 ) -> CallRecord:
     async def update(status: ToolStatus, title: str, **extra: Any) -> None:
         if interaction is not None:
@@ -240,7 +312,7 @@ async def _run_call(
         class_=tool.call_class(arguments),
         arguments=arguments,
     )
-    decision = await _decide(request, policy, interaction, tool.asks_the_person)
+    decision = await _decide(request, policy, interaction, tool.asks_the_person, again)
     if isinstance(decision, Deny):
         message = (
             f"permission to run {tool.name} was denied ({decision.reason}); "

@@ -90,6 +90,7 @@ from ask_another.research.methods import (
 from ask_another.research.methods.agent import HostInteraction, JobInteraction
 from ask_another.research.questions import Expired, Questions
 from ask_another.research.retry import TRANSIENT, backoff
+from ask_another.research.usage import JobUsage
 from ask_another.services import Services
 from ask_another.spend import Purpose, record_call
 from ask_another.spend.before import estimate_research, stored_estimate
@@ -98,6 +99,7 @@ from ask_another.spend.confirm import needs_confirmation, not_confirmed_text
 from ask_another.store.jobs import JobEvent, JobRecord, JobStore, job_store
 from ask_another.store.outage import until_stored
 from ask_another.store.rules import rules_of
+from ask_another.store.usage import Spent, spent_by_job
 from supervisors import (
     NOREPLY,
     Actor,
@@ -177,6 +179,12 @@ class ResearchJob(Actor):
         self.questions = Questions()
         self.calls: dict[str, CallHandle] = {}
         self.tool_states: dict[str, dict[str, Any]] = {}
+        # The job's completed steps (research_steps), read when this run loads the job, and the
+        # attempt that stored the latest one: attempts are counted from there (see `_tries`).
+        self.steps: dict[str, Any] = {}
+        self.progress_attempt = 0
+        self.call_counts: dict[tuple[int, str], int] = {}  # the calls made per attempt and step
+        self.usage = JobUsage()  # every call of the job, from its ledger rows when resumed
         self.work = self.start_task(self._run)
 
     # ----- messages --------------------------------------------------------------------------
@@ -304,10 +312,23 @@ class ResearchJob(Actor):
                 self.record = stored
             return None
         self.record = stored
-        if stored.attempts >= self.max_attempts:
-            return _Failure(f"gave up after {stored.attempts} attempts; the last one failed "
-                            f"with: {stored.error or 'an unknown error'}")
+        steps = await self._stored("steps", lambda: store.steps(stored.id))
+        self.steps = {step.name: step.value for step in steps}
+        self.progress_attempt = max((step.attempt for step in steps), default=0)
+        spent, searches = await self._stored("usage", lambda: self._spent(stored.id))
+        self.usage = JobUsage.so_far(spent.calls, searches, spent.prompt_tokens,
+                                     spent.completion_tokens, spent.known_usd,
+                                     spent.unknown_calls)
+        if self._tries(stored.attempts) >= self.max_attempts:
+            return _Failure(f"gave up after {self._tries(stored.attempts)} attempts; the last "
+                            f"one failed with: {stored.error or 'an unknown error'}")
         return await self._next_attempt(store, stored)
+
+    def _tries(self, attempt: int) -> int:
+        """How many attempts `attempt` is since the last one that completed a step: a job
+        resumed after every kill, each run storing a step, is never given up on; one that keeps
+        failing (or being killed) before its next step is, after `max_attempts`."""
+        return attempt - self.progress_attempt
 
     async def _next_attempt(self, store: JobStore, stored: JobRecord) -> JobRecord | None:
         attempt = stored.attempts + 1
@@ -337,10 +358,14 @@ class ResearchJob(Actor):
         except AskAnotherError as exc:
             return _Failure(f"the model is no longer allowed: {exc}")
         self._notify(self._update())
+        retry = False  # the last attempt failed here with a transient provider error
         while True:
             attempt = self.record.attempts
-            if attempt > 1:
-                delay = backoff(attempt, self.services.config.poll_seconds)
+            tries = self._tries(attempt)
+            # A job resumed after its last run stored a step starts at once (it waited for the
+            # lease already); a retry, or a run after runs that completed nothing, waits.
+            if attempt > 1 and (retry or tries > 1):
+                delay = backoff(max(tries, 2), self.services.config.poll_seconds)
                 self._report(f"waiting {delay:g} s before attempt {attempt}",
                              {"last_error": self.record.error})
                 await trio.sleep(delay)
@@ -352,6 +377,10 @@ class ResearchJob(Actor):
                 started_at=self.record.started_at or time.time(),
                 handle=self.record.provider_handle, report=self._report,
                 save_handle=self._save_handle, interaction=self._interaction(),
+                steps=dict(self.steps), save_step=self._save_step,
+                call_counts=self.call_counts, usage=self.usage,
+                purpose=Purpose(tool="start_research", job_id=record.id,
+                                user_id=self.record.user_id),
                 tools=self.options.tools,
                 depth=str(self.record.detail.get("depth") or "standard"),
                 policy=await self._policy() if record.method == "agent" else None,
@@ -378,9 +407,10 @@ class ResearchJob(Actor):
                 message = str(exc)
                 log.warning("research.attempt_failed", job_id=record.id, attempt=attempt,
                             error=message)
-                if attempt >= self.max_attempts:
-                    return _Failure(f"gave up after {attempt} attempts; the last one failed "
+                if tries >= self.max_attempts:
+                    return _Failure(f"gave up after {tries} attempts; the last one failed "
                                     f"with: {message}")
+                retry = True
                 self.record.error = message
                 failed = functools.partial(store.update, record.id, error=message,
                                            step=f"attempt {attempt} failed")
@@ -401,6 +431,9 @@ class ResearchJob(Actor):
             await self._stored("budget", lambda: check_budget(
                 self.services, None, f"research job {ctx.job_id}", self.record.user_id))
         return budget
+
+    async def _spent(self, job_id: str) -> tuple[Spent, int]:
+        return await spent_by_job(await self.services.database(), job_id)
 
     async def _store(self) -> JobStore:
         return job_store(await self.services.database())
@@ -446,8 +479,8 @@ class ResearchJob(Actor):
         return _Failure(not_confirmed_text(self.services, estimate, decision))
 
     async def _record_usage(self, ctx: JobContext) -> None:
-        """The usage ledger's rows for the calls `ctx.usage` counted since the last time
-        (spend/): each a "research" call of the job's model, or a "search"."""
+        """The usage ledger's rows for the calls reported to `ctx.usage` since the last time
+        (a Gemini interaction's; every other call's row its gateway wrote, see `_paid`)."""
         purpose = Purpose(tool="start_research", job_id=ctx.job_id, user_id=self.record.user_id)
         for usage, search, call_id in ctx.usage.take_unrecorded():
             await record_call(self.services, "search" if search else "research",
@@ -477,6 +510,19 @@ class ResearchJob(Actor):
         with trio.CancelScope(shield=True):
             await self._stored("handle", lambda: store.update(self.record.id,
                                                               provider_handle=handle))
+
+    async def _save_step(self, name: str, value: Any) -> None:
+        """`JobContext.save_step`: one statement, durable before it returns; in memory first,
+        so a later attempt in this run skips the step too."""
+        value = _jsonable(value)
+        self.steps.setdefault(name, value)
+        self.progress_attempt = self.record.attempts
+        store = await self._store()
+        # Shielded like the handle: the step's provider calls were made and billed; a job
+        # stopped while the write waits (a cancel, the fence) must not make them be made again.
+        with trio.CancelScope(shield=True):
+            await self._stored("step", lambda: store.save_step(
+                self.record.id, name, value, attempt=self.record.attempts, at=time.time()))
 
     # ----- state changes (in the actor's loop only) ------------------------------------------
 

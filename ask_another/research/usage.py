@@ -6,9 +6,12 @@ shows the sum while it runs (check_research: "so far") and stores it with the re
 The price is litellm's (`Usage.cost_usd`); a call whose price litellm does not know is counted in
 `unpriced_calls`, so a total is never presented as complete when it is not.
 
-Each call counted gets its ledger `call_id` as it is counted: random, or the provider's id of the
-call where another attempt or node may count the same call again (a Gemini interaction's usage,
-reported when it completes: `gemini-interaction:ID`); the ledger writes one row per id.
+The ledger rows are not written from here: every completion and search of a job goes through the
+job's `PaidGateway` (spend/ledger.py), which writes the call's row before the call and completes
+it after, and counts it here (`add`). Only a Gemini interaction's usage, reported by the provider
+when it completes, is queued here for the ledger (`add_reported`), under the provider's id of the
+call (`gemini-interaction:ID`), so another attempt or node that counts it again writes no second
+row.
 """
 
 from __future__ import annotations
@@ -34,14 +37,21 @@ class JobUsage:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_calls: int = 0
-    # Calls counted but not yet written to the usage ledger: the job writes them at each budget
-    # check and when its method returns (spend/).
+    # Reported calls (a Gemini interaction's) not yet written to the usage ledger: the job
+    # writes them at each budget check and when its method returns (spend/).
     unrecorded: list[tuple[Usage, bool, str]] = field(default_factory=list)
 
-    def add(self, usage: Usage, *, search: bool = False, call_id: str | None = None) -> None:
-        """Count one provider call (a completion, or a web search when `search`); `call_id`:
-        the provider's id of the call, when another attempt may count it again."""
-        self.unrecorded.append((usage, search, call_id or secrets.token_hex(12)))
+    @classmethod
+    def so_far(cls, calls: int, searches: int, prompt_tokens: int, completion_tokens: int,
+               known_usd: float, unknown_calls: int) -> JobUsage:
+        """The usage of a job resumed after a kill, from its ledger rows so far."""
+        return cls(provider_calls=calls, searches=searches, prompt_tokens=prompt_tokens,
+                   completion_tokens=completion_tokens, cost_usd=known_usd,
+                   unpriced_calls=unknown_calls)
+
+    def add(self, usage: Usage, *, search: bool = False) -> None:
+        """Count one provider call (a completion, or a web search when `search`) whose ledger
+        row its gateway wrote (see the module docstring)."""
         self.provider_calls += 1
         self.searches += int(search)
         self.prompt_tokens += usage.prompt_tokens or 0
@@ -62,12 +72,13 @@ class JobUsage:
             return 0
 
         cost = reported.get("cost_usd")
-        self.add(Usage(prompt_tokens=number("total_input_tokens", "input_tokens",
-                                            "prompt_tokens"),
-                       completion_tokens=number("total_output_tokens", "output_tokens",
-                                                "completion_tokens"),
-                       cost_usd=float(cost) if isinstance(cost, int | float) else None),
-                 call_id=call_id)
+        usage = Usage(prompt_tokens=number("total_input_tokens", "input_tokens",
+                                           "prompt_tokens"),
+                      completion_tokens=number("total_output_tokens", "output_tokens",
+                                               "completion_tokens"),
+                      cost_usd=float(cost) if isinstance(cost, int | float) else None)
+        self.add(usage)
+        self.unrecorded.append((usage, False, call_id or secrets.token_hex(12)))
 
     def take_unrecorded(self) -> list[tuple[Usage, bool, str]]:
         """The calls not yet in the usage ledger (and forget them): `(usage, search, call_id)`

@@ -353,6 +353,30 @@ MIGRATIONS: list[Migration] = [
             PRIMARY KEY (principal, tool)
         );
     """),
+    Migration(11, "a research job's completed steps, each stored as it ends, so a resumed job "
+              "skips them (store/jobs.py: save_step, steps)", """
+        CREATE TABLE research_steps (
+            job_id TEXT NOT NULL,
+            step TEXT NOT NULL,
+            value TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (job_id, step)
+        );
+    """, postgres="""
+        CREATE TABLE research_steps (
+            job_id TEXT NOT NULL,
+            step TEXT NOT NULL,
+            value TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (job_id, step)
+        );
+    """),
+    Migration(12, "a usage row is written before its provider call, unanswered, and completed "
+              "after it (store/usage.py): the rows from before were all answered", """
+        ALTER TABLE usage ADD COLUMN answered INTEGER NOT NULL DEFAULT 1;
+    """),
 ]
 
 

@@ -1,4 +1,5 @@
-"""The research job tables: one row per job (state, result, provider handle) and its timeline.
+"""The research job tables: one row per job (state, result, provider handle), its timeline and
+its completed steps.
 
 Every state change of a research job is written here before it is acknowledged to anyone, so the
 table is the truth about every job that is not running, and after a crash or a restart.
@@ -18,6 +19,10 @@ ONE statement per heartbeat (`renew`); anyone may take over a job whose lease ha
 Requests for a job (a cancel, an answer) made in another process are rows of
 `research_requests`: the owner takes them (`take_requests`, one UPDATE that marks them taken),
 acts, and writes the answer back (`answer_request`), which the asker polls.
+
+A job's completed steps are rows of `research_steps` (one per step, keyed by job and step
+name, written once: `save_step`), read back when a job is resumed (`steps`), so a resumed job
+skips every step it finds (docs/research.md, "Surviving restarts").
 
 `JobStore` is the one way into these tables: every statement on them is one of its methods,
 written once for both backends; `SqliteJobStore` and `PostgresJobStore` differ only in the lease
@@ -49,6 +54,7 @@ __all__ = [
     "JobRecord",
     "JobRequest",
     "JobStatus",
+    "JobStep",
     "JobStore",
     "PostgresJobStore",
     "RequestKind",
@@ -107,6 +113,17 @@ class JobRecord(msgspec.Struct, kw_only=True):
         begin = self.started_at if self.started_at is not None else self.created_at
         end = self.ended_at if self.ended_at is not None else now
         return max(0.0, end - begin)
+
+
+class JobStep(msgspec.Struct, frozen=True, kw_only=True):
+    """One completed step of a job (`research_steps`): its name (``plan``, ``query:q1``,
+    ``turn:3``, ``seat:<model>``), its value as stored (JSON), the job's attempt that stored it
+    and when."""
+
+    name: str
+    value: Any
+    attempt: int
+    at: float
 
 
 class JobEvent(msgspec.Struct, kw_only=True):
@@ -177,8 +194,8 @@ class JobRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class JobStore:
-    """The one way into the job tables: every statement on `research_jobs`, `research_events`
-    and `research_requests` is a method here, written once for both backends.
+    """The one way into the job tables: every statement on `research_jobs`, `research_events`,
+    `research_steps` and `research_requests` is a method here, written once for both backends.
 
     Times are wall-clock Unix seconds given by the caller, so a test can drive them. The two
     subclasses differ only in the lease clock (see the module docstring): `SqliteJobStore`
@@ -399,6 +416,26 @@ class JobStore:
         )
         return [JobEvent(job_id=r["job_id"], at=r["at"], step=r["step"],
                          detail=json.loads(r["detail"]) if r["detail"] else {}) for r in rows]
+
+    # ----- the steps of a job ------------------------------------------------------------------
+
+    async def save_step(self, job_id: str, step: str, value: Any, *, attempt: int,
+                        at: float) -> None:
+        """Store a completed step of the job (its `value`, JSON) in one statement, committed
+        when this returns. Idempotent: a step stored already keeps its first value (a write
+        retried after a lost connection, or a step a second run also finished)."""
+        await self.db.execute(
+            "INSERT INTO research_steps (job_id, step, value, attempt, at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (job_id, step) DO NOTHING",
+            (job_id, step, json.dumps(value), attempt, at))
+
+    async def steps(self, job_id: str) -> list[JobStep]:
+        """The job's completed steps, in the order they were stored."""
+        rows = await self.db.fetchall(
+            "SELECT step, value, attempt, at FROM research_steps WHERE job_id = ? "
+            "ORDER BY at, step", (job_id,))
+        return [JobStep(name=r["step"], value=json.loads(r["value"]), attempt=r["attempt"],
+                        at=r["at"]) for r in rows]
 
     # ----- ownership ----------------------------------------------------------------------------
 

@@ -7,30 +7,39 @@ call (`kind`), the model, tokens in and out, the price in USD, and what it serve
 
 `cost_usd` is NULL when the price is unknown (litellm has no price for the model): unknown is a
 value of its own, never 0, and every total keeps the count of unknown-priced calls beside the
-sum of the known ones. A call that failed before the provider answered costs nothing and is
-not recorded.
+sum of the known ones.
+
+A row is written BEFORE its call, unanswered (`answered` 0, no tokens, no price: `intent_insert`),
+and completed after it with its tokens and price (`usage_insert`: one statement that completes
+the intent, or writes the whole row where no intent was written). So a process killed during a
+call (kill -9, a power cut) leaves the call in the ledger, unanswered: its price is unknown, and
+every total counts it among the calls of unknown price and says how many were unanswered. A
+call the provider refused (or that was never sent) is no call: its intent is deleted
+(`forget_usage`).
 
 Each row has a `call_id`, unique in the table (migration 9): random for a call made once, the
 provider's own id where two attempts or two nodes may see the same call (a Gemini interaction's
-id). A row whose call id is already there is not written again (`ON CONFLICT DO NOTHING`), so a
-write retried after a lost connection, or a job taken over after its first owner recorded the
-call, never counts a call twice.
+id), and a research job's call the job, its attempt, the step and the call's number in it
+(research/job.py). A row whose call id is already there is not written twice (an intent does
+nothing, a completion completes it), so a write retried after a lost connection, or a job taken
+over after its first owner recorded the call, never counts a call twice.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal
 
 from ask_another.costs import cost_text
 from ask_another.store.db import Connection, Database, Row
 from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
 
-__all__ = ["LOCAL_NAME", "Kind", "Spent", "Totals", "UsageRow", "record_usage", "spent_since",
-           "usage_insert", "usage_totals"]
+__all__ = ["LOCAL_NAME", "Kind", "Spent", "Totals", "UsageRow", "forget_usage", "intent_insert",
+           "record_intent", "record_usage", "spent_by_job", "spent_since", "usage_insert",
+           "usage_totals"]
 
 Kind = Literal["completion", "consensus", "synthesis", "research", "search"]
 
@@ -49,6 +58,7 @@ class UsageRow:
     user_id: str | None = None  # whose call it was (None: the local user; users.py)
     # The provider call's id, unique in the ledger: a row is written once, whoever retries it.
     call_id: str = field(default_factory=lambda: secrets.token_hex(12))
+    answered: bool = True  # False: written before the call (an intent), not completed yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +70,19 @@ class Spent:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    unanswered_calls: int = 0
+    """Calls made that never answered (their process was killed during the call, or they
+    timed out): counted among the calls of unknown price."""
 
     def describe(self) -> str:
         """`$0.001200`, `$0.001200 + 2 calls of unknown price`, or `cost unknown` (never `$0`
-        for calls whose price nobody knows; see costs.py)."""
-        return cost_text(self.known_usd, self.unknown_calls, self.calls)
+        for calls whose price nobody knows; see costs.py), then how many calls never answered
+        (`, 1 call unanswered`)."""
+        text = cost_text(self.known_usd, self.unknown_calls, self.calls)
+        if self.unanswered_calls:
+            n = self.unanswered_calls
+            text += f", {n} call{'s' if n != 1 else ''} unanswered"
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,21 +97,50 @@ class Totals:
     by_user: dict[str, Spent] = field(default_factory=dict)
 
 
+_INSERT: Final = (
+    "INSERT INTO usage (at, kind, model, prompt_tokens, completion_tokens, cost_usd, tool, "
+    "job_id, conversation_id, user_id, call_id, answered) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call_id) ")
+
+
+def _values(row: UsageRow) -> tuple[object, ...]:
+    return (row.at if row.at is not None else time.time(), row.kind, row.model,
+            row.prompt_tokens, row.completion_tokens, row.cost_usd, row.tool, row.job_id,
+            row.conversation_id, row.user_id, row.call_id, int(row.answered))
+
+
 def usage_insert(row: UsageRow) -> tuple[str, tuple[object, ...]]:
-    """The INSERT of one row and its parameters, for a caller that writes it together with
-    other statements in one transaction (a conversation's turn, store/conversations.py)."""
-    return (
-        "INSERT INTO usage (at, kind, model, prompt_tokens, completion_tokens, cost_usd, tool, "
-        "job_id, conversation_id, user_id, call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (call_id) DO NOTHING",
-        (row.at if row.at is not None else time.time(), row.kind, row.model, row.prompt_tokens,
-         row.completion_tokens, row.cost_usd, row.tool, row.job_id, row.conversation_id,
-         row.user_id, row.call_id),
-    )
+    """The statement that records an answered call, and its parameters: it completes the
+    call's intent (tokens, price, answered; its time stays the intent's), or writes the whole
+    row when no intent was written. One row per call id whoever repeats it. For a caller that
+    writes it together with other statements in one transaction (a conversation's turn,
+    store/conversations.py)."""
+    return (_INSERT + "DO UPDATE SET prompt_tokens = excluded.prompt_tokens, "
+            "completion_tokens = excluded.completion_tokens, cost_usd = excluded.cost_usd, "
+            "answered = 1", _values(replace(row, answered=True)))
+
+
+def intent_insert(row: UsageRow) -> tuple[str, tuple[object, ...]]:
+    """The statement that records a call about to be made, unanswered (nothing when its call
+    id is recorded already: a retried write, or a call completed meanwhile)."""
+    return (_INSERT + "DO NOTHING",
+            _values(replace(row, answered=False, prompt_tokens=None,
+                                         completion_tokens=None, cost_usd=None)))
+
+
+async def record_intent(db: Database, row: UsageRow) -> None:
+    """Write the row of a call about to be made (see `intent_insert`)."""
+    await db.execute(*intent_insert(row))
+
+
+async def forget_usage(db: Database, call_id: str) -> None:
+    """Delete the intent of a call that was not made after all (refused by the provider, or
+    never sent); an answered row stays."""
+    await db.execute("DELETE FROM usage WHERE call_id = ? AND answered = 0", (call_id,))
 
 
 async def record_usage(db: Database, row: UsageRow) -> int:
-    """Append one row (nothing when its call id is recorded already); returns its id."""
+    """Record one answered call (completing its intent, see `usage_insert`); returns its id."""
     sql, params = usage_insert(row)
 
     def go(conn: Connection) -> int:
@@ -109,15 +156,28 @@ async def record_usage(db: Database, row: UsageRow) -> int:
 def _spent(row: Row) -> Spent:
     return Spent(known_usd=float(row["known"] or 0.0), unknown_calls=int(row["unknown"] or 0),
                  calls=int(row["calls"] or 0), prompt_tokens=int(row["tin"] or 0),
-                 completion_tokens=int(row["tout"] or 0))
+                 completion_tokens=int(row["tout"] or 0),
+                 unanswered_calls=int(row["unanswered"] or 0))
 
 
 _SUMS = ("SUM(cost_usd) AS known, SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) AS unknown, "
-         "COUNT(*) AS calls, SUM(prompt_tokens) AS tin, SUM(completion_tokens) AS tout")
+         "COUNT(*) AS calls, SUM(prompt_tokens) AS tin, SUM(completion_tokens) AS tout, "
+         "SUM(CASE WHEN answered = 0 THEN 1 ELSE 0 END) AS unanswered")
 _UTC_DAY = {  # the UTC day of `at` as YYYY-MM-DD: the one expression the backends write apart
     "sqlite": "date(at, 'unixepoch')",
     "postgres": "to_char(to_timestamp(at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
 }
+
+
+async def spent_by_job(db: Database, job_id: str) -> tuple[Spent, int]:
+    """What the research job `job_id` has spent so far, and how many of its calls were web
+    searches (a job resumed after a kill goes on from there)."""
+    row = await db.fetchone(
+        f"SELECT {_SUMS}, SUM(CASE WHEN kind = 'search' THEN 1 ELSE 0 END) AS searches "
+        "FROM usage WHERE job_id = ?", (job_id,))
+    if row is None:
+        return Spent(), 0
+    return _spent(row), int(row["searches"] or 0)
 
 
 async def spent_since(db: Database, since: float, user_id: str | None = None) -> Spent:

@@ -12,10 +12,18 @@ job still keeps its timeline (`HostInteraction`).
 
 An agent job is not retried after a provider error: tools may already have run, and running an
 effect tool twice is worse than failing once.
+
+Steps (research_steps): ``turn:<n>:asked``, the model's tool-call answer of round n, stored
+before its tools run, and ``turn:<n>``, the conversation after round n (every message, tool
+call and result so far). A job resumed after a kill continues from the last stored round
+without asking the model again for it; the tool calls of a round whose answer was stored but
+whose tools had not all finished run again, except that an ``effect`` call is asked of a person
+again (a permission request), never run twice silently (interaction/router.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -23,10 +31,16 @@ from typing import Final
 import trio
 
 from ask_another.errors import AskAnotherError
-from ask_another.gateway import CompletionResult, SearchResult
+from ask_another.gateway import CompletionResult
 from ask_another.interaction.builtin import builtin_tools
 from ask_another.interaction.protocol import CallHandle, Interaction
-from ask_another.interaction.router import Message, run_turn
+from ask_another.interaction.router import (
+    CallRecord,
+    Message,
+    TurnResult,
+    TurnSoFar,
+    run_turn,
+)
 from ask_another.interaction.types import (
     Choice,
     ChoiceFailed,
@@ -144,24 +158,23 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
     """One router turn for the job's query; the report is the model's final answer, its
     citations the articles the turn read, its usage every model call and search of the turn."""
     engine = ctx.config.search
-
-    def searched(found: SearchResult) -> None:
-        ctx.usage.add(found.usage, search=True)
-
+    # The turn's searches: each counted in the job's usage and ledger by its gateway.
     tools = builtin_tools(ctx.config.allow_hosts, ctx.tools or (),
-                          search=(ctx.gateway, engine) if engine else None, on_search=searched)
+                          search=(ctx.calls("search"), engine) if engine else None)
 
-    written: list[str] = []  # each round's text: the partial report if a ceiling stops it
-    rounds = 0
+    so_far = _so_far(ctx)
+    # Each round's text: the partial report if a ceiling stops it.
+    written: list[str] = [str(m["content"]).strip() for m in (so_far.messages if so_far else [])
+                          if m.get("role") == "assistant" and str(m.get("content") or "").strip()]
+    rounds = 0 if so_far is None else so_far.rounds + (so_far.asked is not None)
 
     async def model(messages: list[Message], definitions: list[dict[str, object]],
                     on_delta: Callable[[str], Awaitable[None]] | None) -> CompletionResult:
         # gateway_model's call, counted in the job's usage.
         nonlocal rounds
-        result = await ctx.gateway.completion(
+        result = await ctx.calls(f"turn:{rounds + 1}").completion(
             ctx.entry, messages=messages, tools=[dict(t) for t in definitions] or None,
             timeout=ctx.config.research_timeout, on_delta=on_delta)
-        ctx.usage.add(result.usage)
         rounds += 1
         if result.text.strip():
             written.append(result.text.strip())
@@ -175,13 +188,26 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
                                  report="\n\n".join(written) or None) from None
         return result
 
+    async def asked(n: int, message: Message) -> None:
+        await ctx.save_step(f"turn:{n}:asked", message)
+
+    async def round_done(turn: TurnResult) -> None:
+        await ctx.save_step(f"turn:{turn.rounds}", {
+            "messages": turn.messages, "rounds": turn.rounds,
+            "calls": [dataclasses.asdict(c) for c in turn.calls]})
+
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": ctx.query}]
-    ctx.report(f"asking {ctx.entry.model} (agent turn with tools: {', '.join(tools.names())})")
+    if so_far is None:
+        ctx.report(f"asking {ctx.entry.model} (agent turn with tools: "
+                   f"{', '.join(tools.names())})")
+    else:
+        ctx.report(f"resuming the agent turn after round {so_far.rounds}")
     try:
         policy = ctx.policy if ctx.policy is not None else ctx.config.permissions
         result = await run_turn(model, messages, tools, policy=policy,
-                                interaction=ctx.interaction)
+                                interaction=ctx.interaction, so_far=so_far, on_asked=asked,
+                                on_round=round_done)
     except ResearchFailed:
         raise
     except AskAnotherError as exc:
@@ -197,5 +223,20 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
                                   "model": ctx.entry.model, "usage": ctx.usage.as_dict()})
 
 
-# Not resumable: a turn interrupted by a restart may already have run tools.
+def _so_far(ctx: JobContext) -> TurnSoFar | None:
+    """The stored rounds of the job's turn (None: none, a fresh turn)."""
+    last, n = None, 0
+    while (stored := ctx.step(f"turn:{n + 1}")) is not None:
+        last, n = stored, n + 1
+    asked = ctx.step(f"turn:{n + 1}:asked")
+    if last is None and asked is None:
+        return None
+    if last is None:
+        return TurnSoFar(messages=[], calls=[], rounds=0, asked=asked)
+    return TurnSoFar(messages=list(last["messages"]),
+                     calls=[CallRecord(**c) for c in last["calls"]], rounds=int(last["rounds"]),
+                     asked=asked)
+
+
+# Resumed after a kill from its stored rounds (see the module docstring).
 AGENT: Final = Method(run=run_agent)

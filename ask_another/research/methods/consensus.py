@@ -10,13 +10,16 @@ and the job's report is the tool's answer (`consensus_text`); the consensus keep
 conversation and its ledger rows itself (kind ``consensus``, ``synthesis``).
 
 Cancelling the job cancels its work task, and so the panel's nursery: every call in flight is
-hung up. A consensus interrupted by a restart is not resumed (`resumable` is false): running
-the panel again would bill it twice, so its job fails with the reason.
+hung up. Each seat's answer is a step (``seat:<model>``, stored as the seat's call ends), so a
+consensus job resumed after a kill asks only the seats that had not answered; each call's
+ledger id names the job, its attempt and the seat.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
+
+import msgspec
 
 from ask_another.consensus import Answer, Consensus, answer_heading, consensus_text
 from ask_another.interaction.types import ALLOW, Decision
@@ -39,8 +42,16 @@ async def run_consensus(ctx: JobContext) -> ResearchResult:
     user = User(ctx.user_id, admin=bool(arguments.get("admin")))
 
     async def progress(answer: Answer, ended: int, total: int) -> None:
+        await ctx.save_step(f"seat:{answer.model}", msgspec.to_builtins(answer))
         ctx.report(f"{ended} of {total} models ended: {answer_heading(answer)}",
                    ended=ended, total=total)
+
+    known = {}
+    for name in arguments["models"]:
+        model = ctx.services.config.resolve(name).model
+        stored = ctx.step(f"seat:{model}")
+        if stored is not None:
+            known[model] = msgspec.convert(stored, Answer)
 
     async def confirmed(_estimate: Estimate) -> Decision:
         return ALLOW  # the job had its estimate confirmed before it started (job.py)
@@ -51,11 +62,11 @@ async def run_consensus(ctx: JobContext) -> ResearchResult:
         stances=arguments.get("stances"), synthesize=arguments.get("synthesize"),
         conversation_id=arguments.get("conversation_id"),
         temperature=arguments.get("temperature"), timeout=arguments.get("timeout"),
-        on_answer=progress, confirm=confirmed)
+        on_answer=progress, confirm=confirmed, known=known, call_id=ctx.call_id)
     return ResearchResult(report=consensus_text(result),
                           detail={**ctx.detail, "conversation_id": result.conversation_id})
 
 
 CONSENSUS: Final = Method(run=run_consensus)
-"""The consensus job method: no remote side to cancel (a cancel hangs up its calls), never
-resumed."""
+"""The consensus job method: no remote side to cancel (a cancel hangs up its calls); resumed
+from its answered seats."""

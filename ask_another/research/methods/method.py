@@ -16,12 +16,13 @@ from typing import Any, Final
 
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError
-from ask_another.gateway import Gateway
+from ask_another.gateway import Gateway, Usage
 from ask_another.interaction.protocol import Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.policy import Policy
 from ask_another.research.usage import JobUsage
 from ask_another.services import Services
+from ask_another.spend.ledger import PaidGateway, Purpose
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -85,7 +86,10 @@ class JobContext:
     `report(step, **progress)` records a timeline event (written to the store by the job actor,
     shown by check_research and in progress notifications); it never blocks. `save_handle(h)`
     durably records the provider's handle (e.g. a Gemini interaction id) before returning.
-    `handle` is the handle saved by an earlier attempt or run, when resuming.
+    `handle` is the handle saved by an earlier attempt or run, when resuming. `step(name)` and
+    `save_step(name, value)` are the job's completed steps (research_steps): a method stores
+    each as it ends and skips each it finds, so a job resumed after a kill runs only what was
+    not finished (docs/research.md, "Surviving restarts").
     """
 
     job_id: str
@@ -120,6 +124,45 @@ class JobContext:
     services: Services | None = None
     """The runtime's services, for a method that needs more than the gateway (a consensus
     keeps its conversation and its ledger rows itself)."""
+    purpose: Purpose | None = None
+    """What the job's calls serve, as their ledger rows say (None: the job, for its user)."""
+    call_counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    """The calls made so far per (attempt, step), kept by the job across its attempts."""
+    steps: dict[str, Any] = field(default_factory=dict)
+    """The job's completed steps as stored (read once, when the job started here): a resumed
+    job skips each (see `step`)."""
+    save_step: Callable[[str, Any], Awaitable[None]] = field(default=lambda _n, _v: _nothing())
+    """`save_step(name, value)`: store a completed step (JSON `value`) durably before returning,
+    waiting through a database outage like `save_handle`; a step stored already keeps its
+    first value."""
+
+    def calls(self, step: str) -> Gateway:
+        """The gateway for the provider calls of step `step` (every call a method makes goes
+        through one): each call's ledger row is written before it and completed after it
+        (spend/ledger.py), with the id ``job:<job>:<attempt>:<step>:<n>`` (n counts the step's
+        calls in this attempt: a step run again after a kill makes new rows, a write retried
+        makes none), and each call is counted in `usage`. Without `services` (a test of a
+        method alone): `gateway` itself."""
+        if self.services is None:
+            return self.gateway
+
+        def counted(usage: Usage, search: bool) -> None:
+            self.usage.add(usage, search=search)
+
+        purpose = self.purpose or Purpose(job_id=self.job_id, user_id=self.user_id)
+        return PaidGateway(self.gateway, self.services, purpose, kind="research",
+                           ids=lambda: self.call_id(step), on_usage=counted)
+
+    def call_id(self, step: str) -> str:
+        """The ledger id of the next provider call of step `step` (see `calls`)."""
+        n = self.call_counts.get((self.attempt, step), 0)
+        self.call_counts[(self.attempt, step)] = n + 1
+        return f"job:{self.job_id}:{self.attempt}:{step}:{n}"
+
+    def step(self, name: str) -> Any | None:
+        """The value of the job's completed step `name` (as stored), or None when it has not
+        been completed yet."""
+        return self.steps.get(name)
 
 
 async def _nothing() -> None:
@@ -135,10 +178,11 @@ class Method:
     """A research method: `run`, and the optional hooks the job uses around it.
 
     - `cancel_remote(gateway, entry, handle)`: stop the provider's side; returns what happened.
-    - `resumable(record)`: True if a job interrupted by a server restart can continue (its work
-      is not simply re-run: that would bill it twice).
+    - `resumable(record)`: True if a job interrupted by a server restart can continue. Every
+      method's is: each resumes from its stored steps (`JobContext.step`), so no completed step
+      is run (and billed) twice.
     """
 
     run: MethodFn
     cancel_remote: CancelFn | None = None
-    resumable: Callable[[JobRecord], bool] = lambda _record: False
+    resumable: Callable[[JobRecord], bool] = lambda _record: True

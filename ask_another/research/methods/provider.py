@@ -40,7 +40,6 @@ from ask_another.research.methods.method import (
     cited_urls,
 )
 from ask_another.spend.budget import BudgetExceeded
-from ask_another.store.jobs import JobRecord
 
 __all__ = ["PROVIDER", "cancel_interaction", "provider_method"]
 
@@ -69,8 +68,8 @@ async def provider_method(ctx: JobContext) -> ResearchResult:
 
 async def _long_completion(ctx: JobContext) -> ResearchResult:
     ctx.report(f"asking {ctx.entry.model} (one long completion)")
-    result = await ctx.gateway.completion(ctx.entry, ctx.query, timeout=ctx.config.research_timeout)
-    ctx.usage.add(result.usage)
+    result = await ctx.calls("completion").completion(ctx.entry, ctx.query,
+                                                       timeout=ctx.config.research_timeout)
     return ResearchResult(report=result.text, citations=cited_urls(result.citations),
                           detail={"usage": ctx.usage.as_dict(), "model": result.model})
 
@@ -198,10 +197,7 @@ async def _provider_cancel(gateway: Gateway, entry: ModelEntry, handle: str) -> 
     return "nothing to cancel on the provider's side"
 
 
-def _provider_resumable(record: JobRecord) -> bool:
-    # Only a Gemini interaction runs on its own at the provider and can be polled again.
-    return is_gemini_agent(record.model) and record.provider_handle is not None
-
-
-PROVIDER: Final = Method(run=provider_method, cancel_remote=_provider_cancel,
-                         resumable=_provider_resumable)
+# Resumed after a kill: a Gemini interaction is polled again from its saved handle (the
+# provider holds its work); a long completion in flight at the kill is asked again (its first
+# call stays in the ledger, unanswered).
+PROVIDER: Final = Method(run=provider_method, cancel_remote=_provider_cancel)

@@ -37,6 +37,13 @@ Cancellation: cancelling the job cancels its work task and so the phase's nurser
 turn is cancelled, which aborts the HTTP request in flight (the gateway cancels the call). Nothing
 of a cancelled pipeline keeps running.
 
+Steps (`ctx.save_step`, research_steps): ``plan`` (the plan and why the template made it, if it
+did), ``query:<id>`` (a query's raw result: its findings and sources, after its searches and
+readings), ``summary`` (the executive summary or why there is none) and ``report`` (the job's
+result), each stored as it ends. A job resumed after a kill skips every stored step: no
+provider call, search or reading is made again for it; a step in flight at the kill runs
+again. So a resumed job's report is the report it would have made undisturbed.
+
 Progress: `ctx.report` is called for the plan, each phase, and every state change of a query
 (queued, running, a tool call, repairing, attempt n, done, failed), with the phase and every
 query's state as details.
@@ -57,7 +64,7 @@ import trio
 from ask_another.articles import READ_ARTICLE_NAME
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError, ProviderUnreachable
-from ask_another.gateway import CompletionResult, Gateway, SearchResult
+from ask_another.gateway import CompletionResult, Gateway
 from ask_another.interaction import (
     Choice,
     ChoiceFailed,
@@ -81,7 +88,6 @@ from ask_another.research.methods.method import (
     ResearchResult,
 )
 from ask_another.research.retry import TRANSIENT, backoff
-from ask_another.research.usage import JobUsage
 from ask_another.sequential.compile import compile_report
 from ask_another.sequential.contracts import (
     Citation,
@@ -133,19 +139,16 @@ _SHAPES: Final[dict[str, type | tuple[type, ...]]] = {
 # ----- the read tools ---------------------------------------------------------------------------
 
 
-def research_tools(ctx: JobContext) -> ToolRegistry:
+def research_tools(ctx: JobContext, gateway: Gateway, scope: ReadScope) -> ToolRegistry:
     """The tools a query's turn may use: the built-in read_article (class "read", allowed by the
-    default policy) with ``ASK_ANOTHER_ALLOW_HOSTS``, and search_web when a ``SEARCH_*`` engine
-    is configured (each search counted in the job's usage). Not ask_user: nobody is there to
-    answer while a job runs."""
-    scope = ReadScope(ctx.config.allow_hosts)  # the whole job's: every query's reads
+    default policy) with ``ASK_ANOTHER_ALLOW_HOSTS``, and search_web through `gateway` (the
+    query's step's: each search counted in the job's usage and ledger) when a ``SEARCH_*``
+    engine is configured; `scope` is the whole job's (every query's reads). Not ask_user:
+    nobody is there to answer while a job runs."""
     tools = [read_article_tool(ctx.config.allow_hosts, scope)]
     engine = ctx.config.search
     if engine is not None:
-        def counted(found: SearchResult) -> None:
-            ctx.usage.add(found.usage, search=True)
-
-        tools.append(search_web_tool(ctx.gateway, engine, on_usage=counted, scope=scope))
+        tools.append(search_web_tool(gateway, engine, scope=scope))
     return ToolRegistry(tools)
 
 
@@ -333,7 +336,7 @@ async def make_plan(ctx: JobContext, topic: str, depth: Depth) -> tuple[Plan, st
     problem = ""
     for attempt in (1, 2):
         try:
-            answer = await _complete(ctx, messages)
+            answer = await _complete(ctx, "plan", messages)
         except ProviderUnreachable:
             raise  # every query would fail the same way: the job fails now, naming the URL
         except AskAnotherError as exc:
@@ -352,11 +355,9 @@ async def make_plan(ctx: JobContext, topic: str, depth: Depth) -> tuple[Plan, st
     return build_plan(PlanRequest(topic=topic, depth=depth)), reason
 
 
-async def _complete(ctx: JobContext, messages: list[Message]) -> CompletionResult:
-    result = await ctx.gateway.completion(ctx.entry, messages=messages,
-                                          timeout=ctx.config.timeout)
-    ctx.usage.add(result.usage)
-    return result
+async def _complete(ctx: JobContext, step: str, messages: list[Message]) -> CompletionResult:
+    return await ctx.calls(step).completion(ctx.entry, messages=messages,
+                                            timeout=ctx.config.timeout)
 
 
 # ----- the executive summary: written by the model from the compiled findings --------------
@@ -409,7 +410,7 @@ async def write_summary(ctx: JobContext, report: Report) -> tuple[str | None, st
     problem = ""
     for _attempt in (1, 2):
         try:
-            answer = await _complete(ctx, messages)
+            answer = await _complete(ctx, "summary", messages)
         except AskAnotherError as exc:
             return None, f"the model could not be asked for it: {exc}"
         try:
@@ -433,7 +434,6 @@ class Shared:
     config: Config
     tools: ToolRegistry
     policy: Policy
-    usage: JobUsage
     check_budget: Callable[[], Awaitable[None]]
     """The job's budget check (spend/budget.py): raises `BudgetExceeded` once a ceiling is
     reached, which fails the query; the pipeline then stops at its next step."""
@@ -533,7 +533,6 @@ async def _turn(shared: Shared, messages: list[Message], watcher: _Watcher) -> T
         result = await shared.gateway.completion(
             shared.entry, messages=history, tools=definitions or None,
             timeout=shared.config.timeout)
-        shared.usage.add(result.usage)
         return result
 
     return await run_turn(model_call, messages, shared.tools, policy=shared.policy,
@@ -643,19 +642,32 @@ class _Progress:
 async def run_pipeline(ctx: JobContext) -> ResearchResult:
     """Plan, execute phase by phase, compile (see the module docstring)."""
     depth: Depth = ctx.depth if ctx.depth in DEPTHS else DEPTH  # type: ignore[assignment]
-    ctx.report(f"asking {ctx.entry.model} for a {depth} research plan",
-               usage=ctx.usage.as_dict())
-    plan, fallback = await make_plan(ctx, topic_of(ctx.query), depth)
+    done = ctx.step("report")
+    if done is not None:  # compiled before the kill: nothing left to do
+        return msgspec.convert(done, ResearchResult)
+    stored = ctx.step("plan")
+    if stored is not None:
+        plan, fallback = msgspec.convert(stored["plan"], Plan), stored["fallback"]
+    else:
+        ctx.report(f"asking {ctx.entry.model} for a {depth} research plan",
+                   usage=ctx.usage.as_dict())
+        plan, fallback = await make_plan(ctx, topic_of(ctx.query), depth)
+        await ctx.save_step("plan", {"plan": msgspec.to_builtins(plan), "fallback": fallback})
     schemas = {s.query_id: s for s in plan.result_schemas}
     queries = {q.query_id: q for q in plan.queries}
     made_by = "the template planner" if fallback else "the model"
     ctx.report(f"planned {len(plan.queries)} queries in {len(plan.execution_order)} phases "
                f"({made_by})", plan_id=plan.plan_id, execution_order=plan.execution_order,
                plan_source="template" if fallback else "model", usage=ctx.usage.as_dict())
-    tools = research_tools(ctx)
-    shared = Shared(entry=ctx.entry, gateway=ctx.gateway, config=ctx.config, tools=tools,
-                    policy=ctx.config.permissions, usage=ctx.usage,
-                    check_budget=ctx.check_budget)
+    scope = ReadScope(ctx.config.allow_hosts)
+    tools = research_tools(ctx, ctx.gateway, scope)  # as the prompts name them
+
+    def shared_for(query_id: str) -> Shared:
+        # Each query's calls are its step's (their ledger ids name it).
+        gateway = ctx.calls(f"query:{query_id}")
+        return Shared(entry=ctx.entry, gateway=gateway, config=ctx.config,
+                      tools=research_tools(ctx, gateway, scope), policy=ctx.config.permissions,
+                      check_budget=ctx.check_budget)
     results: dict[str, RawResult] = {}
     progress = _Progress(ctx, len(plan.execution_order))
 
@@ -663,7 +675,13 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
         def update(state: str) -> None:
             progress.show(query_id, state)
 
-        result = await run_query(queries[query_id], schemas[query_id], messages, shared, update)
+        stored = ctx.step(f"query:{query_id}")
+        if stored is not None:
+            result = msgspec.convert(stored, RawResult)
+        else:
+            result = await run_query(queries[query_id], schemas[query_id], messages,
+                                     shared_for(query_id), update)
+            await ctx.save_step(f"query:{query_id}", msgspec.to_builtins(result))
         results[query_id] = result
         progress.show(query_id, _outcome(result))
 
@@ -680,7 +698,16 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
                 nursery.start_soon(one, query_id, prompts[query_id])
     await _within_budget(ctx, plan, results, fallback)
     ctx.report("writing the executive summary", usage=ctx.usage.as_dict())
-    return await _compile(ctx, plan, results, fallback)
+    result = await _compile(ctx, plan, results, fallback)
+    await ctx.save_step("report", _result_value(result))
+    return result
+
+
+def _result_value(result: ResearchResult) -> dict[str, Any]:
+    """The job's result as its ``report`` step stores it (`ResearchResult` again by convert)."""
+    return {"report": result.report, "detail": result.detail,
+            "citations": [{"url": c.url, "title": c.title, "query": c.query}
+                          for c in result.citations]}
 
 
 async def _within_budget(ctx: JobContext, plan: Plan, results: Mapping[str, RawResult],
@@ -743,8 +770,13 @@ async def _compile(ctx: JobContext, plan: Plan, results: Mapping[str, RawResult]
                                            include_methodology=True))
     if not fallback:
         report = _headed_by_queries(report, plan, ordered)
-    summary, why_not = (await write_summary(ctx, report)
-                        if report.statistics.queries_succeeded else (None, None))
+    stored = ctx.step("summary")
+    if stored is not None:
+        summary, why_not = stored["summary"], stored["why_not"]
+    else:
+        summary, why_not = (await write_summary(ctx, report)
+                            if report.statistics.queries_succeeded else (None, None))
+        await ctx.save_step("summary", {"summary": summary, "why_not": why_not})
     text = report_text(report, fallback, summary, why_not)
     if report.statistics.queries_succeeded == 0:
         raise ResearchFailed("every query of the research plan failed "
@@ -812,5 +844,5 @@ def report_text(report: Report, fallback: str | None = None, summary: str | None
     return "\n\n".join(parts) + "\n"
 
 
-# Not resumable: its queries' turns may already have run tools (docs/sequential.md).
+# Resumed after a kill from its stored steps (see the module docstring).
 SEQUENTIAL: Final = Method(run=run_pipeline)

@@ -249,7 +249,7 @@ async def test_spending_shows_each_user_their_own_and_an_admin_everyones_with_ce
         assert "(25.0%)" in page.text and "<svg" in page.text
         table = (await client.get("/spending.csv?period=today")).text.splitlines()
         assert table[0].startswith("by,key,known_usd")
-        assert "model,openai/alice-model,0.500000,0,1,100,20" in table
+        assert "model,openai/alice-model,0.500000,0,1,100,20,0" in table
         assert not any("bob" in line for line in table)
         bad = await client.get("/spending?period=fortnight")
         assert bad.status_code == 409 and "unknown period" in bad.text

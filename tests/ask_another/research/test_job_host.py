@@ -300,8 +300,6 @@ async def test_doctor_lists_the_host_and_its_jobs_and_names_them_before_stopping
         assert done["report"] == "report of doctor me"
 
 
-@pytest.mark.skip(reason="needs steps stored as they end (engineer durable's branch): an "
-                         "agent or sequential job resumes on takeover only then")
 async def test_agent_and_sequential_jobs_outlive_their_session(
         sim: Simulator, tmp_path: Path) -> None:
     home = tmp_path / "home"

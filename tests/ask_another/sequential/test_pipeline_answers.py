@@ -20,7 +20,6 @@ from ask_another.research.methods.sequential import (
     run_query,
     topic_of,
 )
-from ask_another.research.usage import JobUsage
 from ask_another.sequential import PlanRequest, RawResult, build_plan, compile_report
 from ask_another.sequential.contracts import Citation, CompileRequest
 
@@ -147,7 +146,7 @@ async def _run_one(gateway: _BuggyGateway) -> tuple[RawResult, list[str]]:
         return None
 
     shared = Shared(entry=config.models[0], gateway=gateway, config=config,  # type: ignore[arg-type]
-                    tools=ToolRegistry(), policy=config.permissions, usage=JobUsage(),
+                    tools=ToolRegistry(), policy=config.permissions,
                     check_budget=within_budget)
     states: list[str] = []
     query = next(q for q in PLAN.queries if q.query_id == "q1")

@@ -51,7 +51,7 @@ async def context(runtime: Runtime, query: str, depth: str = "standard",
         started_at=time.time(), handle=None, depth=depth,
         report=lambda step, detail=None, **more: seen.append((step, {**(detail or {}),
                                                                      **more})),
-        save_handle=save_handle)
+        save_handle=save_handle, services=runtime.services)
 
 
 def plan_requests(sim: Simulator) -> list[Any]:

@@ -54,7 +54,7 @@ async def context(runtime: Runtime, query: str, steps: list[tuple[str, dict[str,
         started_at=time.time(), handle=None,
         report=lambda step, detail=None, **more: steps.append((step, {**(detail or {}),
                                                                       **more})),
-        save_handle=save_handle)
+        save_handle=save_handle, services=runtime.services)
 
 
 async def test_pipeline_plans_runs_phases_repairs_and_compiles(runtime: Runtime,

@@ -10,9 +10,8 @@ outlives each session, in the home's job host.
 
 Both clients live in a throwaway environment built with uv from the package registry (pinned:
 `CLIENTS`; they bring their own mcp 1.x), running tests/clients/per_session_client.py; without
-uv or the registry the tests are skipped, saying which. The Gemini form runs today; the agent
-and sequential forms need steps stored as they end (engineer durable's branch) and are skipped
-until then.
+uv or the registry the tests are skipped, saying which. The agent and sequential jobs resume on
+the host from their stored steps (docs/research.md, "Surviving restarts").
 """
 
 from __future__ import annotations
@@ -39,8 +38,6 @@ CLIENTS = ("langchain-mcp-adapters==0.3.2", "openai-agents==0.24.0")
 GEMINI = "gemini/deep-research-pro-preview-12-2025"
 GEMINI_AGENT = GEMINI.split("/", 1)[1]
 FAKE_KEY = "sk-test-PER-SESSION-4e3d2c"
-NEEDS_STEPS = pytest.mark.skip(reason="needs steps stored as they end (engineer durable's "
-                                      "branch): an agent or sequential job resumes only then")
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +115,6 @@ async def test_langchain_per_call_sessions_a_gemini_job_completes_after_its_sess
     assert done["status"] == "completed" and done["report"] == "per-call report", checked
 
 
-@NEEDS_STEPS
 @pytest.mark.parametrize("method", ["agent", "sequential"])
 async def test_langchain_per_call_sessions_local_jobs_complete_after_their_session(
         clients_python: Path, sim: Simulator, tmp_path: Path, method: str) -> None:
@@ -136,7 +132,6 @@ async def test_langchain_per_call_sessions_local_jobs_complete_after_their_sessi
     assert done["status"] == "completed" and done["report"], checked
 
 
-@NEEDS_STEPS
 async def test_agents_sdk_per_run_a_job_waiting_for_a_person_survives_the_block(
         clients_python: Path, sim: Simulator, tmp_path: Path) -> None:
     home = tmp_path / "home"

@@ -1,0 +1,270 @@
+"""The kill soak (issue 36): research jobs of every method keep going while the process running
+them is killed with SIGKILL again and again, and none of their completed steps is run, or paid
+for, twice.
+
+`uv run python -m bench soak` starts a runner process (`python -m bench.soak --runner N PACE
+BURST`:
+a runtime on the home, which takes over the jobs of the runner killed before it once their
+lease runs out, and starts those of the N jobs the store does not hold yet, BURST at once,
+then one every PACE seconds) and kills it with SIGKILL a random 0.5-2.5 s after it is ready,
+starting the next at once, until every job has ended.
+The jobs are a mix of the local pipeline (sequential), the agent (a tool round, then its answer)
+and consensus jobs of two models, against the simulator (in this process, so every request it
+received is counted; each completion carries its ledger id, which names the job, the attempt and
+the step). Then the same jobs run once more, undisturbed, on a fresh home, for the reference
+reports. It reports:
+
+- jobs, completed, kills, steps resumed (stored steps a later attempt skipped);
+- calls (completions the provider received for the jobs), ledger rows, doubles (a call id the
+  provider received twice, or two rows for one call), calls re-run after their step was stored
+  (must be 0), intents never sent (rows of calls cut off before the request left: unanswered);
+- reports equal to the undisturbed job's (timings and random ids aside).
+
+The long form is 100 jobs and at least 30 kills on SQLite; `--quick`, 3 jobs and a kill.
+PostgreSQL with three `serve --http` nodes is not run here yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.report import Row
+
+REPO = Path(__file__).resolve().parents[1]
+METHODS = ("sequential", "agent", "consensus")
+BURST = 2
+"""Jobs a runner starts at once before it paces the rest (the long form's)."""
+
+
+def env_for(openai_base: str, home: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MODEL_", "ASK_ANOTHER_"))}
+    return {**clean, "ASK_ANOTHER_HOME": str(home), "ASK_ANOTHER_POLL_SECONDS": "0.05",
+            "ASK_ANOTHER_CONFIRM_USD": "1000", "ASK_ANOTHER_LEASE_SECONDS": "1.5",
+            "ASK_ANOTHER_GATEWAY_PROCESS": "0",  # litellm in the runner: a kill leaves no worker
+            "MODEL_SIM": f"openai/m1;sk-soak-1;{openai_base}",
+            "MODEL_SIM2": f"openai/m2;sk-soak-2;{openai_base}"}
+
+
+def query_of(i: int) -> tuple[str, str]:
+    method = METHODS[i % len(METHODS)]
+    if method == "agent":
+        return method, (f"Soak job {i}: what does the page say? [[sim:tool=read_article "
+                        '{"url": "http://127.0.0.1:9/page"}]]')
+    return method, f"Soak job {i}: how do tidal power plants store energy"
+
+
+# ----- the runner (a process of its own, killed and started again) ----------------------------
+
+
+async def runner(count: int, pace: float, burst: int) -> None:
+    """Open a runtime on the home (taking over the jobs of the runner killed before it), say
+    `ready`, and start the jobs the store does not hold yet, one every `pace` seconds (so the
+    jobs overlap the kills rather than all ending between two)."""
+    import trio
+
+    from ask_another.runtime import open_runtime
+
+    async with open_runtime(prewarm_after=0) as rt:
+        # litellm loaded before the first kill can come: a runner killed while it loads would
+        # make no progress at all (a warm-up call, which is no job's).
+        await rt.complete("sim", "warm up")
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        first = len(await rt.jobs.list(limit=count + 1))
+        for i in range(first, count):
+            method, query = query_of(i)
+            if method == "consensus":
+                await rt.jobs.start_consensus(["sim", "sim2"], query)
+            else:
+                await rt.jobs.start("sim", query, method=method, depth="shallow")
+            if i - first >= burst - 1:  # a few at once, then one at a time
+                await trio.sleep(pace)
+        await trio.sleep_forever()
+
+
+# ----- the driver -----------------------------------------------------------------------------
+
+
+def _ended(home: Path) -> tuple[int, int]:
+    path = home / "ask-another.sqlite3"
+    if not path.exists():
+        return 0, 0
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30) as conn:
+        try:
+            total, ended = conn.execute(
+                "SELECT COUNT(*), SUM(CASE WHEN status IN ('completed', 'failed', 'cancelled') "
+                "THEN 1 ELSE 0 END) FROM research_jobs").fetchone()
+        except sqlite3.OperationalError:
+            return 0, 0
+    return int(total or 0), int(ended or 0)
+
+
+def _start(env: dict[str, str], count: int, pace: float, burst: int, log: Any
+           ) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "bench.soak", "--runner", str(count),
+                             str(pace), str(burst)],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+
+
+def run_jobs(openai_base: str, home: Path, count: int, pace: float, burst: int, kill: bool,
+             deadline: float, rng: random.Random) -> int:
+    """Run the jobs on `home` to their end, killing the runner 0.5-2.5 s after it is ready
+    when `kill`; returns the number of kills."""
+    env = env_for(openai_base, home)
+    kills = failed_starts = 0
+    with (home.parent / f"{home.name}.log").open("w") as log:
+        while True:
+            process = _start(env, count, pace, burst, log)
+            try:
+                assert process.stdout is not None
+                ready = process.stdout.readline()  # the runtime is open (and the jobs stored)
+                if ready.strip() != "ready":
+                    failed_starts += 1  # under heavy load a start can fail (a warm-up timeout)
+                    if failed_starts > 5:
+                        log.flush()
+                        tail = Path(log.name).read_text()[-3000:]
+                        raise RuntimeError(f"the runner did not start 5 times:\n{tail}")
+                    continue
+                failed_starts = 0
+                until = time.monotonic() + (rng.uniform(0.5, 2.5) if kill else 1e9)
+                while time.monotonic() < until:
+                    total, ended = _ended(home)
+                    if total == count and ended == count:
+                        return kills
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the jobs did not end in time ({ended}/{total})")
+                    time.sleep(0.1)
+                process.send_signal(signal.SIGKILL)
+                kills += 1
+            finally:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGKILL)
+                process.wait()
+
+
+def normal(report: str) -> str:
+    report = re.sub(r"\d+\.\d+ s\b", "T s", report)
+    report = re.sub(r"\bc-[0-9a-f]{10}\b", "c-ID", report)
+    report = re.sub(r"\br-[0-9a-f]{10}\b", "r-ID", report)
+    return re.sub(r"\b(plan|report)-[a-z0-9]+-[a-z0-9]+\b", r"\1-ID", report)
+
+
+def _read(home: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int], list[dict[str, Any]]]:
+    with sqlite3.connect(home / "ask-another.sqlite3") as conn:
+        conn.row_factory = sqlite3.Row
+        jobs = {r["id"]: dict(r) for r in conn.execute("SELECT * FROM research_jobs")}
+        steps: dict[str, int] = {}
+        for r in conn.execute("SELECT job_id, step, attempt FROM research_steps"):
+            steps[f"{r['job_id']}:{r['step']}"] = int(r["attempt"])
+        rows = [dict(r) for r in conn.execute("SELECT call_id, answered, job_id FROM usage")]
+    return jobs, steps, rows
+
+
+def soak(count: int, min_kills: int, quick: bool, *, pace: float | None = None,
+         burst: int = BURST, seed: int = 36) -> dict[str, Any]:
+    """Run the soak (see the module docstring); returns its figures."""
+    from ask_another.simulator import Simulator
+
+    rng = random.Random(seed)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ask-another-soak-") as tmp, \
+            Simulator.running(latency=0.1 if quick else 0.6) as sim:
+        home = Path(tmp) / "killed"
+        kills = 0
+        deadline = time.monotonic() + (300 if quick else 1800)
+        if pace is None:
+            pace = 0.2 if quick else 1.0
+        kills = run_jobs(sim.openai_base, home, count, pace, burst, True, deadline, rng)
+        seen = [r.headers["x-ask-another-call"] for r in sim.requests
+                if r.headers.get("x-ask-another-call", "").startswith("job:")]
+        sim.clear()
+        quiet_home = Path(tmp) / "undisturbed"
+        sim.latency = 0.05  # undisturbed: only the reports and the calls count
+        run_jobs(sim.openai_base, quiet_home, count, 0.0, count, False, time.monotonic() + 600,
+                 rng)
+        quiet_seen = [r.headers["x-ask-another-call"] for r in sim.requests
+                      if r.headers.get("x-ask-another-call", "").startswith("job:")]
+
+        jobs, steps, rows = _read(home)
+        quiet_jobs, _, _ = _read(quiet_home)
+    quiet_reports = {j["query"]: normal(j["report"] or "") for j in quiet_jobs.values()}
+    equal = sum(1 for j in jobs.values() if j["status"] == "completed"
+                and normal(j["report"] or "") == quiet_reports.get(j["query"]))
+    job_rows = [r for r in rows if (r["call_id"] or "").startswith("job:")]
+    row_ids = Counter(r["call_id"] for r in job_rows)
+    seen_ids = Counter(seen)
+    rerun = 0
+    for call_id in seen:  # job:<job>:<attempt>:<step>:<n>, the step may hold colons
+        parts = call_id.split(":")
+        stored = steps.get(f"{parts[1]}:{':'.join(parts[3:-1])}")
+        if stored is not None and int(parts[2]) > stored:
+            rerun += 1
+    resumed = 0
+    for key, attempt in steps.items():
+        job = key.split(":", 1)[0]
+        if jobs[job]["attempts"] > attempt:
+            resumed += 1
+    figures = {
+        "jobs": count, "completed": sum(1 for j in jobs.values() if j["status"] == "completed"),
+        "kills": kills, "steps_resumed": resumed, "calls": len(seen),
+        "ledger_rows": len(job_rows),
+        "doubles": sum(n - 1 for n in seen_ids.values() if n > 1)
+        + sum(n - 1 for n in row_ids.values() if n > 1),
+        "calls_without_row": len(set(seen_ids) - set(row_ids)),
+        "intents_never_sent": sum(1 for r in job_rows if r["call_id"] not in seen_ids),
+        "intents_never_sent_answered": sum(1 for r in job_rows
+                                           if r["call_id"] not in seen_ids and r["answered"]),
+        "unanswered_rows": sum(1 for r in job_rows if not r["answered"]),
+        "completed_steps_rerun": rerun,
+        "reports_equal": equal,
+        "failed": dict(Counter(str(j["error"])[:120] for j in jobs.values()
+                               if j["status"] != "completed")),
+        "undisturbed_calls": len(quiet_seen),
+        "wall_s": round(time.monotonic() - started, 1),
+        "min_kills": min_kills,
+        "load": os.getloadavg()[0],
+    }
+    return figures
+
+
+def run(quick: bool) -> list[Row]:
+    count, min_kills = (3, 1) if quick else (100, 30)
+    figures = soak(count, min_kills, quick)
+    ok = (figures["completed"] == count and figures["kills"] >= min_kills
+          and figures["doubles"] == 0 and figures["completed_steps_rerun"] == 0
+          and figures["calls_without_row"] == 0 and figures["reports_equal"] == count
+          and figures["intents_never_sent_answered"] == 0)
+    return [
+        Row("soak", f"sqlite: {count} jobs, {figures['kills']} SIGKILLs: jobs ended equal to "
+            "undisturbed", figures["reports_equal"], "jobs", reference="jobs started",
+            reference_value=count, better="higher", target="all, none re-run or doubled",
+            passed=ok, extra=figures),
+        Row("soak", "sqlite: ledger rows per provider call", figures["ledger_rows"],
+            "rows", reference="calls the provider saw", reference_value=figures["calls"],
+            target="every call one row; extra rows unanswered intents never sent",
+            passed=figures["calls_without_row"] == 0 and figures["doubles"] == 0, extra={}),
+    ]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--runner"]:
+        import trio
+
+        trio.run(runner, int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]))
+    else:  # the short form: python -m bench.soak [JOBS [PACE [BURST]]], its figures as JSON
+        args = sys.argv[1:]
+        print(json.dumps(soak(int(args[0]) if args else 12, 6, False,
+                              pace=float(args[1]) if len(args) > 1 else 1.5,
+                              burst=int(args[2]) if len(args) > 2 else 1), indent=1))
