@@ -31,8 +31,9 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import trio
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
 from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
@@ -84,6 +85,7 @@ __all__ = [
     "Drain",
     "HttpAuth",
     "SessionRate",
+    "TokenFirst",
     "WholeBodies",
     "is_loopback",
     "plan_auth",
@@ -142,6 +144,30 @@ def plan_auth(config: Config, host: str, resource_url: str, *, no_auth: bool) ->
                           "address)")
     verifier = verifiers[0] if len(verifiers) == 1 else AnyOfVerifiers(verifiers)
     return HttpAuth(auth_settings(resource_url, config.oauth), verifier, "; ".join(described))
+
+
+class TokenFirst:
+    """ASGI middleware, first inside the SDK's authentication: a request to `MCP_PATH` without a
+    valid token gets the SDK's own `401` (with `WWW-Authenticate`) here, before its body is read
+    and before any bound counts it.
+
+    The SDK checks the token at the endpoint, inside every middleware added to its app: a
+    client with no token had its body read (up to `ASK_ANOTHER_BODY_SECONDS`) and counted
+    against the bounds of an address that real users may share (a proxy, a NAT) before its
+    401. The SDK's check stays where it is; this one only comes first."""
+
+    def __init__(self, app: ASGIApp, settings: AuthSettings | None) -> None:
+        self.app = app
+        metadata = (build_resource_metadata_url(settings.resource_server_url)
+                    if settings is not None and settings.resource_server_url else None)
+        self.required = RequireAuthMiddleware(
+            app, (settings.required_scopes or []) if settings is not None else [], metadata)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == MCP_PATH:
+            await self.required(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 SESSIONS_PER_MINUTE: Final = 10
@@ -411,8 +437,10 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         mcp_app = server.streamable_http_app(
             streamable_http_path=MCP_PATH, host=host,
             transport_security=transport_security(host, config.public_url))
-        # After the SDK's authentication: a request without a valid token is answered 401
-        # before its body is read. Requests in flight are counted first, a slow body included.
+        # Right after the SDK's authentication (which only names the user): a request without a
+        # valid token is answered 401 before its body is read or any bound counts it. Then
+        # requests in flight are counted, a slow body included.
+        mcp_app.user_middleware.append(Middleware(TokenFirst, settings=auth.settings))
         mcp_app.user_middleware.append(Middleware(InFlight, bounds=bounds,
                                                   exempt=frozenset({HEALTH_PATH})))
         mcp_app.user_middleware.append(Middleware(WholeBodies, seconds=config.body_seconds))
