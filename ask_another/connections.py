@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.events import Event, RawData
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
@@ -32,9 +33,14 @@ from hypercorn.utils import ShutdownError, raise_shutdown, repr_socket_addr, wra
 
 from ask_another.logs import get_logger
 
-__all__ = ["Connection", "WriteDeadline", "serve"]
+__all__ = ["REASON_HEADER", "Connection", "WriteDeadline", "serve"]
 
 log = get_logger("ask_another.server.http")
+
+REASON_HEADER: Final = "x-ask-another-reason"
+"""A response header that a connection moves into its status line's reason phrase (HTTP/1.1),
+for a refusal whose reason a client shows: ASGI has no reason phrase, and hypercorn sends none
+("HTTP/1.1 429 "), while clients show the status line, not the body."""
 
 
 class WriteDeadline(trio.abc.HalfCloseableStream):
@@ -87,6 +93,11 @@ class Connection(TCPServer):
             for fault in _leaves(group):
                 self.on_fault(fault)
 
+    async def protocol_send(self, event: Event) -> None:
+        if isinstance(event, RawData) and event.data.startswith(b"HTTP/1.1 "):
+            event = RawData(data=with_reason(event.data))
+        await super().protocol_send(event)
+
     async def _close(self) -> None:
         # hypercorn ends the stream (`send_eof`) without its send lock, so a write of another
         # task could meet it: the race above. Taken here, a write comes before or after it (and
@@ -96,6 +107,19 @@ class Connection(TCPServer):
                 await super()._close()
         finally:
             await self.stream.aclose()  # closed even if cancelled waiting for the lock
+
+
+def with_reason(head: bytes) -> bytes:
+    """A response's head with its `REASON_HEADER` (if any) moved into the status line."""
+    marker = b"\r\n" + REASON_HEADER.encode() + b": "
+    at = head.find(marker, 0, head.find(b"\r\n\r\n") + 2)
+    if at < 0:
+        return head
+    line_end = head.index(b"\r\n", at + 2)
+    status_end = head.index(b"\r\n")
+    version, code = head[:status_end].split(b" ")[:2]
+    return (b"%s %s %s" % (version, code, head[at + len(marker):line_end])
+            + head[status_end:at] + head[line_end:])
 
 
 def _leaves(group: BaseExceptionGroup[Exception]) -> list[Exception]:
