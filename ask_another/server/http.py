@@ -458,6 +458,7 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         server = build_server(config, auth=auth.settings, token_verifier=auth.verifier,
                               opened=opened, metrics=metrics,
                               console_url=console_url(resource_url))
+        metrics.tools = frozenset(tool.name for tool in await server.list_tools())
         server.custom_route(METRICS_PATH, methods=["GET"], include_in_schema=False)(
             MetricsRoute(opened, metrics, auth.verifier).respond)
 
