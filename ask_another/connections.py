@@ -18,6 +18,7 @@ config, with two differences in how each accepted connection is served:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Final
@@ -61,6 +62,8 @@ class WriteDeadline(trio.abc.HalfCloseableStream):
             await self.stream.send_all(data)
             return
         await self.stream.aclose()  # a cancelled send_all leaves the stream unusable
+        log.info("http.write_timeout", seconds=self.seconds,
+                 reason="the client read nothing of its answers for that long")
         raise trio.BrokenResourceError(f"the client read nothing for {self.seconds:g} s")
 
     async def wait_send_all_might_not_block(self) -> None:
@@ -129,6 +132,15 @@ def _leaves(group: BaseExceptionGroup[Exception]) -> list[Exception]:
     return found
 
 
+class _OneLine(logging.Filter):
+    """Drops the traceback of trio's "accept returned EMFILE" (one a tenth of a second while
+    the node is out of files): the line says it all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = record.exc_text = None
+        return True
+
+
 def log_fault(exc: BaseException) -> None:
     """The default `on_fault`: one line, without the traceback hypercorn would have printed."""
     log.warning("http.connection_fault", error=type(exc).__name__, detail=str(exc)[:200])
@@ -140,6 +152,9 @@ async def serve(app: Any, config: HypercornConfig, *, write_seconds: float,
                 task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the ASGI `app` on `config`'s insecure sockets until `shutdown_trigger` returns, as
     `hypercorn.trio.serve` does (lifespan, graceful timeout), with `Connection`s."""
+    accepting = logging.getLogger("trio.serve_listeners")
+    if not any(isinstance(known, _OneLine) for known in accepting.filters):
+        accepting.addFilter(_OneLine())
     wrapped = wrap_app(app, config.wsgi_max_body_size, None)
     lifespan_state: LifespanState = {}
     lifespan = Lifespan(wrapped, config, lifespan_state)

@@ -99,6 +99,7 @@ DEFAULT_PORT: Final = 8765
 MCP_PATH: Final = "/mcp"
 HEALTH_PATH: Final = "/health"
 HEALTH_SECONDS: Final = 5.0
+HEALTH_FRESH: Final = 1.0  # /health asks the store at most this often
 METRICS_PATH: Final = "/metrics"
 
 @dataclass(frozen=True)
@@ -550,22 +551,30 @@ class MetricsRoute:
 class Health:
     """`GET /health`, for a load balancer: no token needed. 503 when the store does not answer
     (PostgreSQL down since the start), so the balancer sends no calls here that would only fail.
-    The reason goes to the log when it changes, not to the caller: it names the database's host,
-    port and user, which anyone who can reach the port need not learn."""
+    The store is asked at most once every `HEALTH_FRESH` seconds, the answer shared by every
+    request meanwhile: anyone who can reach the port may send thousands of them (pipelined, on
+    a thousand connections), and each cost a query. The reason goes to the log when it changes,
+    not to the caller: it names the database's host, port and user, which anyone who can reach
+    the port need not learn."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self.problem: str | None = None  # what the last check found, to log changes only
+        self.problem: str | None = None  # what the last check found
+        self.checked: float | None = None  # when (trio's clock)
+        self.checking = trio.Lock()
 
     async def respond(self, _: Request) -> Response:
-        problem = await health_problem(self.runtime)
-        if problem != self.problem:
-            if problem is None:
-                log.info("http.healthy")
-            else:
-                log.warning("http.unhealthy", problem=problem)
-            self.problem = problem
-        if problem is None:
+        async with self.checking:  # one check at a time; those waiting take its answer
+            if self.checked is None or trio.current_time() - self.checked >= HEALTH_FRESH:
+                problem = await health_problem(self.runtime)
+                self.checked = trio.current_time()
+                if problem != self.problem:
+                    if problem is None:
+                        log.info("http.healthy")
+                    else:
+                        log.warning("http.unhealthy", problem=problem)
+                self.problem = problem
+        if self.problem is None:
             return JSONResponse({"status": "ok"})
         return JSONResponse({"status": "unavailable",
                              "error": "the store does not answer; the server's log says why"},
