@@ -50,6 +50,7 @@ DEFAULT_HOST_LINGER: Final = 60.0  # the job host exits after this long with no 
 DEFAULT_CONFIRM_USD: Final = 1.00  # estimates above this ask a person to confirm
 DEFAULT_SHUTDOWN_SECONDS: Final = 20.0  # serve --http: how long in-flight calls may finish
 DEFAULT_BODY_SECONDS: Final = 30.0  # serve --http: how long a request's body may take to arrive
+DEFAULT_WRITE_SECONDS: Final = 30.0  # serve --http: how long one write to a client may wait
 # serve --http: requests in flight at once (server/in_flight.py), well above a team's bursts (200
 # clients of one token calling at once, each with a call and perhaps an event stream).
 DEFAULT_REQUESTS_PER_USER: Final = 512
@@ -248,6 +249,7 @@ class Config:
     public_url: str | None = None  # ASK_ANOTHER_PUBLIC_URL: the MCP endpoint as clients see it
     shutdown_seconds: float = DEFAULT_SHUTDOWN_SECONDS
     body_seconds: float = DEFAULT_BODY_SECONDS
+    write_seconds: float = DEFAULT_WRITE_SECONDS
     requests_per_user: int = DEFAULT_REQUESTS_PER_USER  # 0: only the node's bound
     requests_per_address: int = DEFAULT_REQUESTS_PER_ADDRESS  # 0: only the node's bound
     rate_per_minute: int = DEFAULT_RATE_PER_MINUTE  # 0: no limit
@@ -297,6 +299,8 @@ class Config:
                                            DEFAULT_SHUTDOWN_SECONDS, problems)
         body_seconds = _parse_positive(env, "ASK_ANOTHER_BODY_SECONDS", DEFAULT_BODY_SECONDS,
                                        problems)
+        write_seconds = _parse_positive(env, "ASK_ANOTHER_WRITE_SECONDS", DEFAULT_WRITE_SECONDS,
+                                        problems)
         requests_per_user = _parse_limit(env, "ASK_ANOTHER_REQUESTS_PER_USER",
                                          DEFAULT_REQUESTS_PER_USER, problems)
         requests_per_address = _parse_limit(env, "ASK_ANOTHER_REQUESTS_PER_ADDRESS",
@@ -341,6 +345,7 @@ class Config:
             public_url=public_url,
             shutdown_seconds=shutdown_seconds,
             body_seconds=body_seconds,
+            write_seconds=write_seconds,
             requests_per_user=requests_per_user,
             requests_per_address=requests_per_address,
             rate_per_minute=rate_per_minute,

@@ -189,10 +189,13 @@ class Drain:
 async def serve_until_stopped(drain: Drain, sock: socket.socket, config: Config,
                               local_url: str, resource_url: str, auth_described: str,
                               ready: Callable[[], None] | None = None, *,
-                              console: str | None = None) -> None:
-    """hypercorn on `sock` until SIGTERM or SIGINT, then the drain (see the module docstring)."""
+                              console: str | None = None,
+                              on_fault: Callable[[BaseException], None] | None = None) -> None:
+    """hypercorn on `sock` until SIGTERM or SIGINT, then the drain (see the module docstring);
+    `on_fault` hears of each connection that raised (connections.py; one log line otherwise)."""
     from hypercorn.config import Config as HypercornConfig
-    from hypercorn.trio import serve
+
+    from ask_another.connections import log_fault, serve
 
     hypercorn = HypercornConfig()
     hypercorn.bind = [f"fd://{sock.detach()}"]
@@ -227,7 +230,8 @@ async def serve_until_stopped(drain: Drain, sock: socket.socket, config: Config,
             async def run(task_status: trio.TaskStatus[list[str]]) -> None:
                 with trio.CancelScope() as serving:
                     nursery.start_soon(end_when_idle, serving)
-                    await serve(drain, hypercorn, shutdown_trigger=stop.wait,  # type: ignore[arg-type]
+                    await serve(drain, hypercorn, write_seconds=config.write_seconds,
+                                shutdown_trigger=stop.wait, on_fault=on_fault or log_fault,
                                 task_status=task_status)
                 nursery.cancel_scope.cancel()  # served and shut down: stop listening for signals
 

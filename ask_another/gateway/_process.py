@@ -52,6 +52,7 @@ from ask_another.gateway._wire import (
     Delta,
     Done,
     Failed,
+    FrameTooLarge,
     FromWorker,
     Interact,
     Interacted,
@@ -60,6 +61,7 @@ from ask_another.gateway._wire import (
     Searched,
     error_class,
     frame,
+    frame_size,
 )
 from ask_another.logs import get_logger, scrub_provider_text
 
@@ -170,7 +172,11 @@ class _Worker:
                 return
             buffer += data
             while len(buffer) >= HEADER:
-                end = HEADER + int.from_bytes(buffer[:HEADER], "big")
+                try:
+                    end = HEADER + frame_size(bytes(buffer[:HEADER]))
+                except FrameTooLarge as exc:  # the worker is broken: treated as gone
+                    log.error("gateway.frame_too_large", error=str(exc))
+                    return
                 if len(buffer) < end:
                     break
                 self._dispatch(self._decoder.decode(bytes(buffer[HEADER:end])))

@@ -57,7 +57,15 @@ import trio
 
 from ask_another.detached import start_detached
 from ask_another.gateway._process import WORKER_MODULE, ProcessTransport, WorkerStopped, _Worker
-from ask_another.gateway._wire import HEADER, Hello, Ready, frame, peer_uid
+from ask_another.gateway._wire import (
+    HEADER,
+    FrameTooLarge,
+    Hello,
+    Ready,
+    frame,
+    frame_size,
+    peer_uid,
+)
 from ask_another.home import not_private
 from ask_another.logs import get_logger
 
@@ -246,7 +254,11 @@ async def _first_frame(stream: trio.SocketStream) -> bytes | None:
             return None
         data += chunk
         if len(data) == HEADER:
-            needed = HEADER + int.from_bytes(data, "big")
+            try:
+                needed = HEADER + frame_size(bytes(data))
+            except FrameTooLarge as exc:
+                log.error("gateway.frame_too_large", error=str(exc))
+                return None
     return bytes(data[HEADER:])
 
 

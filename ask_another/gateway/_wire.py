@@ -84,6 +84,24 @@ class Failed(msgspec.Struct, tag="failed"):
 ToWorker = Hello | Call | Interact | Search | Cancel
 FromWorker = Ready | Delta | Done | Interacted | Searched | Failed
 HEADER = 4  # bytes of big-endian frame length
+MAX_FRAME = 256 << 20
+"""The largest frame body either side reads (256 MiB: a prompt at its 1,000,000-character cap,
+with a conversation's history and a long answer, is a few MiB). A header announcing more ends
+the connection with `FrameTooLarge` instead of buffering what it announces (a 2 GiB header
+grew the worker by 530 MB, waiting for the rest)."""
+
+
+class FrameTooLarge(ValueError):
+    """A frame header announced more than `MAX_FRAME` bytes."""
+
+
+def frame_size(header: bytes) -> int:
+    """The body size a frame `header` announces; `FrameTooLarge` above `MAX_FRAME`."""
+    size = int.from_bytes(header, "big")
+    if size > MAX_FRAME:
+        raise FrameTooLarge(f"a gateway frame announced {size} bytes, more than the "
+                            f"{MAX_FRAME} one may have: the connection is closed")
+    return size
 
 
 def frame(encoder: msgspec.msgpack.Encoder, message: msgspec.Struct) -> bytes:

@@ -38,6 +38,7 @@ from ask_another.gateway._wire import (
     Delta,
     Done,
     Failed,
+    FrameTooLarge,
     Hello,
     Interact,
     Interacted,
@@ -46,6 +47,7 @@ from ask_another.gateway._wire import (
     Searched,
     ToWorker,
     frame,
+    frame_size,
     peer_uid,
 )
 from ask_another.logs import configure_logging, get_logger, register_secrets
@@ -109,9 +111,12 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lit
     while True:
         try:
             header = await reader.readexactly(HEADER)
-            message = decoder.decode(await reader.readexactly(int.from_bytes(header, "big")))
+            message = decoder.decode(await reader.readexactly(frame_size(header)))
         except (asyncio.IncompleteReadError, ConnectionError):
             break  # the parent is done (or gone)
+        except FrameTooLarge as exc:
+            get_logger("ask_another.gateway").error("gateway.frame_too_large", error=str(exc))
+            break
         if isinstance(message, Hello):
             register_secrets(message.secrets)
         elif isinstance(message, Cancel):

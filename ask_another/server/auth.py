@@ -10,11 +10,12 @@ name, and whose `scopes` hold `ADMIN_SCOPE` for an admin.
   random id. The file is re-read when it changes, so a change counts from the next request
   without a restart.
 - `JwtVerifier`: an OAuth 2.1 resource server. Tokens are JWTs signed by the configured issuer's
-  keys (its JWKS, fetched with pyjwt's `PyJWKClient` in a thread and cached); `iss`, `aud` and
-  `exp` are checked. The user is `oauth:ISSUER#SUB`, whatever claim
-  (`ASK_ANOTHER_OAUTH_USER_CLAIM`) names them: a name is not an identity, and a tokens-file
-  user's name never gives an issuer's user that user's rows. `auth_settings` makes the SDK
-  publish the RFC 9728 protected-resource metadata that points clients at the issuer.
+  keys (its JWKS, fetched with httpx in a thread, bounded in size and in its whole duration,
+  paused after each fetch, and cached); `iss`, `aud` and `exp` are checked. The user is
+  `oauth:ISSUER#SUB`, whatever claim (`ASK_ANOTHER_OAUTH_USER_CLAIM`) names them: a name is
+  not an identity, and a tokens-file user's name never gives an issuer's user that user's rows.
+  `auth_settings` makes the SDK publish the RFC 9728 protected-resource metadata that points
+  clients at the issuer.
 
 A missing or refused token gets the SDK's 401 with `WWW-Authenticate` (its bearer middleware).
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -51,9 +53,15 @@ __all__ = [
 
 log = get_logger("ask_another.server.auth")
 
-JWKS_SECONDS: Final = 3600.0  # how long the issuer's key set is cached
-KEY_SECONDS: Final = 300.0  # how long a key found in it is used before it is looked up again
-FETCH_PAUSE: Final = 30.0  # seconds without a fetch of the keys after one failed
+JWKS_SECONDS: Final = 3600.0  # how long the issuer's key set is used before it is fetched again
+FETCH_PAUSE: Final = 30.0  # seconds without another fetch of the keys after one
+FETCH_SECONDS: Final = 5.0  # the whole of one fetch of the keys, however slowly they come
+KEYS_WAIT: Final = 5.0  # the longest a request waits for the keys before it is refused
+JWKS_MAX_BYTES: Final = 1 << 20  # a key set is a few kB; more is not read
+
+
+class KeysUnavailable(Exception):
+    """The issuer's keys could not be had: unreachable, too slow, too large, or useless."""
 
 
 def _access_token(token: str, user: TokenUser) -> AccessToken:
@@ -131,55 +139,67 @@ class JwtVerifier(TokenVerifier):
         self.settings = settings
         self.audience = audience
         self._jwt = jwt
-        self._jwks: jwt.PyJWKClient | None = None
-        # kid -> (key, when to look it up again): found without a thread or a lock.
-        self._known: dict[str, tuple[Any, float]] = {}
-        self._failed_at: float | None = None  # trio time of the last failed fetch of the keys
-        # One look-up of the issuer's keys at a time, waited for here rather than in a worker
+        self._url = settings.jwks_url  # found in the issuer's metadata at the first fetch if None
+        self._keys: dict[str, Any] = {}  # kid -> the issuer's key, from the last useful fetch
+        self._fetched_at: float | None = None  # trio time of the last fetch, whatever came
+        self._useful_at: float | None = None  # and of the last that brought usable keys
+        self._problem: str | None = None  # why the last fetch brought none
+        # One fetch of the issuer's keys at a time, waited for here rather than in a worker
         # thread each: tokens naming unknown keys (anyone can send them) must not fill trio's
         # threads, which the SQLite store uses too.
         self._fetching = trio.Lock()
 
-    async def _keys(self) -> Any:
-        if self._jwks is None:
-            url = self.settings.jwks_url
-            if url is None:
-                url = await trio.to_thread.run_sync(discover_jwks, self.settings.issuer)
-            # The key set cached for an hour; an unknown `kid` makes PyJWKClient fetch again,
-            # at most every 30 s (its cooldown) while the issuer answers.
-            self._jwks = self._jwt.PyJWKClient(url, lifespan=JWKS_SECONDS, timeout=10)
-        return self._jwks
-
     async def _signing_key(self, kid: str) -> Any:
-        """The issuer's key named `kid`. A key found is used `KEY_SECONDS`, then looked up again
-        in the key set (so a key the issuer removed is refused within the set's hour), and kept
-        while the issuer cannot be reached. After a failed fetch no other is tried for
-        `FETCH_PAUSE` seconds: PyJWKClient's cooldown starts only after a successful one, so
-        each token with a made-up `kid` fetched again while the issuer was down."""
-        known = self._known.get(kid)
-        if known is not None and trio.current_time() < known[1]:
-            return known[0]
-        async with self._fetching:
-            known = self._known.get(kid)
-            now = trio.current_time()
-            if known is not None and now < known[1]:
-                return known[0]
-            if self._failed_at is not None and now - self._failed_at < FETCH_PAUSE:
-                if known is not None:
-                    return known[0]
+        """The issuer's key named `kid`, from the key set fetched at most every `FETCH_PAUSE`
+        seconds (a `kid` it lacks is refused until then: anyone can send a token naming a
+        made-up one) and fetched again after `JWKS_SECONDS` (a key the issuer removed is then
+        refused). A key set that cannot be had (unreachable, slower than `FETCH_SECONDS` in
+        all, over `JWKS_MAX_BYTES`, not JSON, empty, no usable key) pauses the fetches the
+        same way, and the keys of the last useful one are kept meanwhile. A request waits at
+        most `KEYS_WAIT` for a fetch; the fetch's thread is abandoned on cancellation, so it
+        never holds shutdown."""
+        now = trio.current_time()
+        if kid in self._keys and self._useful_at is not None \
+                and now - self._useful_at < JWKS_SECONDS:
+            return self._keys[kid]
+        with trio.move_on_after(KEYS_WAIT):
+            async with self._fetching:
+                now = trio.current_time()
+                if self._fetched_at is None or now - self._fetched_at >= FETCH_PAUSE:
+                    await self._fetch()
+                if kid in self._keys:
+                    return self._keys[kid]
                 raise self._jwt.PyJWKClientError(
-                    f"the issuer's keys could not be fetched {now - self._failed_at:.0f} s ago; "
-                    f"not tried again for {FETCH_PAUSE:g} s")
-            try:
-                jwks = await self._keys()
-                key = await trio.to_thread.run_sync(jwks.get_signing_key, kid)
-            except (self._jwt.PyJWKClientConnectionError, ConfigError):
-                self._failed_at = trio.current_time()
-                if known is not None:
-                    return known[0]
-                raise
-            self._known[kid] = (key, trio.current_time() + KEY_SECONDS)
-            return key
+                    self._problem or f"the issuer's key set has no key {kid!r}")
+        raise self._jwt.PyJWKClientError(f"the issuer's keys did not come within {KEYS_WAIT:g} s")
+
+    async def _fetch(self) -> None:
+        self._fetched_at = trio.current_time()  # a fetch cut short pauses the next ones too
+        self._problem = "the fetch of the issuer's keys did not finish"
+        try:
+            if self._url is None:
+                self._url = await trio.to_thread.run_sync(
+                    discover_jwks, self.settings.issuer, abandon_on_cancel=True)
+            url = self._url
+            body = await trio.to_thread.run_sync(fetch_jwks, url, abandon_on_cancel=True)
+            keys = self._usable_keys(body, url)
+        except (KeysUnavailable, ConfigError) as exc:
+            self._problem = str(exc)
+            log.warning("auth.jwks_unavailable", reason=self._problem,
+                        next_try_seconds=FETCH_PAUSE)
+            return
+        self._keys, self._problem = keys, None
+        self._useful_at = trio.current_time()
+
+    def _usable_keys(self, body: bytes, url: str) -> dict[str, Any]:
+        try:
+            found = self._jwt.PyJWKSet.from_json(body.decode("utf-8")).keys
+        except (ValueError, UnicodeDecodeError, self._jwt.PyJWTError) as exc:
+            raise KeysUnavailable(f"{url} is not a JWKS with usable keys ({exc})") from None
+        keys = {key.key_id: key for key in found if key.key_id}
+        if not keys:
+            raise KeysUnavailable(f"{url} has no key with a kid")
+        return keys
 
     async def verify_token(self, token: str) -> AccessToken | None:
         jwt = self._jwt
@@ -232,6 +252,31 @@ def _scopes(claims: dict[str, Any]) -> set[str]:
         elif isinstance(value, list):
             found |= {v for v in value if isinstance(v, str)}
     return found
+
+
+def fetch_jwks(url: str) -> bytes:
+    """The body at `url`: at most `JWKS_MAX_BYTES`, within `FETCH_SECONDS` in all (checked at
+    each read, each read waiting at most that too), undecoded (a compressed body is refused as
+    not JSON rather than expanded). Raises `KeysUnavailable`. Blocking: run in a thread."""
+    import httpx
+
+    ends = time.monotonic() + FETCH_SECONDS
+    body = bytearray()
+    try:
+        with httpx.stream("GET", url, timeout=FETCH_SECONDS,
+                          headers={"Accept-Encoding": "identity"}) as response:
+            if response.status_code != 200:
+                raise KeysUnavailable(f"{url} answered HTTP {response.status_code}")
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) > JWKS_MAX_BYTES:
+                    raise KeysUnavailable(f"{url} sent more than {JWKS_MAX_BYTES} bytes")
+                if time.monotonic() > ends:
+                    raise KeysUnavailable(f"{url} took more than {FETCH_SECONDS:g} s")
+    except httpx.HTTPError as exc:
+        raise KeysUnavailable(f"cannot fetch the issuer's keys from {url}: "
+                              f"{exc or type(exc).__name__}") from None
+    return bytes(body)
 
 
 def check_jwks(settings: OAuthSettings) -> str:

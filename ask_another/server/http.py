@@ -25,14 +25,15 @@ opened once, in the app's lifespan, and shared by all sessions and requests.
 from __future__ import annotations
 
 import collections
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import trio
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
 from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
@@ -46,7 +47,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount
 
 from ask_another.config import DEFAULT_BODY_SECONDS, Config
-from ask_another.errors import AskAnotherError, ConfigError, LimitReached
+from ask_another.connections import REASON_HEADER
+from ask_another.errors import AskAnotherError, ConfigError
 from ask_another.hosting import KEEP_ALIVE_SECONDS as KEEP_ALIVE_SECONDS
 from ask_another.hosting import (
     ASGIApp,
@@ -59,7 +61,6 @@ from ask_another.hosting import (
     serve_until_stopped,
     url_host,
 )
-from ask_another.limits import WINDOW, RequestRate
 from ask_another.logs import get_logger
 from ask_another.runtime import Runtime
 from ask_another.server.app import build_server
@@ -80,10 +81,11 @@ __all__ = [
     "HEALTH_PATH",
     "MCP_PATH",
     "METRICS_PATH",
-    "SESSIONS_PER_MINUTE",
+    "SESSIONS_PER_USER",
     "Drain",
     "HttpAuth",
-    "SessionRate",
+    "OpenSessions",
+    "TokenFirst",
     "WholeBodies",
     "is_loopback",
     "plan_auth",
@@ -97,6 +99,7 @@ DEFAULT_PORT: Final = 8765
 MCP_PATH: Final = "/mcp"
 HEALTH_PATH: Final = "/health"
 HEALTH_SECONDS: Final = 5.0
+HEALTH_FRESH: Final = 1.0  # /health asks the store at most this often
 METRICS_PATH: Final = "/metrics"
 
 @dataclass(frozen=True)
@@ -144,38 +147,93 @@ def plan_auth(config: Config, host: str, resource_url: str, *, no_auth: bool) ->
     return HttpAuth(auth_settings(resource_url, config.oauth), verifier, "; ".join(described))
 
 
-SESSIONS_PER_MINUTE: Final = 10
-"""Handshake-era sessions one user may open a minute, while ASK_ANOTHER_RATE_PER_MINUTE is on."""
+class TokenFirst:
+    """ASGI middleware, first inside the SDK's authentication: a request to `MCP_PATH` without a
+    valid token gets the SDK's own `401` (with `WWW-Authenticate`) here, before its body is read
+    and before any bound counts it.
 
+    The SDK checks the token at the endpoint, inside every middleware added to its app: a
+    client with no token had its body read (up to `ASK_ANOTHER_BODY_SECONDS`) and counted
+    against the bounds of an address that real users may share (a proxy, a NAT) before its
+    401. The SDK's check stays where it is; this one only comes first."""
 
-class SessionRate:
-    """ASGI middleware, inside the SDK's authentication, that limits the handshake-era sessions
-    each token user opens (`SESSIONS_PER_MINUTE`).
-
-    Opening one (a request without `Mcp-Session-Id` in that era) is not a tool call, so the
-    per-user rate never counted it, and the SDK keeps at most 10,000 sessions for 30 idle
-    minutes each, for everyone: one user opening sessions in a loop would keep every other
-    handshake-era client out (`503 Too many open sessions`) and grow the server's memory."""
-
-    def __init__(self, app: ASGIApp, rate: RequestRate) -> None:
+    def __init__(self, app: ASGIApp, settings: AuthSettings | None) -> None:
         self.app = app
-        self.rate = rate
+        metadata = (build_resource_metadata_url(settings.resource_server_url)
+                    if settings is not None and settings.resource_server_url else None)
+        self.required = RequireAuthMiddleware(
+            app, (settings.required_scopes or []) if settings is not None else [], metadata)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == MCP_PATH:
+            await self.required(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+SESSIONS_PER_USER: Final = 64
+"""Handshake-era sessions one token user may have open at once on a node, while
+ASK_ANOTHER_RATE_PER_MINUTE is on (well above a person's clients, well below the SDK's 10,000)."""
+SESSIONS_RETRY_SECONDS: Final = 60
+"""The `Retry-After` of a refused session: a slot frees when the user closes a session (DELETE),
+or when one has idled for the SDK's 30 minutes."""
+
+
+class OpenSessions:
+    """ASGI middleware, inside the SDK's authentication, that bounds the handshake-era sessions
+    each token user has open at once (`SESSIONS_PER_USER`).
+
+    Sessions open, not sessions opened: a session ended with `DELETE`, or by the SDK (idle
+    timeout, crash), frees its slot, so a client that opens one per tool call
+    (langchain-mcp-adapters' default) may make as many calls as its rate allows. The SDK keeps
+    at most 10,000 sessions for 30 idle minutes each, for everyone: without a bound per user, one
+    user opening sessions in a loop kept every other handshake-era client out (`503 Too many
+    open sessions`). A refusal is `429` with `Retry-After`, its reason also in the status
+    line's reason phrase (clients show that, not the body)."""
+
+    def __init__(self, app: ASGIApp, is_open: Callable[[str], bool],
+                 bound: int = SESSIONS_PER_USER) -> None:
+        self.app = app
+        self.is_open = is_open  # whether the SDK still holds the session of this id
+        self.bound = bound
+        self.sessions: dict[str, set[str]] = {}  # user id -> ids of the sessions they opened
+        self.opening: collections.Counter[str] = collections.Counter()  # being opened now
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         user = scope.get("user")
-        if scope["type"] == "http" and scope["path"] == MCP_PATH \
-                and isinstance(user, AuthenticatedUser) and _opens_session(scope):
-            try:
-                self.rate.check(token_user(user.access_token))
-            except LimitReached as exc:
-                retry = math.ceil(exc.retry_after or WINDOW)
-                refusal = JSONResponse(
-                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32000,
-                                                             "message": str(exc)}},
-                    status_code=429, headers={"Retry-After": str(retry)})
-                await refusal(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+        who = (token_user(user.access_token).id if isinstance(user, AuthenticatedUser)
+               else None)
+        if not (scope["type"] == "http" and scope["path"] == MCP_PATH and who is not None
+                and _opens_session(scope)):  # the local user (None) is never limited
+            await self.app(scope, receive, send)
+            return
+        held = {session for session in self.sessions.pop(who, ()) if self.is_open(session)}
+        if held:
+            self.sessions[who] = held
+        if len(held) + self.opening[who] >= self.bound:
+            message = (f"too many open sessions: at most {self.bound} at once per user; close "
+                       "one (DELETE) or retry when one has ended")
+            log.info("http.too_many_sessions", user=who, bound=self.bound)
+            await JSONResponse(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}},
+                status_code=429, headers={"Retry-After": str(SESSIONS_RETRY_SECONDS),
+                                          REASON_HEADER: message})(scope, receive, send)
+            return
+
+        async def noting_the_session(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"mcp-session-id":
+                        self.sessions.setdefault(who, set()).add(value.decode("latin-1"))
+            await send(message)
+
+        self.opening[who] += 1
+        try:
+            await self.app(scope, receive, noting_the_session)
+        finally:
+            self.opening[who] -= 1
+            if self.opening[who] <= 0:
+                del self.opening[who]
 
 
 class WholeBodies:
@@ -401,6 +459,7 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         server = build_server(config, auth=auth.settings, token_verifier=auth.verifier,
                               opened=opened, metrics=metrics,
                               console_url=console_url(resource_url))
+        metrics.tools = frozenset(tool.name for tool in await server.list_tools())
         server.custom_route(METRICS_PATH, methods=["GET"], include_in_schema=False)(
             MetricsRoute(opened, metrics, auth.verifier).respond)
 
@@ -411,16 +470,19 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
         mcp_app = server.streamable_http_app(
             streamable_http_path=MCP_PATH, host=host,
             transport_security=transport_security(host, config.public_url))
-        # After the SDK's authentication: a request without a valid token is answered 401
-        # before its body is read. Requests in flight are counted first, a slow body included.
+        # Right after the SDK's authentication (which only names the user): a request without a
+        # valid token is answered 401 before its body is read or any bound counts it. Then
+        # requests in flight are counted, a slow body included.
+        mcp_app.user_middleware.append(Middleware(TokenFirst, settings=auth.settings))
         mcp_app.user_middleware.append(Middleware(InFlight, bounds=bounds,
                                                   exempt=frozenset({HEALTH_PATH})))
         mcp_app.user_middleware.append(Middleware(WholeBodies, seconds=config.body_seconds))
         if config.rate_per_minute > 0:
-            # Innermost, after the SDK's authentication, which names the user.
-            mcp_app.user_middleware.append(Middleware(SessionRate, rate=RequestRate(
-                SESSIONS_PER_MINUTE, what="new sessions",
-                setting="on while ASK_ANOTHER_RATE_PER_MINUTE is not 0")))
+            # Innermost, after the SDK's authentication, which names the user. The SDK's own
+            # table of sessions is the truth of which are still open (it has no public view).
+            sessions = server.session_manager._server_instances
+            mcp_app.user_middleware.append(Middleware(OpenSessions,
+                                                      is_open=sessions.__contains__))
         mcp_app.router.routes.append(console_mount(config, opened, auth, no_auth=no_auth,
                                                    allow_stop=console_allow_stop,
                                                    resource_url=resource_url))
@@ -490,22 +552,30 @@ class MetricsRoute:
 class Health:
     """`GET /health`, for a load balancer: no token needed. 503 when the store does not answer
     (PostgreSQL down since the start), so the balancer sends no calls here that would only fail.
-    The reason goes to the log when it changes, not to the caller: it names the database's host,
-    port and user, which anyone who can reach the port need not learn."""
+    The store is asked at most once every `HEALTH_FRESH` seconds, the answer shared by every
+    request meanwhile: anyone who can reach the port may send thousands of them (pipelined, on
+    a thousand connections), and each cost a query. The reason goes to the log when it changes,
+    not to the caller: it names the database's host, port and user, which anyone who can reach
+    the port need not learn."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self.problem: str | None = None  # what the last check found, to log changes only
+        self.problem: str | None = None  # what the last check found
+        self.checked: float | None = None  # when (trio's clock)
+        self.checking = trio.Lock()
 
     async def respond(self, _: Request) -> Response:
-        problem = await health_problem(self.runtime)
-        if problem != self.problem:
-            if problem is None:
-                log.info("http.healthy")
-            else:
-                log.warning("http.unhealthy", problem=problem)
-            self.problem = problem
-        if problem is None:
+        async with self.checking:  # one check at a time; those waiting take its answer
+            if self.checked is None or trio.current_time() - self.checked >= HEALTH_FRESH:
+                problem = await health_problem(self.runtime)
+                self.checked = trio.current_time()
+                if problem != self.problem:
+                    if problem is None:
+                        log.info("http.healthy")
+                    else:
+                        log.warning("http.unhealthy", problem=problem)
+                self.problem = problem
+        if self.problem is None:
             return JSONResponse({"status": "ok"})
         return JSONResponse({"status": "unavailable",
                              "error": "the store does not answer; the server's log says why"},

@@ -10,7 +10,13 @@ still read gets a parse error with that id and the reason; a line that is not JS
 request object, gets an error with a null id; a notification or a response gets nothing. Every
 line the SDK can read reaches it unchanged. See docs/server.md, "Known issues".
 
-``AskAnotherServer`` is the ``MCPServer`` whose ``run_stdio_async`` uses it. With its stdin given
+``Unanswered`` bounds the requests read but not yet answered (`UNANSWERED`): past it, the next
+message is taken from the SDK's reader only once an answer has been written, so a client that
+stops reading stdout makes the server stop reading stdin (its pipe fills, and it waits) instead
+of holding an answer for every request it goes on reading (1.15 GB after 10,000 `tools/list`
+never read).
+
+``AskAnotherServer`` is the ``MCPServer`` whose ``run_stdio_async`` uses them. With its stdin given
 explicitly the SDK does not divert fd 0, so ``_claim_stdin`` does what it would have done: the
 wire is read from a private duplicate and fd 0 points at the null device while serving (a child
 process reading stdin gets EOF instead of the client's messages). A pipe or socket is read by
@@ -42,7 +48,7 @@ from mcp.shared.message import SessionMessage
 from ask_another.logs import get_logger
 from ask_another.server.lifespan import ServerState
 
-__all__ = ["AnsweringStdin", "AskAnotherServer"]
+__all__ = ["UNANSWERED", "AnsweringStdin", "AskAnotherServer", "Unanswered"]
 
 log = get_logger("ask_another.server.stdio")
 
@@ -52,6 +58,9 @@ _HINTS: Final = (
     ("number out of range", "numbers are limited to 4,300 digits"),
     ("recursion limit", "arrays and objects may nest about 200 deep"),
 )
+
+UNANSWERED: Final = 256
+"""Requests read from stdin and not yet answered, at most (long calls in flight included)."""
 
 DEEP: Final = "recursion limit"
 """What the SDK's parser says of a line nested too deep: such a line is not parsed again here."""
@@ -190,6 +199,95 @@ class AnsweringStdin:
         return None
 
 
+class Unanswered:
+    """The requests of one stdio session read and not yet answered, at most `UNANSWERED` (see
+    the module docstring): `reading(stream)` and `writing(stream)` wrap the SDK's streams. A
+    request the client cancels (`notifications/cancelled`) is never answered: it stops counting
+    then."""
+
+    def __init__(self) -> None:
+        self.ids: set[int | str] = set()
+        self._answered = anyio.Event()
+
+    async def before_reading(self) -> None:
+        while len(self.ids) >= UNANSWERED:
+            await self._answered.wait()
+
+    def read(self, item: Any) -> None:
+        if not isinstance(item, SessionMessage):
+            return
+        message = item.message
+        if isinstance(message, types.JSONRPCRequest):
+            self.ids.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) \
+                and message.method == "notifications/cancelled":
+            self.written((message.params or {}).get("requestId"))
+
+    def written(self, request_id: Any) -> None:
+        if request_id in self.ids:
+            self.ids.discard(request_id)
+            self._answered.set()
+            self._answered = anyio.Event()
+
+    def reading(self, stream: Any) -> _Reading:
+        return _Reading(stream, self)
+
+    def writing(self, stream: Any) -> _Writing:
+        return _Writing(stream, self)
+
+
+class _Reading:
+    def __init__(self, stream: Any, unanswered: Unanswered) -> None:
+        self._stream = stream
+        self._unanswered = unanswered
+
+    async def receive(self) -> Any:
+        await self._unanswered.before_reading()
+        item = await self._stream.receive()
+        self._unanswered.read(item)
+        return item
+
+    def __aiter__(self) -> _Reading:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def __getattr__(self, name: str) -> Any:  # aclose, close, last_context
+        return getattr(self._stream, name)
+
+    async def __aenter__(self) -> _Reading:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stream.__aexit__(*exc)
+
+
+class _Writing:
+    def __init__(self, stream: Any, unanswered: Unanswered) -> None:
+        self._stream = stream
+        self._unanswered = unanswered
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._stream.send(item)
+        if isinstance(item.message, (types.JSONRPCResponse, types.JSONRPCError)):
+            self._unanswered.written(item.message.id)
+
+    def __getattr__(self, name: str) -> Any:  # aclose, close
+        return getattr(self._stream, name)
+
+    async def __aenter__(self) -> _Writing:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stream.__aexit__(*exc)
+
+
 @contextlib.contextmanager
 def _claim_stdin() -> Iterator[int]:
     """A private duplicate of fd 0 for reading the wire; fd 0 is the null device meanwhile."""
@@ -234,5 +332,7 @@ class AskAnotherServer(MCPServer[ServerState]):
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
                 stdin.reply_through(write_stream)
                 lowlevel = self._lowlevel_server
-                await lowlevel.run(read_stream, write_stream,
+                unanswered = Unanswered()
+                await lowlevel.run(unanswered.reading(read_stream),
+                                   unanswered.writing(write_stream),
                                    lowlevel.create_initialization_options())

@@ -42,7 +42,7 @@ _NAMED = re.compile(r"(?<![\w.])(" + "|".join(MCP_TOOLS) + r")(?!\w)")
 # those below it.
 LAYERS = {
     "faces": ("cli", "terminal", "server", "console", "demo", "hosting", "jobhost", "__main__",
-              "aio", "adapters"),
+              "aio", "adapters", "connections"),
     "library": ("runtime",),
     "domain": ("research", "consensus", "conversations"),
     "services": ("spend", "services"),

@@ -318,7 +318,7 @@ async def test_metrics_count_jobs_by_state_and_what_they_wait_for(
     async with served(make_config) as s:
         await waiting_job(sim, s.runtime, "alice")
         await spend(s.runtime, "bob", "openai/m1", 0.25)
-        metrics = Metrics()
+        metrics = Metrics(frozenset({"completion"}))
         metrics.observe("completion", 0.2, failed=False)
         text = (await metrics.render(s.runtime)).decode()
         assert 'ask_another_research_jobs{state="in_progress"} 1.0' in text

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import jwt
 import pytest
 import trio
@@ -28,7 +27,6 @@ from mcp import Client
 from tool_results import call
 
 from ask_another.server.auth import TokensFile
-from ask_another.server.http import SESSIONS_PER_MINUTE
 from ask_another.simulator import Simulator
 from ask_another.store.jobs import TERMINAL
 
@@ -208,45 +206,6 @@ async def test_every_tool_with_a_job_or_conversation_id_refuses_another_users_in
     assert conversations == [(ids["alice"],)]
     assert feedback == [(ids["bob"],)]
     assert usage == [(ids["alice"],), (ids["root"],)]
-
-
-async def open_session(url: str, token: str) -> httpx.Response:
-    """A handshake-era client's first request: `initialize`, no session id, no version header."""
-    async with httpx.AsyncClient() as http:
-        return await http.post(url, headers={
-            "Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"},
-            json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                  "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                             "clientInfo": {"name": "raw", "version": "0"}}})
-
-
-async def test_the_handshake_sessions_a_user_opens_are_rate_limited(sim: Simulator,
-                                                                    tmp_path: Path):
-    # Opening a session is no tool call: bob could open them in a loop, up to the SDK's 10,000
-    # for everyone (30 idle minutes each), and every handshake-era client of another user was
-    # then refused (503 Too many open sessions).
-    home = tmp_path / "home"
-    tokens = TokensFile(home / "tokens.json")
-    alice, bob = tokens.add("alice"), tokens.add("bob")
-    async with http_server(server_env(sim, home), tmp_path / "stderr.log") as server:
-        for _ in range(SESSIONS_PER_MINUTE):
-            opened = await open_session(server.url, bob)
-            assert opened.status_code == 200 and "mcp-session-id" in opened.headers, opened.text
-        refused = await open_session(server.url, bob)
-        assert refused.status_code == 429, refused.text
-        assert 0 < int(refused.headers["retry-after"]) <= 60
-        assert "mcp-session-id" not in refused.headers
-        assert refused.json()["error"]["message"].startswith(
-            f"Rate limit reached: at most {SESSIONS_PER_MINUTE} new sessions a minute per user "
-            "(on while ASK_ANOTHER_RATE_PER_MINUTE is not 0); you made "
-            f"{SESSIONS_PER_MINUTE} in the last 60 s. Retry in "), refused.text
-        # Bob's limit is his; and his 2026-07-28 calls open no session, so they go on.
-        async with http_client_for(server.url, alice, "legacy") as client:
-            error, text = await call(client, "list_models")
-            assert not error, text
-        async with http_client_for(server.url, bob) as client:
-            error, text = await call(client, "list_models")
-            assert not error, text
 
 
 async def test_a_removed_users_jobs_and_conversations_go_to_no_later_user_of_her_name(
