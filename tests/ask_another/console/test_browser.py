@@ -4,6 +4,7 @@ jobs. Each test is a scenario a person goes through (docs/console.md)."""
 
 from __future__ import annotations
 
+import json
 import queue
 import re
 import threading
@@ -245,7 +246,7 @@ def test_a_form_posted_without_its_csrf_token_is_refused(
                                           id="call-1")]), Reply("never")])
     job = start_agent(served, tokens["alice"])
     log_in(page, served, tokens["alice"], f"/console/approvals/{job}/call-1")
-    page.locator("input[name=csrf]").last.evaluate("input => input.remove()")
+    page.locator("input[name=csrf]").evaluate_all("inputs => inputs.forEach(i => i.remove())")
     page.get_by_role("button", name="Allow once").click()
     expect(page.get_by_role("alert")).to_contain_text("did not carry this session's CSRF token")
     assert "call-1" in mcp(served.mcp, tokens["alice"], "check_research", job_id=job)
@@ -420,3 +421,26 @@ def test_an_oauth_login_through_the_issuer_in_the_browser(page: Page, tmp_path: 
             expect(page.get_by_text("dana")).to_be_visible()
     finally:
         issuer.close()
+
+
+@pytest.mark.parametrize("where", ["request", "approvals"])
+def test_enter_in_the_reason_field_denies_with_that_reason(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page, where: str
+):
+    """Regression: Enter in the denial-reason field submitted the form with its first button,
+    *Allow once*, so "No - that page is private" + Enter allowed the read. On the request's own
+    page and on an Approvals card, Enter there now denies, with the reason typed."""
+    served, tokens = team
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("did without it")])
+    job = start_agent(served, tokens["alice"])
+    log_in(page, served, tokens["alice"], f"/console/approvals/{job}/call-1"
+           if where == "request" else "/console/approvals")
+    reason = page.get_by_label(re.compile("Reason, for a denial"))
+    reason.click()
+    page.keyboard.type("No - that page is private")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text("was denied")
+    expect(page.locator("#job-status")).to_have_text("completed")
+    last = [r for r in sim.requests_for("m1") if r.path.endswith("/chat/completions")][-1]
+    assert "The user said: No - that page is private" in json.dumps(last.json["messages"][-1])
