@@ -24,6 +24,7 @@ from urllib.parse import quote, urlsplit
 import jinja2
 import trio
 from mcp.server.auth.provider import TokenVerifier
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -43,10 +44,11 @@ from ask_another.console._session import (
 )
 from ask_another.console._spending import PERIODS, chart_svg, spending, spending_csv
 from ask_another.errors import AskAnotherError, error_text
-from ask_another.hosting import KEEP_ALIVE_SECONDS
+from ask_another.hosting import KEEP_ALIVE_SECONDS, ASGIApp
 from ask_another.interaction.router import MAX_DENY_MESSAGE
 from ask_another.interaction.types import ALLOW, Deny
 from ask_another.logs import get_logger
+from ask_another.rebinding import HostCheck
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
@@ -150,8 +152,11 @@ class Console:
     """The console of one running node: `app` is its ASGI app, mounted at `ROOT`."""
 
     def __init__(self, runtime: Runtime, key: bytes, login: Login, *,
-                 secure: bool = False, allow_stop: bool = False) -> None:
-        """`key` signs the sessions (`load_key`, or a fresh one for sessions of one run)."""
+                 secure: bool = False, allow_stop: bool = False,
+                 hosts: TransportSecuritySettings | None = None) -> None:
+        """`key` signs the sessions (`load_key`, or a fresh one for sessions of one run);
+        `hosts`, the Host and Origin requests may carry (ask_another/rebinding.py; None: any,
+        as the MCP endpoint on a host that is not a loopback one)."""
         self.runtime = runtime
         self.sessions = Sessions(key, self.still_valid)
         self.login = login
@@ -164,7 +169,7 @@ class Console:
         self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost, who=_who,
                                       usage=usage_text)
         page = self._page
-        self.app = Starlette(routes=[
+        self.app: ASGIApp = Starlette(routes=[
             Route("/", self._home),
             Route("/login", self._login, methods=["GET", "POST"]),
             Route("/login/once", self._login_once),
@@ -184,6 +189,8 @@ class Console:
             Route("/runtime/kill", page(self._kill), methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("ask_another.console", "static")])),
         ])
+        if hosts is not None:
+            self.app = HostCheck(self.app, hosts)
 
     # ----- sessions ---------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ _NAMED = re.compile(r"(?<![\w.])(" + "|".join(MCP_TOOLS) + r")(?!\w)")
 # docs/architecture.md's layers, top first: a package or module imports only its own layer and
 # those below it.
 LAYERS = {
-    "faces": ("cli", "terminal", "server", "console", "demo", "hosting", "__main__"),
+    "faces": ("cli", "terminal", "server", "console", "demo", "hosting", "rebinding", "__main__"),
     "library": ("runtime",),
     "domain": ("research", "consensus", "conversations"),
     "services": ("spend", "services"),
