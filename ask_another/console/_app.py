@@ -14,12 +14,13 @@ session's CSRF token and is refused (403) without it.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import jinja2
 import trio
@@ -52,7 +53,7 @@ from ask_another.rebinding import HostCheck
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
-from ask_another.store.jobs import JobRecord, job_store
+from ask_another.store.jobs import JobQuery, JobRecord, job_store
 from ask_another.store.rules import remove_rule, rules_of, set_rule
 from ask_another.users import LOCAL_USER, User, token_user
 
@@ -392,9 +393,24 @@ class Console:
     # ----- jobs -------------------------------------------------------------------------------
 
     async def _jobs(self, request: Request, session: Session) -> Response:
-        records = await self.jobs(session).list()
-        return self.render(request, session, "jobs", records=records, now=time.time(),
-                           users=session.user.admin, waiting=_waiting(records))
+        admin = session.user.admin
+        query, kept = _job_query(request.query_params, admin)
+        store = job_store(await self.runtime.database())
+        listed = await store.listing(session.user, query, JOBS_PER_PAGE)
+        models: list[str] = []
+        users: list[str | None] = []
+        if request.query_params.get("part") is None:  # the filter form is not in the live part
+            models, users = await store.facets(session.user)
+        older = None
+        if listed.after is not None:
+            older = urlencode({**kept, "before": f"{listed.after[0]!r}~{listed.after[1]}"})
+        return self.render(request, session, "jobs", records=listed.records, now=time.time(),
+                           users=admin, waiting=_waiting(listed.records), query=query,
+                           kept=kept, live=urlencode({**kept, "part": "live", **(
+                               {"before": request.query_params["before"]}
+                               if query.before is not None else {})}),
+                           older=older, newest=urlencode(kept) if query.before else None,
+                           models=models, principals=users, states=JOB_STATES)
 
     async def _job(self, request: Request, session: Session) -> Response:
         jobs = self.jobs(session)
@@ -417,7 +433,8 @@ class Console:
     # ----- approvals --------------------------------------------------------------------------
 
     async def _approvals(self, request: Request, session: Session) -> Response:
-        pending = await pending_questions(self.jobs(session))
+        pending = await pending_questions(self.jobs(session),
+                                          job_store(await self.runtime.database()))
         rules = await rules_of(await self.runtime.database(), session.user.id)
         return self.render(request, session, "approvals", pending=pending, rules=rules,
                            users=session.user.admin)
@@ -536,6 +553,40 @@ class Console:
         log.warning("console.kill", process=path, user=session.user.id)
         node.ref.kill()
         return RedirectResponse(f"{ROOT}/runtime?process={quote(path)}", status_code=303)
+
+
+JOBS_PER_PAGE: Final = 50
+JOB_STATES: Final = (("unfinished", "not finished"), ("pending", "pending"),
+                     ("in_progress", "in progress"), ("completed", "completed"),
+                     ("failed", "failed"), ("cancelled", "cancelled"))
+LOCAL_FILTER: Final = "local"
+"""The user filter's value for the local user (no principal id is a bare word: users.py)."""
+
+
+def _job_query(params: Any, admin: bool) -> tuple[JobQuery, dict[str, str]]:
+    """The jobs list's filters from its query string, and the parameters that carry them over
+    (to the live part and the next page). What cannot be read is left out, never an error."""
+    kept: dict[str, str] = {}
+    for name in ("status", "model", "q") + (("user",) if admin else ()):
+        value = str(params.get(name) or "").strip()[:500]
+        if value:
+            kept[name] = value
+    status = kept.get("status")
+    if status is not None and status not in dict(JOB_STATES):
+        del kept["status"]
+        status = None
+    user = kept.get("user")
+    before = None
+    stamp, _, seq = str(params.get("before") or "").partition("~")
+    try:
+        before = (float(stamp), int(seq)) if stamp and seq else None
+    except ValueError:
+        before = None
+    if before is not None and not math.isfinite(before[0]):
+        before = None
+    return JobQuery(status=status, model=kept.get("model"), search=kept.get("q"),
+                    principal=None if user is None else "" if user == LOCAL_FILTER else user,
+                    before=before), kept
 
 
 def _waiting(records: list[JobRecord]) -> dict[str, int]:

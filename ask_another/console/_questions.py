@@ -2,7 +2,8 @@
 
 A job's open permission requests, choices and spend confirmations are its record's
 `waiting_for`, `Question` values (research/questions.py keeps them; the store has them, so a job
-of any process on the home or any node is seen). `pending_of` words one record's as `Pending`
+of any process on the home or any node is seen, as soon as its actor has written them: a
+question is written the moment it is asked). `pending_of` words one record's as `Pending`
 values for the templates; everything else in the console reads those.
 """
 
@@ -13,7 +14,7 @@ from typing import Any, Literal
 
 from ask_another.interaction.types import Choice, PermissionRequest, SpendRequest
 from ask_another.research import ResearchJobs
-from ask_another.store.jobs import JobRecord
+from ask_another.store.jobs import JobRecord, JobStore
 from ask_another.users import User
 
 __all__ = ["SPEND_TOOL", "Pending", "pending_of", "pending_questions"]
@@ -73,9 +74,9 @@ def pending_of(record: JobRecord) -> list[Pending]:
     return found
 
 
-async def pending_questions(jobs: ResearchJobs) -> list[Pending]:
-    """Every question the jobs `jobs` may see wait for, oldest job first."""
-    # Each unfinished job read again through `get`: from its actor when it runs here, whose
-    # questions the store has only once the actor's next write lands.
-    records = [await jobs.get(r.id) for r in await jobs.list() if not r.finished]
-    return [p for r in reversed(records) for p in pending_of(r)]
+async def pending_questions(jobs: ResearchJobs, store: JobStore) -> list[Pending]:
+    """Every question the jobs `jobs` may see wait for, oldest job first: the jobs the store
+    finds waiting (`JobStore.waiting`, however many jobs exist), each read again through
+    `get`, from its actor when it runs here, so a question answered a moment ago is gone."""
+    records = [await jobs.get(r.id) for r in await store.waiting(jobs.user)]
+    return [p for r in records for p in pending_of(r)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from ask_another.console import ROOT, Console, Login, LoginCodes, Metrics, pendi
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.auth import TokensFile, TokensFileVerifier
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
-from ask_another.store.jobs import job_store
+from ask_another.store.jobs import JobRecord, job_store
 from ask_another.store.rules import set_rule
 from ask_another.store.usage import UsageRow, record_usage
 from ask_another.users import LOCAL_USER, User
@@ -423,3 +424,52 @@ async def test_a_denial_with_a_reason_reaches_the_models_next_turn(
         last = [r for r in sim.requests if r.path.endswith("/chat/completions")][-1]
         told = json.dumps(last.json["messages"][-1])
         assert "The user said: read the official changelog instead" in told
+
+
+async def test_a_waiting_request_stays_in_sight_behind_220_newer_jobs(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    """Regression: the Jobs page, the Approvals page and the waiting metric read the newest 200
+    jobs only, so one waiting job behind 220 quick ones vanished from both pages (the metric
+    read 0) while it waited until it expired. Now the waiting jobs are a query of their own,
+    and the Jobs list pages back to it, each job with its question."""
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        alice = next(u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
+                     if u.name == "alice")
+        store = job_store(await s.runtime.database())
+        for n in range(220):
+            await store.insert(JobRecord(id=f"r-quick{n:05}", model="openai/m1",
+                                         query=f"quick question number {n}",
+                                         created_at=time.time() + 1 + n, status="completed",
+                                         ended_at=time.time() + 2 + n, user_id=alice))
+        for who in ("alice", "root"):
+            await log_in(client, s.tokens[who])
+            page = await client.get("/approvals")
+            assert f"Job {job} asks to run read_article" in page.text, who
+            assert f"/approvals/{job}/call-1" in (await client.get("/approvals?part=live")).text
+        text = (await Metrics().render(s.runtime)).decode()
+        assert "ask_another_approvals_waiting 1.0" in text
+
+        await log_in(client, s.tokens["alice"])
+        pages, path = [], "/jobs"
+        while True:
+            page = await client.get(path)
+            assert page.status_code == 200
+            pages.append(page.text)
+            older = re.search(r'href="([^"]+)">Older jobs', page.text)
+            if older is None:
+                break
+            path = older.group(1).removeprefix(ROOT).replace("&amp;", "&")
+        assert len(pages) == 5  # 221 jobs, 50 a page
+        assert "quick question number 219" in pages[0] and job not in pages[0]
+        assert job in pages[-1] and "what is new?" in pages[-1] and "waits for you" in pages[-1]
+        found = await client.get("/jobs?q=NUMBER+17&status=completed")
+        assert sorted(re.findall(r"quick question number \d+", found.text)) == [
+            "quick question number 17", *(f"quick question number {n}"
+                                          for n in range(170, 180))]
+        waiting = await client.get("/jobs?status=unfinished&model=openai/m1")
+        assert job in waiting.text and "r-quick" not in waiting.text
+        for odd in ("/jobs?before=nan~1", "/jobs?before=x", "/jobs?status=%00&user=x&q=%25",
+                    "/jobs?before=1e400~99999999999999999999999"):
+            assert (await client.get(odd)).status_code == 200, odd
