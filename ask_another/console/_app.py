@@ -44,10 +44,11 @@ from ask_another.console._session import (
     token_proof,
 )
 from ask_another.console._spending import PERIODS, chart_svg, spending, spending_csv
-from ask_another.errors import AskAnotherError, error_text
+from ask_another.errors import AskAnotherError, LimitReached, error_text
 from ask_another.hosting import KEEP_ALIVE_SECONDS, ASGIApp
 from ask_another.interaction.router import MAX_DENY_MESSAGE
 from ask_another.interaction.types import ALLOW, Deny
+from ask_another.limits import WINDOW, RequestRate
 from ask_another.logs import get_logger
 from ask_another.rebinding import HostCheck
 from ask_another.research import ResearchJobs, UnknownJob
@@ -55,6 +56,7 @@ from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
 from ask_another.store.jobs import JobQuery, JobRecord, job_store
 from ask_another.store.rules import remove_rule, rules_of, set_rule
+from ask_another.store.sessions import end_session, session_ended
 from ask_another.users import LOCAL_USER, User, token_user
 
 __all__ = ["ROOT", "Console", "Login"]
@@ -163,6 +165,11 @@ class Console:
         self.login = login
         self.secure = secure  # the cookie is Secure: the public URL is https
         self.allow_stop = allow_stop
+        # Token logins counted per address (every attempt) and per user (every accepted one),
+        # on this node: a guessed token is one attempt in 2^256, the limit keeps a flood of
+        # them from costing the node's verifier and log.
+        self.address_logins = RequestRate(LOGINS_PER_MINUTE)
+        self.user_logins = RequestRate(LOGINS_PER_MINUTE)
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("ask_another.console", "templates"),
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
@@ -200,7 +207,12 @@ class Console:
         if session.kind == "local":
             return LOCAL_USER if self.login.mode in ("code", "open") else None
         if session.kind == "oauth":
-            return session.user if self.login.mode == "token" else None
+            # A principal of the tokens file is never an OAuth login: such a session was made
+            # from a stale copy of the file (before the login re-read it) and is re-checked by
+            # nothing, so it ends here.
+            if self.login.mode != "token" or (session.user.id or "").startswith("token:"):
+                return None
+            return session.user
         tokens = self.login.tokens
         if tokens is None:
             return None
@@ -222,11 +234,20 @@ class Console:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"{ROOT}/login?next={quote(target)}", status_code=303)
 
+    async def _session(self, request: Request) -> Session | None:
+        """The request's session: signed, unexpired, still valid, and not logged out on any
+        node (the store's logouts: one primary-key read)."""
+        session = self.sessions.read(request.cookies.get(COOKIE))
+        if session is not None and await session_ended(await self.runtime.database(),
+                                                       session.nonce):
+            return None
+        return session
+
     def _page(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         """`handler` for a logged-in session; POSTs also need the session's CSRF token."""
 
         async def endpoint(request: Request) -> Response:
-            session = self.sessions.read(request.cookies.get(COOKIE))
+            session = await self._session(request)
             fresh = None
             if session is None and self.login.mode == "open":
                 fresh, session = self.sessions.issue(LOCAL_USER, "local")
@@ -298,6 +319,11 @@ class Console:
         if not _same_origin(request):
             return self.render(request, None, "login", 403, next=target, form=True,
                                problem="This login came from another site and was refused.")
+        address = request.client.host if request.client is not None else "unknown"
+        refused = self._throttled(request, target, self.address_logins,
+                                  f"address:{address}", "from this address")
+        if refused is not None:
+            return refused
         verifier = self.login.verifier
         access = await verifier.verify_token(token) if token and verifier else None
         if access is None:
@@ -306,12 +332,26 @@ class Console:
                                problem="That token is not valid here. Paste a token from "
                                "`ask-another token add NAME` (or your OAuth access token).")
         user = token_user(access)
+        refused = self._throttled(request, target, self.user_logins, user.id or "",
+                                  f"as {_who(user.id)}")
+        if refused is not None:
+            return refused
         tokens = self.login.tokens
         proof = ""
         if tokens is not None:
+            # Read again first: the verifier may have read a token added since this copy of
+            # the file was read, and a login taken for an OAuth one would never be re-checked.
+            try:
+                tokens.reload()
+            except AskAnotherError:
+                pass
             digest = token_digest(token)
             if any(u.sha256 == digest for u in tokens.users):
                 proof = token_proof(digest)
+        if not proof and (user.id or "").startswith("token:"):
+            log.warning("console.login_refused", reason="tokens file unreadable")
+            return self.render(request, None, "login", 503, next=target, form=True,
+                               problem="The tokens file cannot be read just now: try again.")
         if proof:
             value, _ = self.sessions.issue(user, "file", proof)
         else:
@@ -319,6 +359,22 @@ class Console:
         log.info("console.login", user=user.id)
         return self._set_cookie(RedirectResponse(target or f"{ROOT}/jobs", status_code=303),
                                 value)
+
+    def _throttled(self, request: Request, target: str | None, rate: RequestRate, key: str,
+                   whom: str) -> Response | None:
+        """A login page refusing the attempt (429) when `key` has made `LOGINS_PER_MINUTE`
+        attempts in the last minute; None (and the attempt counted) otherwise."""
+        try:
+            rate.check(User(key, admin=False))
+        except LimitReached as exc:
+            retry = math.ceil(exc.retry_after or WINDOW)
+            log.warning("console.login_throttled", by=key.partition(":")[0])
+            response = self.render(request, None, "login", 429, next=target, form=True,
+                                   problem=f"Too many login attempts {whom}: at most "
+                                   f"{LOGINS_PER_MINUTE} a minute. Try again in {retry} s.")
+            response.headers["Retry-After"] = str(retry)
+            return response
+        return None
 
     async def _login_oauth(self, request: Request) -> Response:
         """Send the browser to the issuer (console/_oauth.py)."""
@@ -385,7 +441,8 @@ class Console:
         return self._set_cookie(RedirectResponse(target, status_code=303), value)
 
     async def _logout(self, request: Request, session: Session) -> Response:
-        self.sessions.end(session)
+        await end_session(await self.runtime.database(), session.nonce, session.expires)
+        log.info("console.logout", user=session.user.id)
         response = RedirectResponse(f"{ROOT}/login", status_code=303)
         response.delete_cookie(COOKIE, path=ROOT)
         return response
@@ -555,6 +612,8 @@ class Console:
         return RedirectResponse(f"{ROOT}/runtime?process={quote(path)}", status_code=303)
 
 
+LOGINS_PER_MINUTE: Final = 10
+"""Token logins a minute from one address, and of one user, on one node."""
 JOBS_PER_PAGE: Final = 50
 JOB_STATES: Final = (("unfinished", "not finished"), ("pending", "pending"),
                      ("in_progress", "in progress"), ("completed", "completed"),

@@ -353,6 +353,20 @@ MIGRATIONS: list[Migration] = [
             PRIMARY KEY (principal, tool)
         );
     """),
+    Migration(11, "console sessions logged out, until their cookie would have expired "
+              "(store/sessions.py)", """
+        CREATE TABLE console_logouts (
+            nonce TEXT PRIMARY KEY,
+            until REAL NOT NULL
+        );
+        CREATE INDEX console_logouts_by_until ON console_logouts (until);
+    """, postgres="""
+        CREATE TABLE console_logouts (
+            nonce TEXT PRIMARY KEY,
+            until DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX console_logouts_by_until ON console_logouts (until);
+    """),
 ]
 
 

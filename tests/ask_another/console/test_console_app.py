@@ -473,3 +473,25 @@ async def test_a_waiting_request_stays_in_sight_behind_220_newer_jobs(
         for odd in ("/jobs?before=nan~1", "/jobs?before=x", "/jobs?status=%00&user=x&q=%25",
                     "/jobs?before=1e400~99999999999999999999999"):
             assert (await client.get(odd)).status_code == 200, odd
+
+
+async def test_login_attempts_are_throttled_per_address_and_per_user(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        for _ in range(10):
+            refused = await client.post("/login", data={"token": "aa_a-guess"})
+            assert refused.status_code == 401
+        throttled = await client.post("/login", data={"token": s.tokens["alice"]})
+        assert throttled.status_code == 429 and "set-cookie" not in throttled.headers
+        assert "Too many login attempts from this address" in throttled.text
+        assert 0 < int(throttled.headers["retry-after"]) <= 60
+        # One user's logins are counted too, from any address (the address count is lifted
+        # here: this client's is spent).
+        s.console.address_logins.per_minute = 0
+        for _ in range(10):
+            assert (await client.post("/login", data={"token": s.tokens["alice"]})
+                    ).status_code == 303
+        alice = await client.post("/login", data={"token": s.tokens["alice"]})
+        assert alice.status_code == 429 and "as alice" in alice.text
+        assert (await client.post("/login", data={"token": s.tokens["bob"]})).status_code == 303
