@@ -14,6 +14,7 @@ session's CSRF token and is refused (403) without it.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -127,6 +128,20 @@ def _seconds(value: float) -> str:
     return f"{value // 3600} h {value % 3600 // 60} min"
 
 
+def _plain(value: Any) -> str:
+    """An argument's value as people read it: a string as it is, anything else as JSON with
+    its letters unescaped (never `\\u0026` for `&`)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _left(until: float) -> str:
+    """The time left until `until`, as people read it ("in 4 min 10 s"; "now" once past)."""
+    left = until - time.time()
+    return f"in {_seconds(left)}" if left >= 1 else "now"
+
+
 def _who(user_id: str | None) -> str:
     """A row's user as people know them: the name in a principal id (users.py), or its issuer's
     subject; "(local)" for the local user."""
@@ -175,7 +190,7 @@ class Console:
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
         self.templates.globals.update(root=ROOT, poll_ms=int(POLL_SECONDS * 1000))
         self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost, who=_who,
-                                      usage=usage_text)
+                                      usage=usage_text, plain=_plain, left=_left)
         page = self._page
         self.app: ASGIApp = Starlette(routes=[
             Route("/", self._home),

@@ -34,6 +34,8 @@ class Pending:
     expires_at: str
     prompt: str = ""
     options: tuple[tuple[str, str], ...] = ()  # a choice's (id, label) pairs
+    expires: float = 0.0  # expires_at, in Unix seconds
+    asked: float | None = None  # when it was asked (None: a question stored before that)
 
     @property
     def url(self) -> str:
@@ -62,15 +64,18 @@ def pending_of(record: JobRecord) -> list[Pending]:
             case Choice(prompt=prompt, options=options):
                 found.append(Pending(record, "choice", q.tool_call_id, "ask_user", {},
                                      q.expires_text, prompt=prompt,
-                                     options=tuple((o.id, o.label) for o in options)))
+                                     options=tuple((o.id, o.label) for o in options),
+                                     expires=q.expires_at, asked=q.asked_at))
             case SpendRequest() as spend:
                 found.append(Pending(record, "spend", q.tool_call_id, SPEND_TOOL,
                                      {"estimated_cost": spend.estimated_cost,
                                       "confirm_above_usd": f"{spend.confirm_above_usd:.2f}",
-                                      "model": spend.model}, q.expires_text))
+                                      "model": spend.model}, q.expires_text,
+                                     expires=q.expires_at, asked=q.asked_at))
             case PermissionRequest(tool=tool, arguments=arguments):
                 found.append(Pending(record, "permission", q.tool_call_id, tool,
-                                     dict(arguments), q.expires_text))
+                                     dict(arguments), q.expires_text,
+                                     expires=q.expires_at, asked=q.asked_at))
     return found
 
 

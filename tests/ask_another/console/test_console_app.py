@@ -495,3 +495,35 @@ async def test_login_attempts_are_throttled_per_address_and_per_user(
         alice = await client.post("/login", data={"token": s.tokens["alice"]})
         assert alice.status_code == 429 and "as alice" in alice.text
         assert (await client.post("/login", data={"token": s.tokens["bob"]})).status_code == 303
+
+
+async def test_a_request_card_says_enough_to_decide(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    """Regression: a card lacked the model and when it was asked, the request's own page had no
+    "Asked by", and arguments were escaped JSON (`\\u0026` for `&`)."""
+    async with served(make_config) as s, s.browser() as client:
+        url = "http://127.0.0.1:9/search?q=trio&page=2"
+        sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": url}, id="call-1")]),
+                          Reply("the report")])
+        (principal,) = (u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
+                        if u.name == "alice")
+        jobs = s.runtime.jobs_for(User(principal, admin=False))
+        record = await jobs.start("sim", "is trio's nursery API stable?", method="agent")
+        with trio.fail_after(30):
+            while not (await jobs.get(record.id)).waiting_for:
+                await trio.sleep(0.02)
+        await log_in(client, s.tokens["alice"])
+        for path in ("/approvals", f"/approvals/{record.id}/call-1"):
+            page = (await client.get(path)).text
+            facts = dict(re.findall(r"<dt>([^<]+)</dt><dd[^>]*>(.*?)</dd>", page, re.S))
+            assert facts["Question"] == "is trio&#39;s nursery API stable?", facts
+            assert facts["Model"] == "openai/m1"
+            assert facts["Tool"] == "<code>read_article</code>"
+            argument = re.search(r'<dl class="arguments"><dt>url</dt><dd>(.*?)</dd>', page)
+            assert argument and argument.group(1) == "http://127.0.0.1:9/search?q=trio&amp;page=2"
+            assert "\\u0026" not in page
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", facts["Asked"]), facts
+            assert re.search(r"\(in \d+ min \d+ s: no answer by then denies\)",
+                             facts["Expires"]), facts
+        assert facts["Asked by"] == "alice"  # on the request's own page
