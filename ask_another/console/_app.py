@@ -51,6 +51,7 @@ from ask_another.interaction.router import MAX_DENY_MESSAGE
 from ask_another.interaction.types import ALLOW, Deny
 from ask_another.limits import WINDOW, RequestRate
 from ask_another.logs import get_logger
+from ask_another.policy import scope_text
 from ask_another.rebinding import HostCheck
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
@@ -512,8 +513,9 @@ class Console:
                            users=session.user.admin)
 
     async def _revoke(self, request: Request, session: Session) -> Response:
-        tool = str((await request.form()).get("tool") or "")
-        removed = await remove_rule(await self.runtime.database(), session.user.id, tool)
+        form = await request.form()
+        tool, scope = str(form.get("tool") or ""), str(form.get("scope") or "")
+        removed = await remove_rule(await self.runtime.database(), session.user.id, tool, scope)
         log.info("console.rule_revoked", tool=tool, user=session.user.id, removed=removed)
         return RedirectResponse(f"{ROOT}/approvals", status_code=303)
 
@@ -543,8 +545,9 @@ class Console:
     async def _answer(self, jobs: ResearchJobs, question: Pending | None, job_id: str,
                       call_id: str, answer: str, reason: str | None = None) -> str:
         """Answer the question; *always allow* / *always deny* (a permission of the user's own
-        job) also stores the standing rule for its tool, which their next jobs apply. A denial
-        carries `reason`, which the model is told."""
+        job) also stores the standing rule for its tool and that call's target (`rule_scope`:
+        the host of a read, the engine of a search, the exact arguments of another tool), which
+        their next jobs apply. A denial carries `reason`, which the model is told."""
         if answer.startswith("option:"):
             return await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
         standing = {"always-allow": "allow", "always-deny": "deny"}.get(answer)
@@ -554,9 +557,11 @@ class Console:
             said = await jobs.answer_permission(
                 job_id, call_id, ALLOW if standing == "allow" else Deny("rejected", reason))
             await set_rule(await self.runtime.database(), jobs.user.id, question.tool,
-                           "allow" if standing == "allow" else "deny")
-            return (f"{said} From now on your jobs {standing} {question.tool} without asking "
-                    "(the approvals page lists it; revoke it there)")
+                           "allow" if standing == "allow" else "deny", question.scope,
+                           face="console")
+            return (f"{said} From now on your jobs {standing} {question.tool} for "
+                    f"{scope_text(question.scope)} without asking (the approvals page lists "
+                    "it; revoke it there)")
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
         return await jobs.answer_permission(

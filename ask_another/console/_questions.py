@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ask_another.interaction.types import Choice, PermissionRequest, SpendRequest
+from ask_another.policy import rule_scope, scope_text
 from ask_another.research import ResearchJobs
 from ask_another.store.jobs import JobRecord, JobStore
 from ask_another.users import User
@@ -46,6 +47,15 @@ class Pending:
         """Whether `user` may answer it *always* (a standing rule for its tool): a permission
         request of their own job."""
         return self.kind == "permission" and self.job.user_id == user.id
+
+    @property
+    def scope(self) -> str:
+        """What an *always* answer of it would cover (policy.py's `rule_scope`)."""
+        return rule_scope(self.tool, self.arguments)
+
+    @property
+    def covers(self) -> str:
+        return scope_text(self.scope)
 
     @property
     def read_url(self) -> str | None:

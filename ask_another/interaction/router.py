@@ -191,7 +191,7 @@ async def _decide(
     request: PermissionRequest, policy: Policy, interaction: Interaction | None,
     asks_the_person: bool = False,
 ) -> Decision:
-    rule = policy.decide(request.tool, request.class_)
+    rule = policy.decide(request.tool, request.class_, request.arguments)
     if rule == "allow" or (rule == "ask" and asks_the_person):
         return Allow()
     if rule == "deny" or interaction is None:

@@ -367,6 +367,34 @@ MIGRATIONS: list[Migration] = [
         );
         CREATE INDEX console_logouts_by_until ON console_logouts (until);
     """),
+    Migration(12, "standing rules are scoped to a target of their tool (policy.rule_scope; "
+              "store/rules.py): the rules made before cover every call ('*')", """
+        CREATE TABLE standing_rules (
+            principal TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            rule TEXT NOT NULL CHECK (rule IN ('allow', 'deny')),
+            created_at REAL NOT NULL,
+            face TEXT,
+            PRIMARY KEY (principal, tool, scope)
+        );
+        INSERT INTO standing_rules (principal, tool, scope, rule, created_at)
+            SELECT principal, tool, '*', rule, created_at FROM permission_rules;
+        DROP TABLE permission_rules;
+    """, postgres="""
+        CREATE TABLE standing_rules (
+            principal TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            rule TEXT NOT NULL CHECK (rule IN ('allow', 'deny')),
+            created_at DOUBLE PRECISION NOT NULL,
+            face TEXT,
+            PRIMARY KEY (principal, tool, scope)
+        );
+        INSERT INTO standing_rules (principal, tool, scope, rule, created_at)
+            SELECT principal, tool, '*', rule, created_at FROM permission_rules;
+        DROP TABLE permission_rules;
+    """),
 ]
 
 

@@ -312,14 +312,17 @@ def test_always_allow_then_a_second_job_is_not_asked(
                       Reply("second, without asking")])
     first = start_agent(served, tokens["alice"])
     log_in(page, served, tokens["alice"], f"/console/approvals/{first}/call-1")
-    page.get_by_role("button", name="Always allow read_article").click()
-    expect(page.get_by_role("status")).to_contain_text("From now on your jobs allow read_article")
+    # What "always" covers is said where it is made: this host's reads, not every URL.
+    page.get_by_role("button", name="Always allow read_article: reads of 192.0.2.1").click()
+    expect(page.get_by_role("status")).to_contain_text(
+        "From now on your jobs allow read_article for reads of 192.0.2.1")
     expect(page.locator("#job-status")).to_have_text("completed")
     text = mcp(served.mcp, tokens["alice"], "start_research", model="sim", query="again",
                method="agent", timeout=60)
     assert "second, without asking" in text, text
     page.get_by_role("link", name="Approvals").click()
     expect(page.get_by_role("cell", name="always allow")).to_be_visible()
+    expect(page.get_by_role("cell", name="reads of 192.0.2.1")).to_be_visible()
     shot(page, "rules")
     page.get_by_role("button", name="Revoke").click()
     expect(page.get_by_text("None: Always allow or Always deny")).to_be_visible()

@@ -354,8 +354,20 @@ async def test_always_allow_is_stored_listed_applied_to_the_next_job_and_revocab
         assert done.status == "completed" and done.report == "second report"
         assert not any("waiting for permission" in (e.step or "")
                        for e in await job_store(await s.runtime.database()).events(second.id))
+        # Scoped to the host: a read of another host is asked.
+        assert "reads of 127.0.0.1" in listing.text
+        sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://192.0.2.9/x"},
+                                              id="call-3")])])  # cancelled while it waits
+        third = await jobs.start("sim", "elsewhere?", method="agent")
+        with trio.fail_after(30):
+            while True:  # the job's actor answers Status(): nothing to wait on but it
+                if (await jobs.get(third.id)).waiting_for:
+                    break
+                await trio.sleep(0.02)
+        await jobs.cancel(third.id)
         # Revoked: asked again.
         revoked = await client.post("/rules/revoke", data={"tool": "read_article",
+                                                          "scope": "host:127.0.0.1",
                                                           "csrf": csrf_of(listing.text)})
         assert revoked.status_code == 303
         assert "Revoke" not in (await client.get("/approvals")).text
@@ -368,7 +380,8 @@ async def test_a_standing_answer_is_its_users_only(
     async with served(make_config) as s:
         (principal,) = (u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
                         if u.name == "alice")
-        await set_rule(await s.runtime.database(), principal, "read_article", "allow")
+        await set_rule(await s.runtime.database(), principal, "read_article", "allow",
+                       "host:127.0.0.1", "console")
         await waiting_job(sim, s.runtime, "bob")  # bob is still asked
 
 
@@ -511,7 +524,9 @@ async def test_a_request_card_says_enough_to_decide(
         jobs = s.runtime.jobs_for(User(principal, admin=False))
         record = await jobs.start("sim", "is trio's nursery API stable?", method="agent")
         with trio.fail_after(30):
-            while not (await jobs.get(record.id)).waiting_for:
+            while True:  # the job's actor answers Status(): nothing to wait on but it
+                if (await jobs.get(record.id)).waiting_for:
+                    break
                 await trio.sleep(0.02)
         await log_in(client, s.tokens["alice"])
         for path in ("/approvals", f"/approvals/{record.id}/call-1"):
