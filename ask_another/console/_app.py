@@ -14,6 +14,8 @@ session's CSRF token and is refused (403) without it.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import time
@@ -24,6 +26,7 @@ from typing import Any, Final, Literal, Protocol
 from urllib.parse import quote, urlencode, urlsplit
 
 import jinja2
+import msgspec
 import trio
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.transport_security import TransportSecuritySettings
@@ -56,6 +59,7 @@ from ask_another.rebinding import HostCheck
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
+from ask_another.store.answers import Answer, answered, answers_for, answers_of, record_answer
 from ask_another.store.jobs import JobQuery, JobRecord, job_store
 from ask_another.store.rules import remove_rule, rules_of, set_rule
 from ask_another.store.sessions import end_session, session_ended
@@ -207,6 +211,8 @@ class Console:
             Route("/approvals/{job_id}/{tool_call_id}", page(self._approval),
                   methods=["GET", "POST"]),
             Route("/rules/revoke", page(self._revoke), methods=["POST"]),
+            Route("/answers.csv", page(self._answers_export)),
+            Route("/answers.jsonl", page(self._answers_export)),
             Route("/spending", page(self._spending)),
             Route("/spending.csv", page(self._spending_csv)),
             Route("/runtime", page(self._runtime)),
@@ -488,8 +494,10 @@ class Console:
     async def _job(self, request: Request, session: Session) -> Response:
         jobs = self.jobs(session)
         record = await jobs.get(request.path_params["job_id"])
-        events = await job_store(await self.runtime.database()).events(record.id)
+        db = await self.runtime.database()
+        events = await job_store(db).events(record.id)
         return self.render(request, session, "job", job=record, now=time.time(),
+                           answers=await answers_of(db, record.id),
                            events=events[-50:], pending=pending_of(record),
                            citations=[c for c in record.citations
                                       if str(c.get("url", "")).startswith(("http://",
@@ -511,6 +519,25 @@ class Console:
         rules = await rules_of(await self.runtime.database(), session.user.id)
         return self.render(request, session, "approvals", pending=pending, rules=rules,
                            users=session.user.admin)
+
+    async def _answers_export(self, request: Request, session: Session) -> Response:
+        """Every answer to the jobs the user may see (an admin: the team's), as CSV or JSON
+        lines: the audit, read only (store/answers.py)."""
+        rows = await answers_for(await self.runtime.database(), session.user)
+        fields = list(Answer.__struct_fields__)
+        if request.url.path.endswith(".csv"):
+            out = io.StringIO()
+            writer = csv.writer(out)
+            writer.writerow([*fields, "at_utc"])
+            for row in rows:
+                writer.writerow([*(getattr(row, f) for f in fields), _when(row.at)])
+            body, media, name = out.getvalue(), "text/csv; charset=utf-8", "answers.csv"
+        else:
+            body = "".join(msgspec.json.encode(row).decode() + "\n" for row in rows)
+            media, name = "application/x-ndjson; charset=utf-8", "answers.jsonl"
+        return Response(body, media_type=media, headers={
+            "Content-Disposition": f'attachment; filename="ask-another-{name}"',
+            "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
 
     async def _revoke(self, request: Request, session: Session) -> Response:
         form = await request.form()
@@ -548,24 +575,37 @@ class Console:
         job) also stores the standing rule for its tool and that call's target (`rule_scope`:
         the host of a read, the engine of a search, the exact arguments of another tool), which
         their next jobs apply. A denial carries `reason`, which the model is told."""
+        db = await self.runtime.database()
+        tool = question.tool if question is not None else ""
+
+        async def audit(rule: str | None = None) -> None:  # once the job has taken it
+            await record_answer(db, answered(job_id, jobs.user, "console", call_id, tool,
+                                             answer, reason, rule))
+
         if answer.startswith("option:"):
-            return await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
+            said = await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
+            await audit()
+            return said
         standing = {"always-allow": "allow", "always-deny": "deny"}.get(answer)
         if standing is not None:
             if question is None or not question.standing_for(jobs.user):
                 return "Only a permission request of your own job can be answered always"
             said = await jobs.answer_permission(
                 job_id, call_id, ALLOW if standing == "allow" else Deny("rejected", reason))
-            await set_rule(await self.runtime.database(), jobs.user.id, question.tool,
+            await set_rule(db, jobs.user.id, question.tool,
                            "allow" if standing == "allow" else "deny", question.scope,
                            face="console")
+            rule = f"always {standing} {question.tool}: {scope_text(question.scope)}"
+            await audit(rule)
             return (f"{said} From now on your jobs {standing} {question.tool} for "
                     f"{scope_text(question.scope)} without asking (the approvals page lists "
                     "it; revoke it there)")
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
-        return await jobs.answer_permission(
+        said = await jobs.answer_permission(
             job_id, call_id, ALLOW if answer == "allow" else Deny("rejected", reason))
+        await audit()
+        return said
 
 
     # ----- spending ---------------------------------------------------------------------------

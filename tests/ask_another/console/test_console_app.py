@@ -542,3 +542,34 @@ async def test_a_request_card_says_enough_to_decide(
             assert re.search(r"\(in \d+ min \d+ s: no answer by then denies\)",
                              facts["Expires"]), facts
         assert facts["Asked by"] == "alice"  # on the request's own page
+
+
+async def test_every_answer_is_audited_on_the_jobs_page_and_exported_read_only(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["alice"])
+        page = await client.get(f"/approvals/{job}/call-1")
+        await client.post(f"/approvals/{job}/call-1", data={
+            "answer": "deny", "reason": "that page is private", "csrf": csrf_of(page.text)})
+        await s.runtime.jobs.wait(job, timeout=30)
+        shown = (await client.get(f"/jobs/{job}")).text
+        row = re.search(r'<section class="answers-audit".*?<tbody>(.*?)</tbody>', shown, re.S)
+        assert row, shown
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+        assert cells[1:] == ["alice", "console", "read_article (call-1)", "deny",
+                             "that page is private", ""], cells
+        csv_text = (await client.get("/answers.csv")).text.splitlines()
+        assert csv_text[0].startswith("job_id,at,principal,face,tool_call_id,tool,answer")
+        assert len(csv_text) == 2 and f"{job}," in csv_text[1]
+        assert "console,call-1,read_article,deny,that page is private" in csv_text[1]
+        (line,) = (await client.get("/answers.jsonl")).text.splitlines()
+        assert json.loads(line)["reason"] == "that page is private"
+        # Nothing alters it from the console; bob sees none of alice's.
+        assert (await client.post("/answers.csv", data={"csrf": csrf_of(page.text)})
+                ).status_code == 405
+        await log_in(client, s.tokens["bob"])
+        assert (await client.get("/answers.jsonl")).text == ""
+        await log_in(client, s.tokens["root"])
+        assert job in (await client.get("/answers.jsonl")).text  # the team's, for an admin
