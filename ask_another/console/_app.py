@@ -47,7 +47,14 @@ from ask_another.console._session import (
     token_digest,
     token_proof,
 )
-from ask_another.console._spending import PERIODS, chart_svg, spending, spending_csv
+from ask_another.console._spending import (
+    PERIODS,
+    chart_svg,
+    dollars,
+    spending,
+    spending_csv,
+    usd_text,
+)
 from ask_another.errors import AskAnotherError, LimitReached, error_text
 from ask_another.hosting import KEEP_ALIVE_SECONDS, ASGIApp
 from ask_another.interaction.router import MAX_DENY_MESSAGE
@@ -165,7 +172,7 @@ def _cost(record: JobRecord) -> str:
     if not isinstance(usage, dict):
         return ""
     cost = usage.get("cost_usd")
-    return f"${cost:.4f}" if isinstance(cost, int | float) else "unknown"
+    return usd_text(cost) if isinstance(cost, int | float) else "unknown"
 
 
 Handler = Callable[[Request, Session], Awaitable[Response]]
@@ -195,7 +202,8 @@ class Console:
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
         self.templates.globals.update(root=ROOT, poll_ms=int(POLL_SECONDS * 1000))
         self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost, who=_who,
-                                      usage=usage_text, plain=_plain, left=_left)
+                                      usage=usage_text, plain=_plain, left=_left,
+                                      dollars=dollars)
         page = self._page
         self.app: ASGIApp = Starlette(routes=[
             Route("/", self._home),

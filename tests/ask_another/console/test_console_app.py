@@ -573,3 +573,27 @@ async def test_every_answer_is_audited_on_the_jobs_page_and_exported_read_only(
         assert (await client.get("/answers.jsonl")).text == ""
         await log_in(client, s.tokens["root"])
         assert job in (await client.get("/answers.jsonl")).text  # the team's, for an admin
+
+
+async def test_an_admin_sees_each_users_use_against_the_ceilings_and_when_calls_are_refused(
+    make_config: Callable[..., Config]
+):
+    """Regression: the admin could not see each user's use against the per-user ceilings, past
+    100% the page did not say calls are refused, and dollars had six decimals."""
+    async with served(make_config, ASK_ANOTHER_BUDGET_DAY_USD="2") as s, s.browser() as client:
+        await spend(s.runtime, "alice", "openai/m1", 2.5)
+        await spend(s.runtime, "bob", "openai/m1", 0.25)
+        await spend(s.runtime, "bob", "openai/m1", 0.0004)
+        await log_in(client, s.tokens["root"])
+        page = (await client.get("/spending")).text
+        rows = dict(re.findall(r"<tr><td>(alice|bob)</td><td>(.*?)</td></tr>", page))
+        assert rows["alice"] == ("$2.50 (125.0%): <strong>calls refused</strong> until "
+                                 + rows["alice"].rsplit("until ", 1)[1])
+        assert rows["bob"] == "$0.25 (12.5%)"
+        assert "0.000000" not in page and "$2.75" in page
+        await log_in(client, s.tokens["alice"])
+        mine = (await client.get("/spending")).text
+        assert "your provider calls are refused until it resets" in mine
+        assert "Each user against the ceilings" not in mine
+        await log_in(client, s.tokens["bob"])
+        assert "are refused" not in (await client.get("/spending")).text
