@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ask_another.interaction.types import Choice, PermissionRequest, SpendRequest
 from ask_another.policy import rule_scope, scope_text
-from ask_another.research import ResearchJobs
+from ask_another.research import ResearchJobs, UnknownJob, job_name
 from ask_another.store.jobs import JobRecord, JobStore
 from ask_another.users import User
 
@@ -91,7 +91,19 @@ def pending_of(record: JobRecord) -> list[Pending]:
 
 async def pending_questions(jobs: ResearchJobs, store: JobStore) -> list[Pending]:
     """Every question the jobs `jobs` may see wait for, oldest job first: the jobs the store
-    finds waiting (`JobStore.waiting`, however many jobs exist), each read again through
-    `get`, from its actor when it runs here, so a question answered a moment ago is gone."""
-    records = [await jobs.get(r.id) for r in await store.waiting(jobs.user)]
+    finds waiting (`JobStore.waiting`, however many jobs exist) and the jobs running in this
+    process (whose newest question the store has only once their actor's write lands), each
+    read through `get`, from its actor when it runs here, so a question answered a moment ago
+    is gone and one asked a moment ago is there."""
+    ids = {r.id: None for r in await store.waiting(jobs.user)}
+    for name in jobs.registry.names():
+        if isinstance(name, tuple) and len(name) == 2 and name == job_name(str(name[1])):
+            ids.setdefault(str(name[1]))
+    records = []
+    for job_id in ids:
+        try:
+            records.append(await jobs.get(job_id))
+        except UnknownJob:  # another user's, running here
+            continue
+    records.sort(key=lambda r: r.created_at)
     return [p for r in records for p in pending_of(r)]
