@@ -15,6 +15,7 @@ session's CSRF token and is refused (403) without it.
 from __future__ import annotations
 
 import csv
+import hmac
 import io
 import json
 import math
@@ -201,6 +202,7 @@ class Console:
             loader=jinja2.PackageLoader("ask_another.console", "templates"),
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
         self.templates.globals.update(root=ROOT, poll_ms=int(POLL_SECONDS * 1000))
+        self.parts = frozenset(self.templates.list_templates())
         self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost, who=_who,
                                       usage=usage_text, plain=_plain, left=_left,
                                       dollars=dollars)
@@ -310,18 +312,35 @@ class Console:
     def render(self, request: Request, session: Session | None, template: str,
                status: int = 200, **context: Any) -> HTMLResponse:
         part = request.query_params.get("part")
-        name = f"{template}_{part}.html" if part in ("live",) else f"{template}.html"
+        name = f"{template}_{part}.html"
+        if part not in ("live",) or name not in self.parts:  # a page without a live part
+            name = f"{template}.html"
         user = session.user if session is not None else None
         html = self.templates.get_template(name).render(
             user=user, csrf=self.sessions.csrf(session) if session else "",
             show_runtime=bool(user and user.admin), open_login=self.login.mode == "open",
             oauth_issuer=self.login.oauth.issuer if self.login.oauth is not None else None,
             **context)
-        return HTMLResponse(html, status_code=status,
-                            headers={"Cache-Control": "no-store",
-                                     "Content-Security-Policy": _CSP,
-                                     "X-Frame-Options": "DENY",
-                                     "Referrer-Policy": "same-origin"})
+        headers = {"Cache-Control": "no-store", "Content-Security-Policy": _CSP,
+                   "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
+                   "X-Content-Type-Options": "nosniff"}
+        if self.secure:  # the public URL is https: browsers are to keep to it
+            headers["Strict-Transport-Security"] = f"max-age={HSTS_SECONDS}"
+        return HTMLResponse(html, status_code=status, headers=headers)
+
+    def _saying(self, path: str, session: Session, said: str) -> str:
+        """`path` with what an action did (`said`), signed for this session, so the status
+        box shows only what this console said to this person, never a link's text."""
+        sign = self.sessions.sign_text(session, said)
+        return f"{path}?said={quote(said)}&sig={sign}"
+
+    def _said(self, request: Request, session: Session) -> str | None:
+        said = request.query_params.get("said")
+        sign = request.query_params.get("sig")
+        if said is None or sign is None:
+            return None
+        return said if hmac.compare_digest(self.sessions.sign_text(session, said), sign) \
+            else None
 
     def _error(self, request: Request, session: Session | None, status: int, message: str
                ) -> HTMLResponse:
@@ -510,14 +529,15 @@ class Console:
                            citations=[c for c in record.citations
                                       if str(c.get("url", "")).startswith(("http://",
                                                                           "https://"))],
-                           message=request.query_params.get("said"))
+                           message=self._said(request, session))
 
     async def _cancel(self, request: Request, session: Session) -> Response:
         job_id = request.path_params["job_id"]
         outcome = await self.jobs(session).cancel(job_id)
         said = "cancelled" if outcome.cancelled else f"already {outcome.record.status}"
         log.info("console.cancel", job_id=job_id, user=session.user.id, cancelled=said)
-        return RedirectResponse(f"{ROOT}/jobs/{job_id}?said={quote(said)}", status_code=303)
+        return RedirectResponse(self._saying(f"{ROOT}/jobs/{job_id}", session, said),
+                                status_code=303)
 
     # ----- approvals --------------------------------------------------------------------------
 
@@ -571,7 +591,7 @@ class Console:
                 said = error_text(exc)
             log.info("console.answer", job_id=job_id, tool_call_id=call_id, answer=answer,
                      user=session.user.id)
-            return RedirectResponse(f"{ROOT}/jobs/{job_id}?said={quote(said)}",
+            return RedirectResponse(self._saying(f"{ROOT}/jobs/{job_id}", session, said),
                                     status_code=303)
         if not found:
             return self.render(request, session, "approval", 410, job=record, question=None)
@@ -680,6 +700,8 @@ class Console:
         return RedirectResponse(f"{ROOT}/runtime?process={quote(path)}", status_code=303)
 
 
+HSTS_SECONDS: Final = 365 * 86400
+"""How long a browser keeps to https for the console once told (behind an https public URL)."""
 LOGINS_PER_MINUTE: Final = 10
 """Token logins a minute from one address, and of one user, on one node."""
 JOBS_PER_PAGE: Final = 50

@@ -115,6 +115,10 @@ class Sessions:
         """The CSRF token every form of `session` carries."""
         return self._sign(b"csrf:" + session.nonce.encode())
 
+    def sign_text(self, session: Session, text: str) -> str:
+        """A signature of `text` for `session` (what an action said, carried in a redirect)."""
+        return self._sign(b"said:" + session.nonce.encode() + b":" + text.encode())[:22]
+
     def csrf_ok(self, session: Session, token: str | None) -> bool:
         return token is not None and hmac.compare_digest(self.csrf(session), token)
 

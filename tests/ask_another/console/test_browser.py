@@ -261,6 +261,13 @@ def test_the_runtime_page_shows_a_killed_actors_restart_count_rising_and_why_it_
     page.locator("a.node[data-process='store']").click()
     expect(page.locator("#restarts")).to_have_text("0")
     expect(page.locator("#last-exit")).to_have_count(0)
+    # A kill asks first: dismissed, nothing is killed; accepted, the store is killed.
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.get_by_role("button", name="Kill this process").click()
+    expect(page.locator("#restarts")).to_have_text("0")
+    assert asked and asked[0].startswith("Kill store?"), asked
+    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Kill this process").click()
     expect(page.locator("#restarts")).to_have_text("1")
     expect(page.locator("a.node[data-process='store'] .restarts")).to_have_text("restarts 1")

@@ -597,3 +597,39 @@ async def test_an_admin_sees_each_users_use_against_the_ceilings_and_when_calls_
         assert "Each user against the ceilings" not in mine
         await log_in(client, s.tokens["bob"])
         assert "are refused" not in (await client.get("/spending")).text
+
+
+async def test_no_url_is_a_500_and_no_link_writes_in_the_status_box(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    """Regression: `?part=live` on an error or login page was a 500 (no such template), and
+    `?said=` put any text a link carried in the page's status box. A crawl of every page with
+    odd query strings, logged out and as alice and root."""
+    paths = ["/", "/login", "/login/once", "/login/oauth", "/login/oauth/callback", "/logout",
+             "/jobs", "/jobs/r-0000000000", "/jobs/r-0000000000/cancel", "/approvals",
+             "/approvals/r-0000000000/call-1", "/rules/revoke", "/spending", "/spending.csv",
+             "/runtime", "/runtime/kill", "/answers.csv", "/answers.jsonl", "/static/nope.js"]
+    queries = ["", "?part=live", "?part=../base", "?part=live&said=%3Cb%3Ehi", "?period=%00",
+               "?period=99999999999d", "?before=nan~1&status=x&model=&user=%FF&q=%25_%5C",
+               "?process=%00&next=//evil.example", "?code=&state=x&error=boom", "?page=-1"]
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        for who in (None, "alice", "root"):
+            if who is not None:
+                await log_in(client, s.tokens[who])
+            for path in [*paths, f"/jobs/{job}", f"/approvals/{job}/call-1"]:
+                for query in queries:
+                    answer = await client.get(path + query)
+                    assert answer.status_code < 500, (who, path + query, answer.status_code)
+                    if answer.headers.get("content-type", "").startswith("text/html"):
+                        assert answer.headers["x-content-type-options"] == "nosniff"
+            if who is not None:
+                page = await client.get(f"/jobs/{job}?said=Your+job+was+allowed")
+                assert "Your job was allowed" not in page.text  # not signed for this session
+        assert "strict-transport-security" not in (await client.get("/jobs")).headers
+
+
+async def test_hsts_behind_an_https_public_url(make_config: Callable[..., Config]):
+    async with served(make_config, secure=True) as s, s.browser() as client:
+        page = await client.get("/login")
+        assert page.headers["strict-transport-security"] == "max-age=31536000"
