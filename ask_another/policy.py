@@ -9,15 +9,22 @@ for themselves (`ASK_ANOTHER_ALLOW_HOSTS`: a wiki, an intranet) or, once it has,
 else (which could carry what it read to another host). `internal` and `after_internal` are decided
 by their class alone: `read_article=allow` does not open the user's internal hosts to a model.
 
+A person's standing answer (*always allow* / *always deny*, store/rules.py) covers one tool and
+one target of it, its scope (`rule_scope`, the one place every face takes it from): the host
+for `read_article`, the engine for `search_web`, the exact arguments for any other tool. A rule
+made before rules were scoped covers every call of its tool (`ANY_SCOPE`).
+
 A leaf (it imports only errors.py), so config.py parses `ASK_ANOTHER_PERMISSIONS` with it without
 importing interaction/, which builds on the gateway and so on config.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, get_args
+from urllib.parse import urlsplit
 
 from ask_another.errors import AskAnotherError
 
@@ -35,6 +42,41 @@ _GUARDED: tuple[str, ...] = ("internal", "after_internal")
 DEFAULT_TEXT = "read=allow,effect=ask,internal=ask,after_internal=ask"
 
 
+ANY_SCOPE = "*"
+"""The scope of a standing rule made before rules were scoped: every call of its tool."""
+# The tool names, as the tools define them (articles/, websearch.py): this leaf imports neither.
+_READ_ARTICLE = "read_article"
+_SEARCH_WEB = "search_web"
+
+
+def rule_scope(tool: str, arguments: Mapping[str, object]) -> str:
+    """What a standing answer given on this call of `tool` covers: the host it reads
+    (`read_article`), the engine it searches with (`search_web`), or exactly these arguments."""
+    if tool == _READ_ARTICLE:
+        try:
+            host = urlsplit(str(arguments.get("url", ""))).hostname or ""
+        except ValueError:
+            host = ""
+        return f"host:{host.lower()}"
+    if tool == _SEARCH_WEB:
+        return f"engine:{arguments.get('engine') or 'configured'}"
+    return "arguments:" + json.dumps(dict(arguments), sort_keys=True, ensure_ascii=False,
+                                     separators=(",", ":"), default=str)
+
+
+def scope_text(scope: str) -> str:
+    """A scope as people read it, where a rule is made and where it is listed."""
+    kind, _, value = scope.partition(":")
+    if scope == ANY_SCOPE:
+        return "every call (a rule made before rules were scoped)"
+    if kind == "host":
+        return f"reads of {value or 'an address with no host'}"
+    if kind == "engine":
+        return ("searches with the configured engine" if value == "configured"
+                else f"searches with {value}")
+    return f"calls with exactly these arguments: {value}"
+
+
 class PolicyError(AskAnotherError):
     """The permission policy text is malformed; the message names the offending pair."""
 
@@ -48,7 +90,7 @@ class Policy:
         self,
         by_class: Mapping[str, Rule] | None = None,
         by_tool: Mapping[str, Rule] | None = None,
-        standing: Mapping[str, Rule] | None = None,
+        standing: Mapping[tuple[str, str], Rule] | None = None,
     ) -> None:
         classes: dict[str, Rule] = {"read": "allow", "effect": "ask", "internal": "ask",
                                     "after_internal": "ask"}
@@ -57,11 +99,12 @@ class Policy:
         self._by_tool = MappingProxyType(dict(by_tool or {}))
         self._standing = MappingProxyType(dict(standing or {}))
 
-    def with_standing(self, standing: Mapping[str, Rule]) -> Policy:
-        """This policy with a person's standing answers by tool (*always allow* / *always
-        deny*, store/rules.py): each applies only where this policy would ask, so it never
-        allows what the configuration denies, nor a guarded class (`internal`,
-        `after_internal`), which is asked every time."""
+    def with_standing(self, standing: Mapping[tuple[str, str], Rule]) -> Policy:
+        """This policy with a person's standing answers by (tool, scope) (*always allow* /
+        *always deny*, store/rules.py; `rule_scope`): each applies only to the calls of its
+        scope and only where this policy would ask, so it never allows what the
+        configuration denies, nor a guarded class (`internal`, `after_internal`), which is
+        asked every time."""
         return Policy(self._by_class, self._by_tool, {**self._standing, **standing})
 
     @classmethod
@@ -89,11 +132,20 @@ class Policy:
             target[key] = value  # type: ignore[assignment]
         return cls(by_class, by_tool)
 
-    def decide(self, tool: str, class_: CallClass) -> Rule:
+    def decide(self, tool: str, class_: CallClass,
+               arguments: Mapping[str, object] | None = None) -> Rule:
+        """The rule for one call; a standing answer counts for the call's scope (its
+        `arguments`; without them, only a rule of `ANY_SCOPE`)."""
         if class_ in _GUARDED:
             return self._by_class[class_]
         rule = self._by_tool.get(tool) or self._by_class[class_]
-        return self._standing.get(tool, rule) if rule == "ask" else rule
+        if rule != "ask":
+            return rule
+        if arguments is not None:
+            scoped = self._standing.get((tool, rule_scope(tool, arguments)))
+            if scoped is not None:
+                return scoped
+        return self._standing.get((tool, ANY_SCOPE), rule)
 
     def __str__(self) -> str:
         # The standing answers are a person's, not configuration: not part of the text.

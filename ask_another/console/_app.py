@@ -14,16 +14,23 @@ session's CSRF token and is refused (403) without it.
 
 from __future__ import annotations
 
+import csv
+import hmac
+import io
+import json
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import jinja2
+import msgspec
 import trio
 from mcp.server.auth.provider import TokenVerifier
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -41,17 +48,29 @@ from ask_another.console._session import (
     token_digest,
     token_proof,
 )
-from ask_another.console._spending import PERIODS, chart_svg, spending, spending_csv
-from ask_another.errors import AskAnotherError, error_text
-from ask_another.hosting import KEEP_ALIVE_SECONDS
+from ask_another.console._spending import (
+    PERIODS,
+    chart_svg,
+    dollars,
+    spending,
+    spending_csv,
+    usd_text,
+)
+from ask_another.errors import AskAnotherError, LimitReached, error_text
+from ask_another.hosting import KEEP_ALIVE_SECONDS, ASGIApp
 from ask_another.interaction.router import MAX_DENY_MESSAGE
 from ask_another.interaction.types import ALLOW, Deny
+from ask_another.limits import WINDOW, RequestRate
 from ask_another.logs import get_logger
+from ask_another.policy import scope_text
+from ask_another.rebinding import HostCheck
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
-from ask_another.store.jobs import JobRecord, job_store
+from ask_another.store.answers import Answer, answered, answers_for, answers_of, record_answer
+from ask_another.store.jobs import JobQuery, JobRecord, job_store
 from ask_another.store.rules import remove_rule, rules_of, set_rule
+from ask_another.store.sessions import end_session, session_ended
 from ask_another.users import LOCAL_USER, User, token_user
 
 __all__ = ["ROOT", "Console", "Login"]
@@ -122,6 +141,20 @@ def _seconds(value: float) -> str:
     return f"{value // 3600} h {value % 3600 // 60} min"
 
 
+def _plain(value: Any) -> str:
+    """An argument's value as people read it: a string as it is, anything else as JSON with
+    its letters unescaped (never `\\u0026` for `&`)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _left(until: float) -> str:
+    """The time left until `until`, as people read it ("in 4 min 10 s"; "now" once past)."""
+    left = until - time.time()
+    return f"in {_seconds(left)}" if left >= 1 else "now"
+
+
 def _who(user_id: str | None) -> str:
     """A row's user as people know them: the name in a principal id (users.py), or its issuer's
     subject; "(local)" for the local user."""
@@ -140,7 +173,7 @@ def _cost(record: JobRecord) -> str:
     if not isinstance(usage, dict):
         return ""
     cost = usage.get("cost_usd")
-    return f"${cost:.4f}" if isinstance(cost, int | float) else "unknown"
+    return usd_text(cost) if isinstance(cost, int | float) else "unknown"
 
 
 Handler = Callable[[Request, Session], Awaitable[Response]]
@@ -150,21 +183,31 @@ class Console:
     """The console of one running node: `app` is its ASGI app, mounted at `ROOT`."""
 
     def __init__(self, runtime: Runtime, key: bytes, login: Login, *,
-                 secure: bool = False, allow_stop: bool = False) -> None:
-        """`key` signs the sessions (`load_key`, or a fresh one for sessions of one run)."""
+                 secure: bool = False, allow_stop: bool = False,
+                 hosts: TransportSecuritySettings | None = None) -> None:
+        """`key` signs the sessions (`load_key`, or a fresh one for sessions of one run);
+        `hosts`, the Host and Origin requests may carry (ask_another/rebinding.py; None: any,
+        as the MCP endpoint on a host that is not a loopback one)."""
         self.runtime = runtime
         self.sessions = Sessions(key, self.still_valid)
         self.login = login
         self.secure = secure  # the cookie is Secure: the public URL is https
         self.allow_stop = allow_stop
+        # Token logins counted per address (every attempt) and per user (every accepted one),
+        # on this node: a guessed token is one attempt in 2^256, the limit keeps a flood of
+        # them from costing the node's verifier and log.
+        self.address_logins = RequestRate(LOGINS_PER_MINUTE)
+        self.user_logins = RequestRate(LOGINS_PER_MINUTE)
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("ask_another.console", "templates"),
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
         self.templates.globals.update(root=ROOT, poll_ms=int(POLL_SECONDS * 1000))
+        self.parts = frozenset(self.templates.list_templates())
         self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost, who=_who,
-                                      usage=usage_text)
+                                      usage=usage_text, plain=_plain, left=_left,
+                                      dollars=dollars)
         page = self._page
-        self.app = Starlette(routes=[
+        self.app: ASGIApp = Starlette(routes=[
             Route("/", self._home),
             Route("/login", self._login, methods=["GET", "POST"]),
             Route("/login/once", self._login_once),
@@ -178,12 +221,16 @@ class Console:
             Route("/approvals/{job_id}/{tool_call_id}", page(self._approval),
                   methods=["GET", "POST"]),
             Route("/rules/revoke", page(self._revoke), methods=["POST"]),
+            Route("/answers.csv", page(self._answers_export)),
+            Route("/answers.jsonl", page(self._answers_export)),
             Route("/spending", page(self._spending)),
             Route("/spending.csv", page(self._spending_csv)),
             Route("/runtime", page(self._runtime)),
             Route("/runtime/kill", page(self._kill), methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("ask_another.console", "static")])),
         ])
+        if hosts is not None:
+            self.app = HostCheck(self.app, hosts)
 
     # ----- sessions ---------------------------------------------------------------------------
 
@@ -192,7 +239,12 @@ class Console:
         if session.kind == "local":
             return LOCAL_USER if self.login.mode in ("code", "open") else None
         if session.kind == "oauth":
-            return session.user if self.login.mode == "token" else None
+            # A principal of the tokens file is never an OAuth login: such a session was made
+            # from a stale copy of the file (before the login re-read it) and is re-checked by
+            # nothing, so it ends here.
+            if self.login.mode != "token" or (session.user.id or "").startswith("token:"):
+                return None
+            return session.user
         tokens = self.login.tokens
         if tokens is None:
             return None
@@ -214,11 +266,20 @@ class Console:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"{ROOT}/login?next={quote(target)}", status_code=303)
 
+    async def _session(self, request: Request) -> Session | None:
+        """The request's session: signed, unexpired, still valid, and not logged out on any
+        node (the store's logouts: one primary-key read)."""
+        session = self.sessions.read(request.cookies.get(COOKIE))
+        if session is not None and await session_ended(await self.runtime.database(),
+                                                       session.nonce):
+            return None
+        return session
+
     def _page(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         """`handler` for a logged-in session; POSTs also need the session's CSRF token."""
 
         async def endpoint(request: Request) -> Response:
-            session = self.sessions.read(request.cookies.get(COOKIE))
+            session = await self._session(request)
             fresh = None
             if session is None and self.login.mode == "open":
                 fresh, session = self.sessions.issue(LOCAL_USER, "local")
@@ -251,18 +312,35 @@ class Console:
     def render(self, request: Request, session: Session | None, template: str,
                status: int = 200, **context: Any) -> HTMLResponse:
         part = request.query_params.get("part")
-        name = f"{template}_{part}.html" if part in ("live",) else f"{template}.html"
+        name = f"{template}_{part}.html"
+        if part not in ("live",) or name not in self.parts:  # a page without a live part
+            name = f"{template}.html"
         user = session.user if session is not None else None
         html = self.templates.get_template(name).render(
             user=user, csrf=self.sessions.csrf(session) if session else "",
             show_runtime=bool(user and user.admin), open_login=self.login.mode == "open",
             oauth_issuer=self.login.oauth.issuer if self.login.oauth is not None else None,
             **context)
-        return HTMLResponse(html, status_code=status,
-                            headers={"Cache-Control": "no-store",
-                                     "Content-Security-Policy": _CSP,
-                                     "X-Frame-Options": "DENY",
-                                     "Referrer-Policy": "same-origin"})
+        headers = {"Cache-Control": "no-store", "Content-Security-Policy": _CSP,
+                   "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin",
+                   "X-Content-Type-Options": "nosniff"}
+        if self.secure:  # the public URL is https: browsers are to keep to it
+            headers["Strict-Transport-Security"] = f"max-age={HSTS_SECONDS}"
+        return HTMLResponse(html, status_code=status, headers=headers)
+
+    def _saying(self, path: str, session: Session, said: str) -> str:
+        """`path` with what an action did (`said`), signed for this session, so the status
+        box shows only what this console said to this person, never a link's text."""
+        sign = self.sessions.sign_text(session, said)
+        return f"{path}?said={quote(said)}&sig={sign}"
+
+    def _said(self, request: Request, session: Session) -> str | None:
+        said = request.query_params.get("said")
+        sign = request.query_params.get("sig")
+        if said is None or sign is None:
+            return None
+        return said if hmac.compare_digest(self.sessions.sign_text(session, said), sign) \
+            else None
 
     def _error(self, request: Request, session: Session | None, status: int, message: str
                ) -> HTMLResponse:
@@ -290,6 +368,11 @@ class Console:
         if not _same_origin(request):
             return self.render(request, None, "login", 403, next=target, form=True,
                                problem="This login came from another site and was refused.")
+        address = request.client.host if request.client is not None else "unknown"
+        refused = self._throttled(request, target, self.address_logins,
+                                  f"address:{address}", "from this address")
+        if refused is not None:
+            return refused
         verifier = self.login.verifier
         access = await verifier.verify_token(token) if token and verifier else None
         if access is None:
@@ -298,12 +381,26 @@ class Console:
                                problem="That token is not valid here. Paste a token from "
                                "`ask-another token add NAME` (or your OAuth access token).")
         user = token_user(access)
+        refused = self._throttled(request, target, self.user_logins, user.id or "",
+                                  f"as {_who(user.id)}")
+        if refused is not None:
+            return refused
         tokens = self.login.tokens
         proof = ""
         if tokens is not None:
+            # Read again first: the verifier may have read a token added since this copy of
+            # the file was read, and a login taken for an OAuth one would never be re-checked.
+            try:
+                tokens.reload()
+            except AskAnotherError:
+                pass
             digest = token_digest(token)
             if any(u.sha256 == digest for u in tokens.users):
                 proof = token_proof(digest)
+        if not proof and (user.id or "").startswith("token:"):
+            log.warning("console.login_refused", reason="tokens file unreadable")
+            return self.render(request, None, "login", 503, next=target, form=True,
+                               problem="The tokens file cannot be read just now: try again.")
         if proof:
             value, _ = self.sessions.issue(user, "file", proof)
         else:
@@ -311,6 +408,22 @@ class Console:
         log.info("console.login", user=user.id)
         return self._set_cookie(RedirectResponse(target or f"{ROOT}/jobs", status_code=303),
                                 value)
+
+    def _throttled(self, request: Request, target: str | None, rate: RequestRate, key: str,
+                   whom: str) -> Response | None:
+        """A login page refusing the attempt (429) when `key` has made `LOGINS_PER_MINUTE`
+        attempts in the last minute; None (and the attempt counted) otherwise."""
+        try:
+            rate.check(User(key, admin=False))
+        except LimitReached as exc:
+            retry = math.ceil(exc.retry_after or WINDOW)
+            log.warning("console.login_throttled", by=key.partition(":")[0])
+            response = self.render(request, None, "login", 429, next=target, form=True,
+                                   problem=f"Too many login attempts {whom}: at most "
+                                   f"{LOGINS_PER_MINUTE} a minute. Try again in {retry} s.")
+            response.headers["Retry-After"] = str(retry)
+            return response
+        return None
 
     async def _login_oauth(self, request: Request) -> Response:
         """Send the browser to the issuer (console/_oauth.py)."""
@@ -377,7 +490,8 @@ class Console:
         return self._set_cookie(RedirectResponse(target, status_code=303), value)
 
     async def _logout(self, request: Request, session: Session) -> Response:
-        self.sessions.end(session)
+        await end_session(await self.runtime.database(), session.nonce, session.expires)
+        log.info("console.logout", user=session.user.id)
         response = RedirectResponse(f"{ROOT}/login", status_code=303)
         response.delete_cookie(COOKIE, path=ROOT)
         return response
@@ -385,39 +499,78 @@ class Console:
     # ----- jobs -------------------------------------------------------------------------------
 
     async def _jobs(self, request: Request, session: Session) -> Response:
-        records = await self.jobs(session).list()
-        return self.render(request, session, "jobs", records=records, now=time.time(),
-                           users=session.user.admin, waiting=_waiting(records))
+        admin = session.user.admin
+        query, kept = _job_query(request.query_params, admin)
+        store = job_store(await self.runtime.database())
+        listed = await store.listing(session.user, query, JOBS_PER_PAGE)
+        models: list[str] = []
+        users: list[str | None] = []
+        if request.query_params.get("part") is None:  # the filter form is not in the live part
+            models, users = await store.facets(session.user)
+        older = None
+        if listed.after is not None:
+            older = urlencode({**kept, "before": f"{listed.after[0]!r}~{listed.after[1]}"})
+        return self.render(request, session, "jobs", records=listed.records, now=time.time(),
+                           users=admin, waiting=_waiting(listed.records), query=query,
+                           kept=kept, live=urlencode({**kept, "part": "live", **(
+                               {"before": request.query_params["before"]}
+                               if query.before is not None else {})}),
+                           older=older, newest=urlencode(kept) if query.before else None,
+                           models=models, principals=users, states=JOB_STATES)
 
     async def _job(self, request: Request, session: Session) -> Response:
         jobs = self.jobs(session)
         record = await jobs.get(request.path_params["job_id"])
-        events = await job_store(await self.runtime.database()).events(record.id)
+        db = await self.runtime.database()
+        events = await job_store(db).events(record.id)
         return self.render(request, session, "job", job=record, now=time.time(),
+                           answers=await answers_of(db, record.id),
                            events=events[-50:], pending=pending_of(record),
                            citations=[c for c in record.citations
                                       if str(c.get("url", "")).startswith(("http://",
                                                                           "https://"))],
-                           message=request.query_params.get("said"))
+                           message=self._said(request, session))
 
     async def _cancel(self, request: Request, session: Session) -> Response:
         job_id = request.path_params["job_id"]
         outcome = await self.jobs(session).cancel(job_id)
         said = "cancelled" if outcome.cancelled else f"already {outcome.record.status}"
         log.info("console.cancel", job_id=job_id, user=session.user.id, cancelled=said)
-        return RedirectResponse(f"{ROOT}/jobs/{job_id}?said={quote(said)}", status_code=303)
+        return RedirectResponse(self._saying(f"{ROOT}/jobs/{job_id}", session, said),
+                                status_code=303)
 
     # ----- approvals --------------------------------------------------------------------------
 
     async def _approvals(self, request: Request, session: Session) -> Response:
-        pending = await pending_questions(self.jobs(session))
+        pending = await pending_questions(self.jobs(session),
+                                          job_store(await self.runtime.database()))
         rules = await rules_of(await self.runtime.database(), session.user.id)
         return self.render(request, session, "approvals", pending=pending, rules=rules,
                            users=session.user.admin)
 
+    async def _answers_export(self, request: Request, session: Session) -> Response:
+        """Every answer to the jobs the user may see (an admin: the team's), as CSV or JSON
+        lines: the audit, read only (store/answers.py)."""
+        rows = await answers_for(await self.runtime.database(), session.user)
+        fields = list(Answer.__struct_fields__)
+        if request.url.path.endswith(".csv"):
+            out = io.StringIO()
+            writer = csv.writer(out)
+            writer.writerow([*fields, "at_utc"])
+            for row in rows:
+                writer.writerow([*(getattr(row, f) for f in fields), _when(row.at)])
+            body, media, name = out.getvalue(), "text/csv; charset=utf-8", "answers.csv"
+        else:
+            body = "".join(msgspec.json.encode(row).decode() + "\n" for row in rows)
+            media, name = "application/x-ndjson; charset=utf-8", "answers.jsonl"
+        return Response(body, media_type=media, headers={
+            "Content-Disposition": f'attachment; filename="ask-another-{name}"',
+            "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
+
     async def _revoke(self, request: Request, session: Session) -> Response:
-        tool = str((await request.form()).get("tool") or "")
-        removed = await remove_rule(await self.runtime.database(), session.user.id, tool)
+        form = await request.form()
+        tool, scope = str(form.get("tool") or ""), str(form.get("scope") or "")
+        removed = await remove_rule(await self.runtime.database(), session.user.id, tool, scope)
         log.info("console.rule_revoked", tool=tool, user=session.user.id, removed=removed)
         return RedirectResponse(f"{ROOT}/approvals", status_code=303)
 
@@ -438,7 +591,7 @@ class Console:
                 said = error_text(exc)
             log.info("console.answer", job_id=job_id, tool_call_id=call_id, answer=answer,
                      user=session.user.id)
-            return RedirectResponse(f"{ROOT}/jobs/{job_id}?said={quote(said)}",
+            return RedirectResponse(self._saying(f"{ROOT}/jobs/{job_id}", session, said),
                                     status_code=303)
         if not found:
             return self.render(request, session, "approval", 410, job=record, question=None)
@@ -447,24 +600,40 @@ class Console:
     async def _answer(self, jobs: ResearchJobs, question: Pending | None, job_id: str,
                       call_id: str, answer: str, reason: str | None = None) -> str:
         """Answer the question; *always allow* / *always deny* (a permission of the user's own
-        job) also stores the standing rule for its tool, which their next jobs apply. A denial
-        carries `reason`, which the model is told."""
+        job) also stores the standing rule for its tool and that call's target (`rule_scope`:
+        the host of a read, the engine of a search, the exact arguments of another tool), which
+        their next jobs apply. A denial carries `reason`, which the model is told."""
+        db = await self.runtime.database()
+        tool = question.tool if question is not None else ""
+
+        async def audit(rule: str | None = None) -> None:  # once the job has taken it
+            await record_answer(db, answered(job_id, jobs.user, "console", call_id, tool,
+                                             answer, reason, rule))
+
         if answer.startswith("option:"):
-            return await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
+            said = await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
+            await audit()
+            return said
         standing = {"always-allow": "allow", "always-deny": "deny"}.get(answer)
         if standing is not None:
             if question is None or not question.standing_for(jobs.user):
                 return "Only a permission request of your own job can be answered always"
             said = await jobs.answer_permission(
                 job_id, call_id, ALLOW if standing == "allow" else Deny("rejected", reason))
-            await set_rule(await self.runtime.database(), jobs.user.id, question.tool,
-                           "allow" if standing == "allow" else "deny")
-            return (f"{said} From now on your jobs {standing} {question.tool} without asking "
-                    "(the approvals page lists it; revoke it there)")
+            await set_rule(db, jobs.user.id, question.tool,
+                           "allow" if standing == "allow" else "deny", question.scope,
+                           face="console")
+            rule = f"always {standing} {question.tool}: {scope_text(question.scope)}"
+            await audit(rule)
+            return (f"{said} From now on your jobs {standing} {question.tool} for "
+                    f"{scope_text(question.scope)} without asking (the approvals page lists "
+                    "it; revoke it there)")
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
-        return await jobs.answer_permission(
+        said = await jobs.answer_permission(
             job_id, call_id, ALLOW if answer == "allow" else Deny("rejected", reason))
+        await audit()
+        return said
 
 
     # ----- spending ---------------------------------------------------------------------------
@@ -529,6 +698,44 @@ class Console:
         log.warning("console.kill", process=path, user=session.user.id)
         node.ref.kill()
         return RedirectResponse(f"{ROOT}/runtime?process={quote(path)}", status_code=303)
+
+
+HSTS_SECONDS: Final = 365 * 86400
+"""How long a browser keeps to https for the console once told (behind an https public URL)."""
+LOGINS_PER_MINUTE: Final = 10
+"""Token logins a minute from one address, and of one user, on one node."""
+JOBS_PER_PAGE: Final = 50
+JOB_STATES: Final = (("unfinished", "not finished"), ("pending", "pending"),
+                     ("in_progress", "in progress"), ("completed", "completed"),
+                     ("failed", "failed"), ("cancelled", "cancelled"))
+LOCAL_FILTER: Final = "local"
+"""The user filter's value for the local user (no principal id is a bare word: users.py)."""
+
+
+def _job_query(params: Any, admin: bool) -> tuple[JobQuery, dict[str, str]]:
+    """The jobs list's filters from its query string, and the parameters that carry them over
+    (to the live part and the next page). What cannot be read is left out, never an error."""
+    kept: dict[str, str] = {}
+    for name in ("status", "model", "q") + (("user",) if admin else ()):
+        value = str(params.get(name) or "").strip()[:500]
+        if value:
+            kept[name] = value
+    status = kept.get("status")
+    if status is not None and status not in dict(JOB_STATES):
+        del kept["status"]
+        status = None
+    user = kept.get("user")
+    before = None
+    stamp, _, seq = str(params.get("before") or "").partition("~")
+    try:
+        before = (float(stamp), int(seq)) if stamp and seq else None
+    except ValueError:
+        before = None
+    if before is not None and not math.isfinite(before[0]):
+        before = None
+    return JobQuery(status=status, model=kept.get("model"), search=kept.get("q"),
+                    principal=None if user is None else "" if user == LOCAL_FILTER else user,
+                    before=before), kept
 
 
 def _waiting(records: list[JobRecord]) -> dict[str, int]:

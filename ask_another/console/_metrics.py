@@ -25,6 +25,7 @@ from ask_another.console._runtime import ProcessNode, supervision_tree
 from ask_another.errors import AskAnotherError
 from ask_another.runtime import Runtime
 from ask_another.spend.budget import period_start
+from ask_another.store.jobs import job_store
 from ask_another.store.usage import usage_totals
 from ask_another.users import LOCAL_USER
 
@@ -73,8 +74,8 @@ class Metrics:
             counts[record.status] = counts.get(record.status, 0) + 1
         for state, count in counts.items():
             self.jobs.labels(state).set(count)
-        self.waiting.set(len(await pending_questions(jobs)))
         db = await runtime.database()
+        self.waiting.set(len(await pending_questions(jobs, job_store(db))))
         now = time.time()
         for period in ("day", "month"):
             totals = await usage_totals(db, period_start(period, now)[0], now + 1)

@@ -2,7 +2,8 @@
 
 A job's open permission requests, choices and spend confirmations are its record's
 `waiting_for`, `Question` values (research/questions.py keeps them; the store has them, so a job
-of any process on the home or any node is seen). `pending_of` words one record's as `Pending`
+of any process on the home or any node is seen, as soon as its actor has written them: a
+question is written the moment it is asked). `pending_of` words one record's as `Pending`
 values for the templates; everything else in the console reads those.
 """
 
@@ -12,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ask_another.interaction.types import Choice, PermissionRequest, SpendRequest
-from ask_another.research import ResearchJobs
-from ask_another.store.jobs import JobRecord
+from ask_another.policy import rule_scope, scope_text
+from ask_another.research import ResearchJobs, UnknownJob, job_name
+from ask_another.store.jobs import JobRecord, JobStore
 from ask_another.users import User
 
 __all__ = ["SPEND_TOOL", "Pending", "pending_of", "pending_questions"]
@@ -33,6 +35,8 @@ class Pending:
     expires_at: str
     prompt: str = ""
     options: tuple[tuple[str, str], ...] = ()  # a choice's (id, label) pairs
+    expires: float = 0.0  # expires_at, in Unix seconds
+    asked: float | None = None  # when it was asked (None: a question stored before that)
 
     @property
     def url(self) -> str:
@@ -43,6 +47,15 @@ class Pending:
         """Whether `user` may answer it *always* (a standing rule for its tool): a permission
         request of their own job."""
         return self.kind == "permission" and self.job.user_id == user.id
+
+    @property
+    def scope(self) -> str:
+        """What an *always* answer of it would cover (policy.py's `rule_scope`)."""
+        return rule_scope(self.tool, self.arguments)
+
+    @property
+    def covers(self) -> str:
+        return scope_text(self.scope)
 
     @property
     def read_url(self) -> str | None:
@@ -61,21 +74,36 @@ def pending_of(record: JobRecord) -> list[Pending]:
             case Choice(prompt=prompt, options=options):
                 found.append(Pending(record, "choice", q.tool_call_id, "ask_user", {},
                                      q.expires_text, prompt=prompt,
-                                     options=tuple((o.id, o.label) for o in options)))
+                                     options=tuple((o.id, o.label) for o in options),
+                                     expires=q.expires_at, asked=q.asked_at))
             case SpendRequest() as spend:
                 found.append(Pending(record, "spend", q.tool_call_id, SPEND_TOOL,
                                      {"estimated_cost": spend.estimated_cost,
                                       "confirm_above_usd": f"{spend.confirm_above_usd:.2f}",
-                                      "model": spend.model}, q.expires_text))
+                                      "model": spend.model}, q.expires_text,
+                                     expires=q.expires_at, asked=q.asked_at))
             case PermissionRequest(tool=tool, arguments=arguments):
                 found.append(Pending(record, "permission", q.tool_call_id, tool,
-                                     dict(arguments), q.expires_text))
+                                     dict(arguments), q.expires_text,
+                                     expires=q.expires_at, asked=q.asked_at))
     return found
 
 
-async def pending_questions(jobs: ResearchJobs) -> list[Pending]:
-    """Every question the jobs `jobs` may see wait for, oldest job first."""
-    # Each unfinished job read again through `get`: from its actor when it runs here, whose
-    # questions the store has only once the actor's next write lands.
-    records = [await jobs.get(r.id) for r in await jobs.list() if not r.finished]
-    return [p for r in reversed(records) for p in pending_of(r)]
+async def pending_questions(jobs: ResearchJobs, store: JobStore) -> list[Pending]:
+    """Every question the jobs `jobs` may see wait for, oldest job first: the jobs the store
+    finds waiting (`JobStore.waiting`, however many jobs exist) and the jobs running in this
+    process (whose newest question the store has only once their actor's write lands), each
+    read through `get`, from its actor when it runs here, so a question answered a moment ago
+    is gone and one asked a moment ago is there."""
+    ids = {r.id: None for r in await store.waiting(jobs.user)}
+    for name in jobs.registry.names():
+        if isinstance(name, tuple) and len(name) == 2 and name == job_name(str(name[1])):
+            ids.setdefault(str(name[1]))
+    records = []
+    for job_id in ids:
+        try:
+            records.append(await jobs.get(job_id))
+        except UnknownJob:  # another user's, running here
+            continue
+    records.sort(key=lambda r: r.created_at)
+    return [p for r in records for p in pending_of(r)]

@@ -39,6 +39,7 @@ from ask_another.hosting import (
     url_host,
 )
 from ask_another.logs import get_logger
+from ask_another.rebinding import transport_security
 
 __all__ = ["serve_console"]
 
@@ -81,7 +82,7 @@ async def serve_console(config: Config, host: str = "127.0.0.1", port: int = 0, 
             raise opened.error
         codes = LoginCodes()
         console = Console(opened, secrets.token_bytes(32), Login("code", codes=codes),
-                          allow_stop=allow_stop)
+                          allow_stop=allow_stop, hosts=transport_security(host, None))
 
         async def home(_: Request) -> Response:
             return RedirectResponse(f"{ROOT}/jobs", status_code=303)

@@ -1,12 +1,14 @@
 """The console's sessions: a signed cookie, its CSRF token, and one-time login links.
 
 A session is a cookie the server signed (HMAC-SHA256 with the console's key) holding who logged
-in, how, and until when; nothing is kept per session in memory except the ones logged out, so a
-restart keeps people logged in when the key is kept (`serve --http`: ``console.key`` in the
-home, 0600) and logs them out when it is not (`ask-another console`: a key per run). A login
-with a tokens-file token is re-checked on every request against the file (the hash of its
-hash), so `token remove` ends that user's sessions too; an OAuth login lasts no longer than its
-token. The CSRF token of a session is derived from it (HMAC of its nonce), so every form of
+in, how, and until when; nothing is kept per session in memory, so a restart keeps people
+logged in when the key is kept (`serve --http`: ``console.key`` in the home, 0600) and logs them
+out when it is not (`ask-another console`: a key per run). A logout is kept in the store
+(store/sessions.py, asked by the console on each request), so it holds across restarts and on
+every node of the store. A login with a tokens-file token is re-checked on every request
+against the file (the hash of its hash; a stat when it has not changed), so `token remove` ends
+that user's sessions at once, on every node reading that file; an OAuth login lasts no longer
+than its token. The CSRF token of a session is derived from it (HMAC of its nonce), so every form of
 that session carries it and a form from another site cannot.
 """
 
@@ -73,7 +75,6 @@ class Sessions:
     def __init__(self, key: bytes, still_valid: Callable[[Session], User | None]) -> None:
         self.key = key
         self.still_valid = still_valid
-        self._ended: dict[str, float] = {}  # nonce -> expiry, of sessions logged out
 
     def _sign(self, payload: bytes) -> str:
         return _b64(hmac.new(self.key, payload, hashlib.sha256).digest())
@@ -89,7 +90,8 @@ class Sessions:
         return f"{_b64(body)}.{self._sign(body)}", session
 
     def read(self, cookie: str | None) -> Session | None:
-        """The session of a cookie, or None: unsigned, expired, logged out or no longer valid."""
+        """The session of a cookie, or None: unsigned, expired or no longer valid (whether it
+        was logged out is the store's to say: `store.sessions.session_ended`)."""
         if not cookie or cookie.count(".") != 1:
             return None
         body_text, signature = cookie.split(".")
@@ -102,23 +104,20 @@ class Sessions:
         fields = json.loads(body)
         session = Session(User(fields["u"], bool(fields["a"]), fields.get("m")), fields["k"],
                           fields["p"], float(fields["e"]), fields["n"])
-        if session.expires <= time.time() or session.nonce in self._ended:
+        if session.expires <= time.time():
             return None
         user = self.still_valid(session)
         if user is None:
             return None
         return Session(user, session.kind, session.proof, session.expires, session.nonce)
 
-    def end(self, session: Session) -> None:
-        """Log out: this session's cookie is refused from now on, even if sent again."""
-        now = time.time()
-        for nonce in [n for n, until in self._ended.items() if until <= now]:
-            del self._ended[nonce]
-        self._ended[session.nonce] = session.expires
-
     def csrf(self, session: Session) -> str:
         """The CSRF token every form of `session` carries."""
         return self._sign(b"csrf:" + session.nonce.encode())
+
+    def sign_text(self, session: Session, text: str) -> str:
+        """A signature of `text` for `session` (what an action said, carried in a redirect)."""
+        return self._sign(b"said:" + session.nonce.encode() + b":" + text.encode())[:22]
 
     def csrf_ok(self, session: Session, token: str | None) -> bool:
         return token is not None and hmac.compare_digest(self.csrf(session), token)

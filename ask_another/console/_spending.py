@@ -21,10 +21,20 @@ from markupsafe import Markup, escape
 from ask_another.services import Services
 from ask_another.spend.budget import ceilings, period_start
 from ask_another.spend.report import period_bounds
-from ask_another.store.usage import Spent, Totals, spent_since, usage_totals
+from ask_another.store.usage import LOCAL_NAME, Spent, Totals, spent_since, usage_totals
 from ask_another.users import User
 
-__all__ = ["PERIODS", "CeilingUse", "Spending", "chart_svg", "spending", "spending_csv"]
+__all__ = [
+    "PERIODS",
+    "CeilingUse",
+    "Spending",
+    "UserUse",
+    "chart_svg",
+    "dollars",
+    "spending",
+    "spending_csv",
+    "usd_text",
+]
 
 PERIODS: Final = (("today", "Today"), ("7d", "7 days"), ("30d", "30 days"),
                   ("month", "This month"), ("all", "All time"))
@@ -42,6 +52,20 @@ class CeilingUse:
     def share(self) -> float:
         return self.spent.known_usd / self.usd if self.usd > 0 else 1.0
 
+    @property
+    def reached(self) -> bool:
+        """Whether calls are refused until it resets (`check_budget` refuses a call once the
+        spend has reached the ceiling)."""
+        return self.spent.known_usd >= self.usd
+
+
+@dataclass(frozen=True, slots=True)
+class UserUse:
+    """One user's spend against each ceiling (an admin's page)."""
+
+    user_id: str | None
+    uses: list[CeilingUse]
+
 
 @dataclass(frozen=True, slots=True)
 class Spending:
@@ -49,6 +73,7 @@ class Spending:
     label: str
     totals: Totals
     ceilings: list[CeilingUse]
+    by_user: list[UserUse]  # for an admin: every user who spent in a ceiling's period
 
 
 async def spending(services: Services, user: User, period: str) -> Spending:
@@ -58,12 +83,44 @@ async def spending(services: Services, user: User, period: str) -> Spending:
     db = await services.database()
     totals = await usage_totals(db, since, until, user)
     uses = []
-    for ceiling in ceilings(services):
+    users: dict[str | None, list[CeilingUse]] = {}
+    limits = ceilings(services)
+    for ceiling in limits:
         start, resets = period_start(ceiling.period, now)
+        reset_text = datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M")
         spent = await spent_since(db, start, user.id)
-        uses.append(CeilingUse(ceiling.variable, ceiling.period, ceiling.usd, spent,
-                               datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M")))
-    return Spending(period, label, totals, uses)
+        uses.append(CeilingUse(ceiling.variable, ceiling.period, ceiling.usd, spent, reset_text))
+        if user.admin:
+            # Each user's own spend, as check_budget counts it for them.
+            for who in (await usage_totals(db, start, now + 1, user)).by_user:
+                user_id = None if who == LOCAL_NAME else who
+                users.setdefault(user_id, [])
+    for user_id, their in users.items():
+        for ceiling in limits:
+            start, resets = period_start(ceiling.period, now)
+            their.append(CeilingUse(
+                ceiling.variable, ceiling.period, ceiling.usd,
+                await spent_since(db, start, user_id),
+                datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M")))
+    return Spending(period, label, totals, uses,
+                    [UserUse(user_id, their) for user_id, their in users.items()])
+
+
+def usd_text(usd: float) -> str:
+    """Dollars to the cent from a cent up (`$1,234.50`), two significant figures below."""
+    return f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.2g}"
+
+
+def dollars(spent: Spent) -> str:
+    """A spend as people read it: dollars to the cent from a cent up (`$1.22`), two
+    significant figures below (`$0.0012`), and the calls of unknown price beside it."""
+    amount = usd_text(spent.known_usd)
+    if spent.unknown_calls and spent.unknown_calls >= spent.calls:
+        return "cost unknown"
+    if spent.unknown_calls:
+        calls = spent.unknown_calls
+        amount += f" + {calls} call{'s' if calls != 1 else ''} of unknown price"
+    return amount
 
 
 def spending_csv(figures: Spending) -> str:

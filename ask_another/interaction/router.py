@@ -257,7 +257,7 @@ async def _decide(
     request: PermissionRequest, policy: Policy, interaction: Interaction | None,
     asks_the_person: bool = False, again: bool = False,
 ) -> Decision:
-    rule = policy.decide(request.tool, request.class_)
+    rule = policy.decide(request.tool, request.class_, request.arguments)
     if again and request.class_ == "effect" and rule != "deny":
         # It may have run before the turn stopped: a person decides whether it runs again.
         if interaction is None:

@@ -105,6 +105,7 @@ class Question(msgspec.Struct, frozen=True, kw_only=True):
     tool_call_id: str
     request: PermissionRequest | Choice | SpendRequest
     expires_at: float
+    asked_at: float | None = None  # when it was asked (None: a question stored before it)
 
     @property
     def expires_text(self) -> str:
@@ -117,5 +118,7 @@ def question_of(raw: dict[str, Any]) -> Question:
     holds. Raises `msgspec.ValidationError` (or `KeyError`) for anything else."""
     kind = raw["kind"]
     request = msgspec.convert(raw["request"], _REQUESTS[kind], from_attributes=False)
+    asked = raw.get("asked_at")
     return Question(kind=kind, tool_call_id=msgspec.convert(raw["tool_call_id"], str),
-                    request=request, expires_at=msgspec.convert(raw["expires_at"], float))
+                    request=request, expires_at=msgspec.convert(raw["expires_at"], float),
+                    asked_at=None if asked is None else msgspec.convert(asked, float))

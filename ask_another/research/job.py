@@ -622,7 +622,8 @@ class ResearchJob(Actor):
         """The configured policy with the standing answers of the job's user (read at each
         attempt, so an *always allow* given meanwhile counts from the next one)."""
         rules = await rules_of(await self.services.database(), self.record.user_id)
-        return self.services.config.permissions.with_standing({r.tool: r.rule for r in rules})
+        return self.services.config.permissions.with_standing(
+            {(r.tool, r.scope): r.rule for r in rules})
 
     def _ask(self, request: PermissionRequest | Choice | SpendRequest, call_id: str,
              caller: Caller) -> None:

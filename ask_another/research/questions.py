@@ -62,8 +62,9 @@ class Questions:
             caller: Caller, timeout: float) -> OpenQuestion:
         kind: QuestionKind = ("permission" if isinstance(request, PermissionRequest)
                               else "choice" if isinstance(request, Choice) else "spend")
+        now = time.time()
         entry = OpenQuestion(Question(kind=kind, tool_call_id=tool_call_id, request=request,
-                                      expires_at=time.time() + timeout), caller)
+                                      expires_at=now + timeout, asked_at=now), caller)
         self.open[tool_call_id] = entry
         return entry
 

@@ -35,10 +35,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAut
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.transport_security import (
-    DEFAULT_MAX_REQUEST_BODY_SIZE,
-    TransportSecuritySettings,
-)
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp_types import PARSE_ERROR, JSONRPCError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.middleware import Middleware
@@ -62,6 +59,7 @@ from ask_another.hosting import (
     url_host,
 )
 from ask_another.logs import get_logger
+from ask_another.rebinding import transport_security
 from ask_another.runtime import Runtime
 from ask_another.server.app import build_server
 from ask_another.server.auth import (
@@ -389,22 +387,6 @@ def _opens_session(scope: Scope) -> bool:
         version is None or version.decode("latin-1") in HANDSHAKE_PROTOCOL_VERSIONS)
 
 
-def transport_security(host: str, public_url: str | None) -> TransportSecuritySettings | None:
-    """DNS-rebinding protection as the SDK sets it for a loopback host (Host and Origin must be
-    loopback ones), plus the public URL's host and origin: a reverse proxy on the same machine
-    passes the public Host on. None (the SDK's default, no check) on other hosts."""
-    if not is_loopback(host):
-        return None
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-    if public_url is not None:
-        public = urlsplit(public_url)
-        hosts.append(public.netloc)
-        origins.append(f"{public.scheme}://{public.netloc}")
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=hosts, allowed_origins=origins)
-
-
 async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
                      no_auth: bool = False, console_allow_stop: bool = False) -> None:
     """Serve MCP over Streamable HTTP on `host:port` until SIGTERM or SIGINT (run under trio).
@@ -485,7 +467,7 @@ async def serve_http(config: Config, host: str = "127.0.0.1", port: int = DEFAUL
                                                       is_open=sessions.__contains__))
         mcp_app.router.routes.append(console_mount(config, opened, auth, no_auth=no_auth,
                                                    allow_stop=console_allow_stop,
-                                                   resource_url=resource_url))
+                                                   resource_url=resource_url, host=host))
         app = Drain(mcp_app)
         await serve_until_stopped(app, sock, config, local_url, resource_url, auth.describe,
                                   console=console_url(resource_url))
@@ -502,10 +484,11 @@ def console_url(resource_url: str) -> str:
 
 
 def console_mount(config: Config, runtime: Runtime, auth: HttpAuth, *, no_auth: bool,
-                  allow_stop: bool, resource_url: str) -> Mount:
+                  allow_stop: bool, resource_url: str, host: str) -> Mount:
     """The console at `/console`: logging in with a token `auth` accepts (no login with
     `--no-auth`), or through the OAuth issuer when the console has a client id there, its
-    sessions signed with the key kept in the home (they outlive a restart)."""
+    sessions signed with the key kept in the home (they outlive a restart). It checks Host as
+    the MCP endpoint on `host` does (ask_another/rebinding.py)."""
     from ask_another.console import ROOT, Console, Login, load_key
     from ask_another.console._oauth import OAuthLogin
 
@@ -522,7 +505,8 @@ def console_mount(config: Config, runtime: Runtime, auth: HttpAuth, *, no_auth: 
                    tokens=TokensFileVerifier(config.tokens_path), oauth=through_issuer))
     public = config.public_url or ""
     console = Console(runtime, key, login, secure=public.startswith("https://"),
-                      allow_stop=allow_stop)
+                      allow_stop=allow_stop,
+                      hosts=transport_security(host, config.public_url))
     return Mount(ROOT, app=console.app)
 
 

@@ -51,6 +51,8 @@ from ask_another.users import LOCAL_USER, User
 __all__ = [
     "TERMINAL",
     "JobEvent",
+    "JobPage",
+    "JobQuery",
     "JobRecord",
     "JobRequest",
     "JobStatus",
@@ -539,6 +541,89 @@ class JobStore:
                 return conn.execute("DELETE FROM research_requests WHERE id = ? AND taken_at IS "
                                     "NULL", (request_id,)).rowcount == 1
         return await self.db.run(go)
+
+    # ----- the console's lists ------------------------------------------------------------------
+
+    async def waiting(self, user: User = LOCAL_USER) -> list[JobRecord]:
+        """Every unfinished job `user` may see (an admin: every job) whose stored record waits
+        for a person, oldest first, however many jobs exist (without their reports)."""
+        seen, params = visible(user)
+        rows = await self.db.fetchall(
+            f"SELECT {_LISTED} FROM research_jobs WHERE {_NOT_FINAL} AND {seen} "
+            "AND detail LIKE ? ORDER BY created_at, rowid", (*params, _WAITING_LIKE))
+        return [record for record in map(_record, rows) if record.waiting_for]
+
+    async def listing(self, user: User = LOCAL_USER, query: JobQuery | None = None,
+                      limit: int = 50) -> JobPage:
+        """One page of the jobs `user` may see, newest first, that match `query`, and the
+        cursor of the next (older) page; keyset-paged on (created_at, rowid), so a page costs
+        the same however deep it is."""
+        query = query or JobQuery()
+        seen, params = visible(user)
+        where, args = [seen], [*params]
+        if query.status == "unfinished":
+            where.append(_NOT_FINAL)
+        elif query.status is not None:
+            where.append("status = ?")
+            args.append(query.status)
+        if query.model is not None:
+            where.append("model = ?")
+            args.append(query.model)
+        if query.principal is not None:
+            condition, extra = own(query.principal or None)
+            where.append(condition)
+            args.extend(extra)
+        if query.search:
+            where.append("lower(query) LIKE ? ESCAPE '\\'")
+            args.append("%" + _like_escaped(query.search.lower()) + "%")
+        if query.before is not None:
+            where.append("(created_at < ? OR (created_at = ? AND rowid < ?))")
+            args.extend((query.before[0], query.before[0], query.before[1]))
+        rows = await self.db.fetchall(
+            f"SELECT {_LISTED}, rowid AS seq FROM research_jobs WHERE {' AND '.join(where)} "
+            "ORDER BY created_at DESC, rowid DESC LIMIT ?", (*args, limit + 1))
+        more = len(rows) > limit
+        rows = rows[:limit]
+        after = (rows[-1]["created_at"], int(rows[-1]["seq"])) if more and rows else None
+        return JobPage([_record(r) for r in rows], after)
+
+    async def facets(self, user: User = LOCAL_USER) -> tuple[list[str], list[str | None]]:
+        """The models and the users (None: the local user) of the jobs `user` may see: what
+        the jobs list can be filtered by."""
+        seen, params = visible(user)
+        models = await self.db.fetchall(
+            f"SELECT DISTINCT model FROM research_jobs WHERE {seen} ORDER BY model", params)
+        users = await self.db.fetchall(
+            f"SELECT DISTINCT user_id FROM research_jobs WHERE {seen}", params)
+        return ([r["model"] for r in models],
+                sorted((r["user_id"] for r in users), key=lambda u: (u is not None, u or "")))
+
+
+_LISTED: Final = _COLUMNS.replace("report", "NULL AS report")
+"""The columns of a listing: a report can be long, and a list shows none."""
+_WAITING_LIKE: Final = '%"waiting_for"%'
+"""A stored detail that holds questions (`_detail_json` writes the key only when there are)."""
+
+
+class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """What a jobs listing is narrowed to: a status (or "unfinished"), a model, a user
+    (`principal`: their id, "" for the local user; None: anyone), words of the question, and
+    the cursor of the page (the jobs before it)."""
+
+    status: str | None = None
+    model: str | None = None
+    principal: str | None = None
+    search: str | None = None
+    before: tuple[float, int] | None = None
+
+
+class JobPage(msgspec.Struct, frozen=True):
+    records: list[JobRecord]
+    after: tuple[float, int] | None  # the next page's cursor (None: this is the last)
+
+
+def _like_escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _check_columns(changes: dict[str, Any]) -> None:

@@ -42,7 +42,7 @@ _NAMED = re.compile(r"(?<![\w.])(" + "|".join(MCP_TOOLS) + r")(?!\w)")
 # those below it.
 LAYERS = {
     "faces": ("cli", "terminal", "server", "console", "demo", "hosting", "jobhost", "__main__",
-              "aio", "adapters", "connections"),
+              "aio", "adapters", "connections", "rebinding"),
     "library": ("runtime",),
     "domain": ("research", "consensus", "conversations"),
     "services": ("spend", "services"),

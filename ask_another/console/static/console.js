@@ -6,7 +6,8 @@
 // Without JavaScript the pages still work; they are only not refreshed.
 (function () {
   "use strict";
-  var CONTROLS = { INPUT: true, BUTTON: true, SELECT: true, TEXTAREA: true };
+  // A focused link counts too: replacing it would drop the keyboard user's place.
+  var CONTROLS = { INPUT: true, BUTTON: true, SELECT: true, TEXTAREA: true, A: true };
   function watch(node, base) {
     var every = base;
     function next() { setTimeout(refresh, every); }
@@ -40,6 +41,12 @@
     }
     next();
   }
+  // A form with data-confirm (Kill this process) is sent only once the person confirms.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var question = form && form.getAttribute && form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) { event.preventDefault(); }
+  });
   document.addEventListener("DOMContentLoaded", function () {
     var base = parseInt(document.body.getAttribute("data-poll-ms"), 10) || 5000;
     document.querySelectorAll("[data-live]").forEach(function (node) { watch(node, base); });

@@ -33,6 +33,7 @@ from ask_another.server.tools.attached import (
     last_step,
     waiting_text,
 )
+from ask_another.store.answers import Answer, answered, answers_of, record_answer
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -307,9 +308,17 @@ def register(server: MCPServer[ServerState]) -> None:
             description="allow: let the tool call run; deny: it does not run.")],
     ) -> str:
         with tool_errors("answer_permission"):
-            return await runtime_of(ctx).jobs_for(user_of(ctx)).answer_permission(
-                job_id.strip(), tool_call_id.strip(),
-                ALLOW if decision == "allow" else Deny("rejected"))
+            runtime, user = runtime_of(ctx), user_of(ctx)
+            jobs, job_id, tool_call_id = runtime.jobs_for(user), job_id.strip(), \
+                tool_call_id.strip()
+            asked = [q.request for q in (await jobs.get(job_id)).waiting_for
+                     if q.tool_call_id == tool_call_id]
+            said = await jobs.answer_permission(
+                job_id, tool_call_id, ALLOW if decision == "allow" else Deny("rejected"))
+            tool = getattr(asked[0], "tool", "confirm_spend") if asked else ""
+            await record_answer(await runtime.database(), answered(
+                job_id, user, "mcp", tool_call_id, tool, decision))
+            return said
 
     @server.tool(name="answer_choice", description=ANSWER_CHOICE, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
@@ -347,8 +356,10 @@ def register(server: MCPServer[ServerState]) -> None:
                 # user's, no column).
                 return jobs_table(records, user.admin
                                   and any(r.user_id is not None for r in records))
-            return job_text(await jobs.get(job_id.strip()), offset, max_chars,
-                            state_of(ctx).console_root())
+            record = await jobs.get(job_id.strip())
+            text = job_text(record, offset, max_chars, state_of(ctx).console_root())
+            return text + _answers_text(
+                await answers_of(await runtime_of(ctx).database(), record.id))
 
     @server.tool(name="cancel_research", description=CANCEL, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
@@ -364,3 +375,22 @@ def register(server: MCPServer[ServerState]) -> None:
             if tool_call_id is not None and tool_call_id.strip():
                 return await jobs.cancel_call(job_id.strip(), tool_call_id.strip())
             return cancel_text(await jobs.cancel(job_id.strip()))
+
+
+def _answers_text(answers: list[Answer]) -> str:
+    """The audit of a job's answers (store/answers.py), after its text: who answered what,
+    where and when."""
+    if not answers:
+        return ""
+    lines = []
+    for a in answers:
+        when = datetime.fromtimestamp(a.at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        who = a.principal or "the local user"
+        line = f"- {when}: {who} answered {a.answer} to {a.tool or 'a question'} " \
+               f"({a.tool_call_id}) in the {a.face}"
+        if a.reason:
+            line += f", saying {a.reason!r}"
+        if a.rule:
+            line += f"; rule made: {a.rule}"
+        lines.append(line)
+    return "\n\nAnswers given:\n" + "\n".join(lines)

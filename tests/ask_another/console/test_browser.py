@@ -4,6 +4,7 @@ jobs. Each test is a scenario a person goes through (docs/console.md)."""
 
 from __future__ import annotations
 
+import json
 import queue
 import re
 import threading
@@ -247,7 +248,7 @@ def test_a_form_posted_without_its_csrf_token_is_refused(
                                           id="call-1")]), Reply("never")])
     job = start_agent(served, tokens["alice"])
     log_in(page, served, tokens["alice"], f"/console/approvals/{job}/call-1")
-    page.locator("input[name=csrf]").last.evaluate("input => input.remove()")
+    page.locator("input[name=csrf]").evaluate_all("inputs => inputs.forEach(i => i.remove())")
     page.get_by_role("button", name="Allow once").click()
     expect(page.get_by_role("alert")).to_contain_text("did not carry this session's CSRF token")
     assert "call-1" in mcp(served.mcp, tokens["alice"], "check_research", job_id=job)
@@ -262,6 +263,13 @@ def test_the_runtime_page_shows_a_killed_actors_restart_count_rising_and_why_it_
     page.locator("a.node[data-process='store']").click()
     expect(page.locator("#restarts")).to_have_text("0")
     expect(page.locator("#last-exit")).to_have_count(0)
+    # A kill asks first: dismissed, nothing is killed; accepted, the store is killed.
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.get_by_role("button", name="Kill this process").click()
+    expect(page.locator("#restarts")).to_have_text("0")
+    assert asked and asked[0].startswith("Kill store?"), asked
+    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Kill this process").click()
     expect(page.locator("#restarts")).to_have_text("1")
     expect(page.locator("a.node[data-process='store'] .restarts")).to_have_text("restarts 1")
@@ -313,14 +321,17 @@ def test_always_allow_then_a_second_job_is_not_asked(
                       Reply("second, without asking")])
     first = start_agent(served, tokens["alice"])
     log_in(page, served, tokens["alice"], f"/console/approvals/{first}/call-1")
-    page.get_by_role("button", name="Always allow read_article").click()
-    expect(page.get_by_role("status")).to_contain_text("From now on your jobs allow read_article")
+    # What "always" covers is said where it is made: this host's reads, not every URL.
+    page.get_by_role("button", name="Always allow read_article: reads of 192.0.2.1").click()
+    expect(page.get_by_role("status")).to_contain_text(
+        "From now on your jobs allow read_article for reads of 192.0.2.1")
     expect(page.locator("#job-status")).to_have_text("completed")
     text = mcp(served.mcp, tokens["alice"], "start_research", model="sim", query="again",
                method="agent", timeout=60)
     assert "second, without asking" in text, text
     page.get_by_role("link", name="Approvals").click()
     expect(page.get_by_role("cell", name="always allow")).to_be_visible()
+    expect(page.get_by_role("cell", name="reads of 192.0.2.1")).to_be_visible()
     shot(page, "rules")
     page.get_by_role("button", name="Revoke").click()
     expect(page.get_by_text("None: Always allow or Always deny")).to_be_visible()
@@ -422,3 +433,26 @@ def test_an_oauth_login_through_the_issuer_in_the_browser(page: Page, tmp_path: 
             expect(page.get_by_text("dana")).to_be_visible()
     finally:
         issuer.close()
+
+
+@pytest.mark.parametrize("where", ["request", "approvals"])
+def test_enter_in_the_reason_field_denies_with_that_reason(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page, where: str
+):
+    """Regression: Enter in the denial-reason field submitted the form with its first button,
+    *Allow once*, so "No - that page is private" + Enter allowed the read. On the request's own
+    page and on an Approvals card, Enter there now denies, with the reason typed."""
+    served, tokens = team
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("did without it")])
+    job = start_agent(served, tokens["alice"])
+    log_in(page, served, tokens["alice"], f"/console/approvals/{job}/call-1"
+           if where == "request" else "/console/approvals")
+    reason = page.get_by_label(re.compile("Reason, for a denial"))
+    reason.click()
+    page.keyboard.type("No - that page is private")
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text("was denied")
+    expect(page.locator("#job-status")).to_have_text("completed")
+    last = [r for r in sim.requests_for("m1") if r.path.endswith("/chat/completions")][-1]
+    assert "The user said: No - that page is private" in json.dumps(last.json["messages"][-1])

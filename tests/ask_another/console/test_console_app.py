@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from ask_another.console import ROOT, Console, Login, LoginCodes, Metrics, pendi
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.auth import TokensFile, TokensFileVerifier
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
-from ask_another.store.jobs import job_store
+from ask_another.store.jobs import JobRecord, job_store
 from ask_another.store.rules import set_rule
 from ask_another.store.usage import UsageRow, record_usage
 from ask_another.users import LOCAL_USER, User
@@ -353,8 +354,20 @@ async def test_always_allow_is_stored_listed_applied_to_the_next_job_and_revocab
         assert done.status == "completed" and done.report == "second report"
         assert not any("waiting for permission" in (e.step or "")
                        for e in await job_store(await s.runtime.database()).events(second.id))
+        # Scoped to the host: a read of another host is asked.
+        assert "reads of 127.0.0.1" in listing.text
+        sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://192.0.2.9/x"},
+                                              id="call-3")])])  # cancelled while it waits
+        third = await jobs.start("sim", "elsewhere?", method="agent")
+        with trio.fail_after(30):
+            while True:  # the job's actor answers Status(): nothing to wait on but it
+                if (await jobs.get(third.id)).waiting_for:
+                    break
+                await trio.sleep(0.02)
+        await jobs.cancel(third.id)
         # Revoked: asked again.
         revoked = await client.post("/rules/revoke", data={"tool": "read_article",
+                                                          "scope": "host:127.0.0.1",
                                                           "csrf": csrf_of(listing.text)})
         assert revoked.status_code == 303
         assert "Revoke" not in (await client.get("/approvals")).text
@@ -367,7 +380,8 @@ async def test_a_standing_answer_is_its_users_only(
     async with served(make_config) as s:
         (principal,) = (u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
                         if u.name == "alice")
-        await set_rule(await s.runtime.database(), principal, "read_article", "allow")
+        await set_rule(await s.runtime.database(), principal, "read_article", "allow",
+                       "host:127.0.0.1", "console")
         await waiting_job(sim, s.runtime, "bob")  # bob is still asked
 
 
@@ -423,3 +437,199 @@ async def test_a_denial_with_a_reason_reaches_the_models_next_turn(
         last = [r for r in sim.requests if r.path.endswith("/chat/completions")][-1]
         told = json.dumps(last.json["messages"][-1])
         assert "The user said: read the official changelog instead" in told
+
+
+async def test_a_waiting_request_stays_in_sight_behind_220_newer_jobs(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    """Regression: the Jobs page, the Approvals page and the waiting metric read the newest 200
+    jobs only, so one waiting job behind 220 quick ones vanished from both pages (the metric
+    read 0) while it waited until it expired. Now the waiting jobs are a query of their own,
+    and the Jobs list pages back to it, each job with its question."""
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        alice = next(u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
+                     if u.name == "alice")
+        store = job_store(await s.runtime.database())
+        for n in range(220):
+            await store.insert(JobRecord(id=f"r-quick{n:05}", model="openai/m1",
+                                         query=f"quick question number {n}",
+                                         created_at=time.time() + 1 + n, status="completed",
+                                         ended_at=time.time() + 2 + n, user_id=alice))
+        for who in ("alice", "root"):
+            await log_in(client, s.tokens[who])
+            page = await client.get("/approvals")
+            assert f"Job {job} asks to run read_article" in page.text, who
+            assert f"/approvals/{job}/call-1" in (await client.get("/approvals?part=live")).text
+        text = (await Metrics().render(s.runtime)).decode()
+        assert "ask_another_approvals_waiting 1.0" in text
+
+        await log_in(client, s.tokens["alice"])
+        pages, path = [], "/jobs"
+        while True:
+            page = await client.get(path)
+            assert page.status_code == 200
+            pages.append(page.text)
+            older = re.search(r'href="([^"]+)">Older jobs', page.text)
+            if older is None:
+                break
+            path = older.group(1).removeprefix(ROOT).replace("&amp;", "&")
+        assert len(pages) == 5  # 221 jobs, 50 a page
+        assert "quick question number 219" in pages[0] and job not in pages[0]
+        assert job in pages[-1] and "what is new?" in pages[-1] and "waits for you" in pages[-1]
+        found = await client.get("/jobs?q=NUMBER+17&status=completed")
+        assert sorted(re.findall(r"quick question number \d+", found.text)) == [
+            "quick question number 17", *(f"quick question number {n}"
+                                          for n in range(170, 180))]
+        waiting = await client.get("/jobs?status=unfinished&model=openai/m1")
+        assert job in waiting.text and "r-quick" not in waiting.text
+        for odd in ("/jobs?before=nan~1", "/jobs?before=x", "/jobs?status=%00&user=x&q=%25",
+                    "/jobs?before=1e400~99999999999999999999999"):
+            assert (await client.get(odd)).status_code == 200, odd
+
+
+async def test_login_attempts_are_throttled_per_address_and_per_user(
+    make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        for _ in range(10):
+            refused = await client.post("/login", data={"token": "aa_a-guess"})
+            assert refused.status_code == 401
+        throttled = await client.post("/login", data={"token": s.tokens["alice"]})
+        assert throttled.status_code == 429 and "set-cookie" not in throttled.headers
+        assert "Too many login attempts from this address" in throttled.text
+        assert 0 < int(throttled.headers["retry-after"]) <= 60
+        # One user's logins are counted too, from any address (the address count is lifted
+        # here: this client's is spent).
+        s.console.address_logins.per_minute = 0
+        for _ in range(10):
+            assert (await client.post("/login", data={"token": s.tokens["alice"]})
+                    ).status_code == 303
+        alice = await client.post("/login", data={"token": s.tokens["alice"]})
+        assert alice.status_code == 429 and "as alice" in alice.text
+        assert (await client.post("/login", data={"token": s.tokens["bob"]})).status_code == 303
+
+
+async def test_a_request_card_says_enough_to_decide(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    """Regression: a card lacked the model and when it was asked, the request's own page had no
+    "Asked by", and arguments were escaped JSON (`\\u0026` for `&`)."""
+    async with served(make_config) as s, s.browser() as client:
+        url = "http://127.0.0.1:9/search?q=trio&page=2"
+        sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": url}, id="call-1")]),
+                          Reply("the report")])
+        (principal,) = (u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
+                        if u.name == "alice")
+        jobs = s.runtime.jobs_for(User(principal, admin=False))
+        record = await jobs.start("sim", "is trio's nursery API stable?", method="agent")
+        with trio.fail_after(30):
+            while True:  # the job's actor answers Status(): nothing to wait on but it
+                if (await jobs.get(record.id)).waiting_for:
+                    break
+                await trio.sleep(0.02)
+        await log_in(client, s.tokens["alice"])
+        for path in ("/approvals", f"/approvals/{record.id}/call-1"):
+            page = (await client.get(path)).text
+            facts = dict(re.findall(r"<dt>([^<]+)</dt><dd[^>]*>(.*?)</dd>", page, re.S))
+            assert facts["Question"] == "is trio&#39;s nursery API stable?", facts
+            assert facts["Model"] == "openai/m1"
+            assert facts["Tool"] == "<code>read_article</code>"
+            argument = re.search(r'<dl class="arguments"><dt>url</dt><dd>(.*?)</dd>', page)
+            assert argument and argument.group(1) == "http://127.0.0.1:9/search?q=trio&amp;page=2"
+            assert "\\u0026" not in page
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", facts["Asked"]), facts
+            assert re.search(r"\(in \d+ min \d+ s: no answer by then denies\)",
+                             facts["Expires"]), facts
+        assert facts["Asked by"] == "alice"  # on the request's own page
+
+
+async def test_every_answer_is_audited_on_the_jobs_page_and_exported_read_only(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        await log_in(client, s.tokens["alice"])
+        page = await client.get(f"/approvals/{job}/call-1")
+        await client.post(f"/approvals/{job}/call-1", data={
+            "answer": "deny", "reason": "that page is private", "csrf": csrf_of(page.text)})
+        await s.runtime.jobs.wait(job, timeout=30)
+        shown = (await client.get(f"/jobs/{job}")).text
+        row = re.search(r'<section class="answers-audit".*?<tbody>(.*?)</tbody>', shown, re.S)
+        assert row, shown
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1))
+        assert cells[1:] == ["alice", "console", "read_article (call-1)", "deny",
+                             "that page is private", ""], cells
+        csv_text = (await client.get("/answers.csv")).text.splitlines()
+        assert csv_text[0].startswith("job_id,at,principal,face,tool_call_id,tool,answer")
+        assert len(csv_text) == 2 and f"{job}," in csv_text[1]
+        assert "console,call-1,read_article,deny,that page is private" in csv_text[1]
+        (line,) = (await client.get("/answers.jsonl")).text.splitlines()
+        assert json.loads(line)["reason"] == "that page is private"
+        # Nothing alters it from the console; bob sees none of alice's.
+        assert (await client.post("/answers.csv", data={"csrf": csrf_of(page.text)})
+                ).status_code == 405
+        await log_in(client, s.tokens["bob"])
+        assert (await client.get("/answers.jsonl")).text == ""
+        await log_in(client, s.tokens["root"])
+        assert job in (await client.get("/answers.jsonl")).text  # the team's, for an admin
+
+
+async def test_an_admin_sees_each_users_use_against_the_ceilings_and_when_calls_are_refused(
+    make_config: Callable[..., Config]
+):
+    """Regression: the admin could not see each user's use against the per-user ceilings, past
+    100% the page did not say calls are refused, and dollars had six decimals."""
+    async with served(make_config, ASK_ANOTHER_BUDGET_DAY_USD="2") as s, s.browser() as client:
+        await spend(s.runtime, "alice", "openai/m1", 2.5)
+        await spend(s.runtime, "bob", "openai/m1", 0.25)
+        await spend(s.runtime, "bob", "openai/m1", 0.0004)
+        await log_in(client, s.tokens["root"])
+        page = (await client.get("/spending")).text
+        rows = dict(re.findall(r"<tr><td>(alice|bob)</td><td>(.*?)</td></tr>", page))
+        assert rows["alice"] == ("$2.50 (125.0%): <strong>calls refused</strong> until "
+                                 + rows["alice"].rsplit("until ", 1)[1])
+        assert rows["bob"] == "$0.25 (12.5%)"
+        assert "0.000000" not in page and "$2.75" in page
+        await log_in(client, s.tokens["alice"])
+        mine = (await client.get("/spending")).text
+        assert "your provider calls are refused until it resets" in mine
+        assert "Each user against the ceilings" not in mine
+        await log_in(client, s.tokens["bob"])
+        assert "are refused" not in (await client.get("/spending")).text
+
+
+async def test_no_url_is_a_500_and_no_link_writes_in_the_status_box(
+    sim: Simulator, make_config: Callable[..., Config]
+):
+    """Regression: `?part=live` on an error or login page was a 500 (no such template), and
+    `?said=` put any text a link carried in the page's status box. A crawl of every page with
+    odd query strings, logged out and as alice and root."""
+    paths = ["/", "/login", "/login/once", "/login/oauth", "/login/oauth/callback", "/logout",
+             "/jobs", "/jobs/r-0000000000", "/jobs/r-0000000000/cancel", "/approvals",
+             "/approvals/r-0000000000/call-1", "/rules/revoke", "/spending", "/spending.csv",
+             "/runtime", "/runtime/kill", "/answers.csv", "/answers.jsonl", "/static/nope.js"]
+    queries = ["", "?part=live", "?part=../base", "?part=live&said=%3Cb%3Ehi", "?period=%00",
+               "?period=99999999999d", "?before=nan~1&status=x&model=&user=%FF&q=%25_%5C",
+               "?process=%00&next=//evil.example", "?code=&state=x&error=boom", "?page=-1"]
+    async with served(make_config) as s, s.browser() as client:
+        job = await waiting_job(sim, s.runtime, "alice")
+        for who in (None, "alice", "root"):
+            if who is not None:
+                await log_in(client, s.tokens[who])
+            for path in [*paths, f"/jobs/{job}", f"/approvals/{job}/call-1"]:
+                for query in queries:
+                    answer = await client.get(path + query)
+                    assert answer.status_code < 500, (who, path + query, answer.status_code)
+                    if answer.headers.get("content-type", "").startswith("text/html"):
+                        assert answer.headers["x-content-type-options"] == "nosniff"
+            if who is not None:
+                page = await client.get(f"/jobs/{job}?said=Your+job+was+allowed")
+                assert "Your job was allowed" not in page.text  # not signed for this session
+        assert "strict-transport-security" not in (await client.get("/jobs")).headers
+
+
+async def test_hsts_behind_an_https_public_url(make_config: Callable[..., Config]):
+    async with served(make_config, secure=True) as s, s.browser() as client:
+        page = await client.get("/login")
+        assert page.headers["strict-transport-security"] == "max-age=31536000"

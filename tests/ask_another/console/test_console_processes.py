@@ -273,3 +273,34 @@ async def test_an_oauth_login_goes_through_the_issuer_and_back(tmp_path: Path):
             assert (await browser.get("/console/jobs")).status_code == 303  # not logged in
     finally:
         issuer.close()
+
+
+async def test_a_foreign_host_is_refused_by_the_console_as_by_the_mcp_endpoint(tmp_path: Path):
+    """Regression (DNS rebinding): on a loopback `serve --http --no-auth` the MCP endpoint
+    refused a foreign Host (421) but its console served `Host: rebind.attacker.example` the
+    approvals page, a session and a CSRF token, and took its POSTs; `ask-another console`
+    alone did the same. Both now refuse it with the MCP endpoint's own check."""
+    env = {"ASK_ANOTHER_HOME": str(tmp_path / "home")}
+
+    async def refused(base: str, paths: list[str]) -> None:
+        port = base.rsplit(":", 1)[1]
+        foreign = {"Host": f"rebind.attacker.example:{port}"}
+        local = tmp_path / "home" / "local-token"  # --no-auth's MCP endpoint takes this token
+        if local.exists():
+            foreign["Authorization"] = f"Bearer {local.read_text().strip()}"
+        async with httpx.AsyncClient(base_url=base) as client:
+            for path in paths:
+                answer = await client.get(path, headers=foreign)
+                assert answer.status_code == 421, (path, answer.status_code, answer.text)
+                assert "set-cookie" not in answer.headers, path
+            posted = await client.post("/console/rules/revoke", headers=foreign,
+                                       data={"tool": "read_article", "csrf": "x"})
+            assert posted.status_code == 421
+            ours = await client.get("/console/approvals", follow_redirects=True)
+            assert ours.status_code == 200, ours.text  # its own Host still works
+
+    async with http_server(env, tmp_path / "serve.log", "--no-auth") as server:
+        await refused(server.base, ["/mcp", "/console/approvals", "/console/jobs?part=live",
+                                    "/console/static/console.js"])
+    async with console_on(env) as (base, link):
+        await refused(base, ["/console/approvals", link.removeprefix(base)])

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from ask_another.interaction import Policy, PolicyError
+from ask_another.policy import ANY_SCOPE, rule_scope, scope_text
 
 
 def test_default_allows_reads_and_asks_for_effects() -> None:
@@ -62,8 +63,9 @@ def test_internal_classes_default_to_ask_and_no_tool_rule_opens_them() -> None:
 
 def test_standing_answers_apply_only_where_the_configured_policy_asks():
     configured = Policy.parse("read=ask,effect=ask,write_file=deny")
-    person = configured.with_standing({"read_article": "allow", "write_file": "allow",
-                                       "send_mail": "deny"})
+    person = configured.with_standing({("read_article", ANY_SCOPE): "allow",
+                                       ("write_file", ANY_SCOPE): "allow",
+                                       ("send_mail", ANY_SCOPE): "deny"})
     assert person.decide("read_article", "read") == "allow"
     assert person.decide("send_mail", "effect") == "deny"
     # What the configuration denies stays denied; the user's own hosts are asked every time.
@@ -72,3 +74,26 @@ def test_standing_answers_apply_only_where_the_configured_policy_asks():
     assert person.decide("read_article", "after_internal") == "ask"
     assert configured.decide("read_article", "read") == "ask"  # the configured one unchanged
     assert person != configured
+
+
+def test_a_standing_answer_covers_its_tools_target_only():
+    """Regression: *always allow* of one read covered every URL of every later job. A rule now
+    covers the host of a read, the engine of a search, the exact arguments of another tool."""
+    article = {"url": "https://Docs.Example.com/a?x=1"}
+    note = {"text": "hello", "to": "team"}
+    scopes = {"read_article": rule_scope("read_article", article),
+              "search_web": rule_scope("search_web", {"query": "trio"}),
+              "write_note": rule_scope("write_note", note)}
+    assert scopes == {"read_article": "host:docs.example.com",
+                      "search_web": "engine:configured",
+                      "write_note": 'arguments:{"text":"hello","to":"team"}'}
+    assert scope_text(scopes["read_article"]) == "reads of docs.example.com"
+    person = Policy.parse("read=ask,effect=ask").with_standing(
+        {(tool, scope): "allow" for tool, scope in scopes.items()})
+    assert person.decide("read_article", "read", {"url": "https://docs.example.com/b"}) == \
+        "allow"
+    assert person.decide("read_article", "read", {"url": "https://other.example/a"}) == "ask"
+    assert person.decide("search_web", "read", {"query": "anything else"}) == "allow"
+    assert person.decide("write_note", "effect", {"to": "team", "text": "hello"}) == "allow"
+    assert person.decide("write_note", "effect", {"text": "hello!", "to": "team"}) == "ask"
+    assert person.decide("read_article", "read") == "ask"  # no arguments: no scoped rule
