@@ -232,8 +232,14 @@ async def _shared_main(path: Path, idle: float, started: int) -> None:
         _litellm.inline_prelude(litellm, loop)
     loaded.set()
     if error is None:  # how long a first call waited here, for `ask-another doctor` to quote
-        with contextlib.suppress(OSError):
-            path.with_name(LAST_START_FILE).write_text(f"{time.monotonic() - _BEGAN:.1f}\n")
+        with contextlib.suppress(OSError):  # 0600, as every file of the home
+            fd = os.open(path.with_name(LAST_START_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                         0o600)
+            try:
+                os.fchmod(fd, 0o600)
+                os.write(fd, f"{time.monotonic() - _BEGAN:.1f}\n".encode())
+            finally:
+                os.close(fd)
 
     def ours() -> bool:
         try:

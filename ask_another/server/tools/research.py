@@ -358,8 +358,11 @@ def register(server: MCPServer[ServerState]) -> None:
                                   and any(r.user_id is not None for r in records))
             record = await jobs.get(job_id.strip())
             text = job_text(record, offset, max_chars, state_of(ctx).console_root())
-            return text + _answers_text(
-                await answers_of(await runtime_of(ctx).database(), record.id))
+            answers = await answers_of(await runtime_of(ctx).database(), record.id)
+            if record.status == "completed":
+                # The completed job's text is JSON that clients parse: the audit goes inside.
+                return _with_answers_json(text, answers)
+            return text + _answers_text(answers)
 
     @server.tool(name="cancel_research", description=CANCEL, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
@@ -375,6 +378,19 @@ def register(server: MCPServer[ServerState]) -> None:
             if tool_call_id is not None and tool_call_id.strip():
                 return await jobs.cancel_call(job_id.strip(), tool_call_id.strip())
             return cancel_text(await jobs.cancel(job_id.strip()))
+
+
+def _with_answers_json(text: str, answers: list[Answer]) -> str:
+    """A completed job's JSON with its audit as `answers` (one object per answer), when any."""
+    if not answers:
+        return text
+    body = json.loads(text)
+    body["answers"] = [
+        {"at": datetime.fromtimestamp(a.at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+         "who": a.principal or "the local user", "face": a.face,
+         "tool_call_id": a.tool_call_id, "tool": a.tool or None, "answer": a.answer,
+         "reason": a.reason, "rule": a.rule} for a in answers]
+    return json.dumps(body, indent=2, ensure_ascii=False)
 
 
 def _answers_text(answers: list[Answer]) -> str:

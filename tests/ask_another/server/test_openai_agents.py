@@ -61,7 +61,7 @@ async def test_openai_agents_gets_a_job_id_within_its_default_timeout(
     assert not seen["start"]["is_error"], seen
     text = seen["start"]["text"]
     assert re.search(r"job_id='r-[0-9a-z]+'", text), text
-    assert "continues in the background" in text
+    assert "keeps running after this session ends" in text
     # Every tool converts to a strict function tool (it fell back to non-strict for
     # list_models, consensus and sequential_research_compile).
     assert seen["not_strict"] == [], seen["not_strict"]

@@ -38,7 +38,7 @@ async def test_the_default_wait_follows_whether_the_client_hears_progress(
         began = time.monotonic()
         quiet = await client.call_tool("start_research", {"model": "gdr", "query": "quiet"})
         waited = time.monotonic() - began
-        assert "continues in the background" in text_of(quiet), text_of(quiet)
+        assert "keeps running after this session ends" in text_of(quiet), text_of(quiet)
         assert waited < QUIET_WAIT + 2  # generous: the answer follows the 3 s wait
         sim.script_interaction(agent, statuses=["in_progress"] * 10 + ["completed"])
         heard_of = await client.call_tool("start_research", {"model": "gdr", "query": "loud"},
