@@ -8,7 +8,7 @@ import contextlib
 import json
 
 from ask_another.aio import Runtime
-from ask_another.interaction.types import PermissionRequest, Question
+from ask_another.interaction.types import Deny, PermissionRequest, Question
 from ask_another.research import JobUpdate
 from ask_another.store.jobs import JobRecord
 
@@ -57,6 +57,22 @@ def permission(record: JobRecord, tool_call_id: str) -> PermissionRequest | None
                                                                PermissionRequest):
             return question.request
     return None
+
+
+async def deny(rt: Runtime, job_id: str, tool_call_id: str, decision: Deny,
+               request: PermissionRequest | None, wait: float) -> str:
+    """Tell the job the person's `decision` on `tool_call_id` (when it still asks, `request`)
+    and wait, as an approval's tool does, until it has acted on it: it finishes, asks again, or
+    `wait` passes. The framework's rejection text: the denial and the job's state. Without the
+    wait the host's run could end, and its runtime close, before the job's model was told (a
+    job stores each round before its next model call, research/methods/agent.py)."""
+    said = (f"The user denied the job's tool call {tool_call_id}"
+            + (f": {decision.message}" if decision.message else "."))
+    if request is None:
+        return said
+    await rt.jobs.answer_permission(job_id, tool_call_id, decision)
+    answered = frozenset({tool_call_id})
+    return f"{said}\n{job_text(await settle(rt, job_id, wait, answered), answered)}"
 
 
 def job_text(record: JobRecord, answered: frozenset[str] = frozenset()) -> str:

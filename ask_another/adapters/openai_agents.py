@@ -6,7 +6,8 @@ waited on until it ends or asks the user) and `allow_job_tool(job_id, tool_call_
 `needs_approval`: the model calls it when a job asks to run a tool, the SDK stops the run with a
 tool-approval interruption, and the host's own approval UI answers it. `answer_interruptions`
 answers them: an approval lets the job's tool run when the run resumes; a rejection is also told
-to the job at once (`Deny`, with the person's message), so it never waits out its timeout.
+to the job at once (`Deny`, with the person's message), so it never waits out its timeout, and
+the job is waited on until it has acted on it (its state is in the rejection message).
 
     agent = Agent(name="host", model=..., tools=function_tools(rt))
     result = await Runner.run(agent, "Research X and keep notes")
@@ -23,7 +24,7 @@ from typing import Any
 from agents import RunResult, RunState, function_tool
 from agents import Tool as AgentTool
 
-from ask_another.adapters._jobs import PERMIT_TOOL, job_text, permission, settle
+from ask_another.adapters._jobs import PERMIT_TOOL, deny, job_text, permission, settle
 from ask_another.aio import Runtime
 from ask_another.consensus import panel_text
 from ask_another.interaction.tools import Tool
@@ -69,10 +70,12 @@ def function_tools(rt: Runtime, *, job_tools: Iterable[Tool] = (), method: str =
 
 
 async def answer_interruptions(rt: Runtime, result: RunResult | RunState[Any], decide: Decide,
-                               ) -> RunState[Any]:
+                               *, wait: float = 600.0) -> RunState[Any]:
     """Answer the run's `allow_job_tool` approvals with `decide(request)` (the host's UI, given
-    the job's `PermissionRequest`) and return the state to resume the run with. Other tools'
-    approvals are left for the host to answer on the returned state."""
+    the job's `PermissionRequest`) and return the state to resume the run with. A rejection is
+    told to the job, which is waited on (up to `wait` seconds) until it has acted on it; the
+    rejection message gives the model the job's state then. Other tools' approvals are left for
+    the host to answer on the returned state."""
     state = result.to_state() if isinstance(result, RunResult) else result
     for item in state.get_interruptions():
         if item.name != PERMIT_TOOL:
@@ -82,11 +85,8 @@ async def answer_interruptions(rt: Runtime, result: RunResult | RunState[Any], d
         request = permission(await rt.jobs.get(job_id), tool_call_id)
         decision: Decision = await decide(request) if request is not None else Deny()
         if isinstance(decision, Deny):
-            if request is not None:
-                await rt.jobs.answer_permission(job_id, tool_call_id, decision)
-            state.reject(item, rejection_message=(
-                f"The user denied the job's tool call {tool_call_id}"
-                + (f": {decision.message}" if decision.message else ".")))
+            state.reject(item, rejection_message=await deny(rt, job_id, tool_call_id, decision,
+                                                            request, wait))
         else:
             state.approve(item)
     return state

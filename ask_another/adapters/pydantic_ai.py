@@ -6,7 +6,8 @@ or asks the user) and `allow_job_tool(job_id, tool_call_id)`, which requires app
 calls it when a job asks to run a tool, and the run ends with `DeferredToolRequests` (give the
 agent `output_type=[str, DeferredToolRequests]`). `answer_approvals` turns the host's own
 decisions into the `DeferredToolResults` to run on with; a denial is also told to the job at
-once (`Deny`, with the person's message), so it never waits out its timeout.
+once (`Deny`, with the person's message), so it never waits out its timeout, and the job is
+waited on until it has acted on it (its state is in the denial's text).
 
     agent = Agent(model, toolsets=[toolset(rt)], output_type=[str, DeferredToolRequests])
     result = await agent.run("Research X and keep notes")
@@ -23,7 +24,7 @@ from typing import Any
 
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, FunctionToolset, ToolDenied
 
-from ask_another.adapters._jobs import PERMIT_TOOL, job_text, permission, settle
+from ask_another.adapters._jobs import PERMIT_TOOL, deny, job_text, permission, settle
 from ask_another.aio import Runtime
 from ask_another.consensus import panel_text
 from ask_another.interaction.tools import Tool
@@ -69,11 +70,13 @@ def toolset(rt: Runtime, *, job_tools: Iterable[Tool] = (), method: str = "agent
     return found
 
 
-async def answer_approvals(rt: Runtime, requests: DeferredToolRequests, decide: Decide
-                           ) -> DeferredToolResults:
+async def answer_approvals(rt: Runtime, requests: DeferredToolRequests, decide: Decide,
+                           *, wait: float = 600.0) -> DeferredToolResults:
     """The answers to the run's `allow_job_tool` approvals, from `decide(request)` (the host's
-    UI, given the job's `PermissionRequest`). Other tools' approvals are left out: add the
-    host's own answers to the returned value."""
+    UI, given the job's `PermissionRequest`). A denial is told to the job, which is waited on
+    (up to `wait` seconds) until it has acted on it; the denial's text gives the model the job's
+    state then. Other tools' approvals are left out: add the host's own answers to the returned
+    value."""
     answers = DeferredToolResults()
     for call in requests.approvals:
         if call.tool_name != PERMIT_TOOL:
@@ -83,11 +86,8 @@ async def answer_approvals(rt: Runtime, requests: DeferredToolRequests, decide: 
         request = permission(await rt.jobs.get(job_id), tool_call_id)
         decision: Decision = await decide(request) if request is not None else Deny()
         if isinstance(decision, Deny):
-            if request is not None:
-                await rt.jobs.answer_permission(job_id, tool_call_id, decision)
             answers.approvals[call.tool_call_id] = ToolDenied(
-                f"The user denied the job's tool call {tool_call_id}"
-                + (f": {decision.message}" if decision.message else "."))
+                await deny(rt, job_id, tool_call_id, decision, request, wait))
         else:
             answers.approvals[call.tool_call_id] = True
     return answers
