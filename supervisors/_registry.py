@@ -139,8 +139,13 @@ def claim_name(registry: Registry, name: Hashable, owner: Process) -> None:
 
 
 def unclaim_name(registry: Registry, name: Hashable, owner: Process) -> None:
+    """`owner` will no longer start actors under `name`. A call already waiting for the name
+    (parked after its holder exited, before the supervisor heard of the exit) learns it then:
+    without the wake-up it waited its whole timeout for a holder nobody would start."""
     owners = registry._claims.get(name)
     if owners is not None and owner in owners:
         owners.remove(owner)
         if not owners:
             del registry._claims[name]
+            if registry._bound and name not in registry._names:
+                registry._bound.unpark_all()

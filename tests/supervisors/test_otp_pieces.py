@@ -319,6 +319,59 @@ async def test_call_by_name_of_a_child_that_exited_for_good_is_noproc_at_once(
         assert (await sup.which_children())[0].status == "stopped"
 
 
+class SlowToEnd(Actor):
+    """An Echo whose `terminate` waits for `done`: a call by name made meanwhile finds the name
+    bound to an actor that is exiting, and parks until the supervisor decides."""
+
+    async def init(self, ending: trio.Event, done: trio.Event) -> None:
+        self.ending = ending
+        self.done = done
+
+    async def handle_call(self, msg: Any, caller: Caller) -> Any:
+        if msg == "stop":
+            self.stop()
+        return msg
+
+    async def terminate(self, reason: Any) -> None:
+        self.ending.set()
+        await self.done.wait()
+
+
+async def test_call_by_name_parked_while_a_transient_child_ends_normally_is_noproc_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The window of the test above, made certain: the call parks before the supervisor hears
+    of the exit; when the supervisor then gives up the name, the call fails at once (it waited
+    its whole timeout when giving up the name woke nobody)."""
+    registry = Registry()
+    ending, done = trio.Event(), trio.Event()
+    spec = child_spec(SlowToEnd, ending, done, name="echo", registry=registry,
+                      restart="transient")
+    async with open_supervisor([spec]) as sup, trio.open_nursery() as nursery:
+        holder = registry.whereis("echo")
+        assert holder is not None
+        nursery.start_soon(holder.call, "stop")
+        await ending.wait()  # the holder is exiting; its name is still bound and claimed
+        outcome: list[BaseException] = []
+        finished = trio.Event()
+
+        async def call_by_name() -> None:
+            try:
+                await registry.call("echo", "anyone?", timeout=30)
+            except Exception as exc:  # which one is what the test checks
+                outcome.append(exc)
+            finished.set()
+
+        nursery.start_soon(call_by_name)
+        await trio.testing.wait_all_tasks_blocked()  # the call is parked
+        start = trio.current_time()
+        done.set()
+        await finished.wait()
+        assert [type(exc) for exc in outcome] == [NoProcess]  # was CallTimeout after 30 s
+        assert trio.current_time() == start  # not after its timeout
+        assert (await sup.which_children())[0].status == "stopped"
+
+
 async def test_call_by_name_waits_for_a_restarting_holder_and_fails_at_once_without_one(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
