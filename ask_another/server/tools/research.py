@@ -121,7 +121,8 @@ def jobs_table(records: list[JobRecord], users: bool = False) -> str:
 
 
 def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX_CHARS,
-                estimate: str | None = None) -> str:
+                estimate: str | None = None,
+                answers: list[dict[str, Any]] | None = None) -> str:
     """A completed job as JSON: report (paged), citations (url, title, query), model, elapsed,
     the job's usage (every provider call summed) with a line for people, and the cost estimated
     before it started, when given."""
@@ -147,6 +148,8 @@ def result_json(record: JobRecord, offset: int = 0, max_chars: int = DEFAULT_MAX
         if end < len(report):
             body["note"] = (f"The report continues: call check_research with job_id="
                             f"'{record.id}' and offset={end} to read the rest.")
+    if answers:
+        body["answers"] = answers
     return json.dumps(body, indent=2, ensure_ascii=False)
 
 
@@ -357,12 +360,12 @@ def register(server: MCPServer[ServerState]) -> None:
                 return jobs_table(records, user.admin
                                   and any(r.user_id is not None for r in records))
             record = await jobs.get(job_id.strip())
-            text = job_text(record, offset, max_chars, state_of(ctx).console_root())
             answers = await answers_of(await runtime_of(ctx).database(), record.id)
             if record.status == "completed":
                 # The completed job's text is JSON that clients parse: the audit goes inside.
-                return _with_answers_json(text, answers)
-            return text + _answers_text(answers)
+                return result_json(record, offset, max_chars, answers=_answers_json(answers))
+            return job_text(record, offset, max_chars, state_of(ctx).console_root()) + \
+                _answers_text(answers)
 
     @server.tool(name="cancel_research", description=CANCEL, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
@@ -380,17 +383,12 @@ def register(server: MCPServer[ServerState]) -> None:
             return cancel_text(await jobs.cancel(job_id.strip()))
 
 
-def _with_answers_json(text: str, answers: list[Answer]) -> str:
-    """A completed job's JSON with its audit as `answers` (one object per answer), when any."""
-    if not answers:
-        return text
-    body = json.loads(text)
-    body["answers"] = [
-        {"at": datetime.fromtimestamp(a.at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-         "who": a.principal or "the local user", "face": a.face,
-         "tool_call_id": a.tool_call_id, "tool": a.tool or None, "answer": a.answer,
-         "reason": a.reason, "rule": a.rule} for a in answers]
-    return json.dumps(body, indent=2, ensure_ascii=False)
+def _answers_json(answers: list[Answer]) -> list[dict[str, Any]]:
+    """The audit of a job's answers (store/answers.py) as a completed job's JSON carries it."""
+    return [{"at": datetime.fromtimestamp(a.at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "who": a.principal or "the local user", "face": a.face,
+             "tool_call_id": a.tool_call_id, "tool": a.tool or None, "answer": a.answer,
+             "reason": a.reason, "rule": a.rule} for a in answers]
 
 
 def _answers_text(answers: list[Answer]) -> str:
