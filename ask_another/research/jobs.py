@@ -466,11 +466,20 @@ class ResearchJobs:
                 final: JobRecord | None = None
                 exited = False
                 async with trio.open_nursery() as nursery:
-                    try:
-                        await ref.call(Subscribe(send))
-                    except ActorExited:
-                        continue  # finished or crashed just now: look again
-                    nursery.start_soon(self._relay, ref, receive, on_progress, progress_every)
+                    # Bounded by the caller's deadline, not the call's default 5 s: a job writes
+                    # its state changes before it reads its mailbox again, and 200 jobs on one
+                    # SQLite file at load 10 kept such a write past 5 s.
+                    subscribed = False
+                    with trio.move_on_at(deadline):
+                        try:
+                            await ref.call(Subscribe(send), timeout=None)
+                            subscribed = True
+                        except ActorExited:
+                            continue  # finished or crashed just now: look again
+                    if not subscribed:
+                        return await self.get(job_id)
+                    nursery.start_soon(relay_progress, ref, receive, on_progress,
+                                       progress_every)
                     with trio.move_on_at(deadline):
                         try:
                             final = await ref.call(AwaitResult(), timeout=None)
@@ -485,24 +494,32 @@ class ResearchJobs:
                 return final
             await trio.sleep(0.01)  # relinquished unfinished, or exited: look again
 
-    async def _relay(self, ref: Any, receive: trio.MemoryReceiveChannel[JobUpdate],
-                     on_progress: ProgressFn, every: float) -> None:
-        while True:
-            update: JobUpdate | None = None
-            with trio.move_on_after(every):
-                try:
-                    update = await receive.receive()
-                except trio.EndOfChannel:
-                    return
-            if update is None:
-                try:
-                    record: JobRecord = await ref.call(Status())
-                except ActorExited:
-                    return
-                update = JobUpdate(job_id=record.id, status=record.status, step=record.step,
-                                   elapsed=record.elapsed(time.time()),
-                                   waiting_for=tuple(record.waiting_for))
-            await on_progress(update)
+
+async def relay_progress(ref: Any, receive: trio.MemoryReceiveChannel[JobUpdate],
+                         on_progress: ProgressFn, every: float) -> None:
+    """Pass the job's updates to `on_progress`, and its status every `every` seconds when it
+    sends none (a heartbeat, so a client's progress-based timeout keeps resetting)."""
+    while True:
+        update: JobUpdate | None = None
+        with trio.move_on_after(every):
+            try:
+                update = await receive.receive()
+            except trio.EndOfChannel:
+                return
+        if update is None:
+            try:
+                record: JobRecord = await ref.call(Status())
+            except ActorExited:
+                return
+            except CallTimeout:
+                # The job is busy (its mailbox behind store writes: 200 jobs on one SQLite file
+                # at load 8 kept one over 5 s). A heartbeat is not worth failing the caller's
+                # call for: skip this beat.
+                continue
+            update = JobUpdate(job_id=record.id, status=record.status, step=record.step,
+                               elapsed=record.elapsed(time.time()),
+                               waiting_for=tuple(record.waiting_for))
+        await on_progress(update)
 
 
 def _hint(answer: dict[str, Any]) -> Hint | None:
