@@ -161,6 +161,15 @@ def normal(report: str) -> str:
     return re.sub(r"\b(plan|report)-[a-z0-9]+-[a-z0-9]+\b", r"\1-ID", report)
 
 
+def _parting(query: str, killed: str, undisturbed: str) -> dict[str, str]:
+    """Where a killed job's report first differs from its undisturbed run's."""
+    a, b = killed.splitlines(), undisturbed.splitlines()
+    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False))
+               if x != y), min(len(a), len(b)))
+    return {"query": query, "killed": "\n".join(a[at:at + 3])[:400],
+            "undisturbed": "\n".join(b[at:at + 3])[:400]}
+
+
 def _read(home: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int], list[dict[str, Any]]]:
     with sqlite3.connect(home / "ask-another.sqlite3") as conn:
         conn.row_factory = sqlite3.Row
@@ -229,6 +238,11 @@ def soak(count: int, min_kills: int, quick: bool, *, pace: float | None = None,
         "unanswered_rows": sum(1 for r in job_rows if not r["answered"]),
         "completed_steps_rerun": rerun,
         "reports_equal": equal,
+        # What differed, so a failure says why: the first lines where the two reports part.
+        "unequal": [_parting(j["query"], normal(j["report"] or ""),
+                             quiet_reports.get(j["query"], ""))
+                    for j in jobs.values() if j["status"] == "completed"
+                    and normal(j["report"] or "") != quiet_reports.get(j["query"])],
         "failed": dict(Counter(str(j["error"])[:120] for j in jobs.values()
                                if j["status"] != "completed")),
         "undisturbed_calls": len(quiet_seen),

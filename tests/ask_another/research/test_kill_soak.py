@@ -27,7 +27,7 @@ def test_twelve_jobs_through_six_sigkills_complete_as_undisturbed_and_pay_each_c
     assert done.returncode == 0, done.stderr[-4000:]
     figures = json.loads(done.stdout)
     assert figures["kills"] >= 6, figures
-    assert figures["completed"] == figures["reports_equal"] == 12, figures
+    assert figures["completed"] == figures["reports_equal"] == 12, figures["unequal"] or figures
     assert figures["completed_steps_rerun"] == 0, figures
     assert figures["doubles"] == 0 and figures["calls_without_row"] == 0, figures
     # The rows that are not calls the provider received are intents of calls cut off before
