@@ -15,7 +15,7 @@ from ._call import Caller
 from ._errors import InvalidSpec
 from ._log import logger
 from ._reasons import ExitReason, Normal
-from ._ref import ActorRef, MonitorRef, process_of
+from ._ref import ActorRef, MonitorRef, live_process, process_of
 from ._tasks import TaskHandle
 
 HOOKS: Final = ("init", "handle_call", "handle_cast", "handle_info", "handle_continue", "terminate")
@@ -101,7 +101,9 @@ class Actor:
 
     def stop(self, reason: ExitReason | None = None) -> None:
         """Exit after the current hook returns, with `reason` (default `Normal()`)."""
-        process_of(self.ref).stop_reason = Normal() if reason is None else reason
+        process = live_process(self.ref)
+        if process is not None:  # an actor that has exited has nothing left to stop
+            process.stop_reason = Normal() if reason is None else reason
 
     def set_idle_timeout(self, seconds: float | None) -> None:
         """From now on, when no message arrives for `seconds`, `handle_info(IdleTimeout(seconds))`
@@ -110,7 +112,9 @@ class Actor:
         empty"). None turns it off. Costs a cancel scope per wait only while it is on."""
         if seconds is not None and not seconds >= 0:
             raise InvalidSpec(f"idle timeout must be >= 0 seconds or None, got {seconds!r}")
-        process_of(self.ref).idle_timeout = seconds
+        process = live_process(self.ref)
+        if process is not None:
+            process.idle_timeout = seconds
 
     def start_task(self, async_fn: Callable[..., Awaitable[Any]], *args: Any) -> TaskHandle:
         """Run ``async_fn(*args)`` in a task this actor owns, so the actor keeps handling
@@ -118,7 +122,10 @@ class Actor:
         `handle_info`; if it is cancelled through the handle, `TaskCancelled(handle)` arrives;
         an exception in it crashes the actor (after which `terminate` runs). The task is
         cancelled and awaited before the actor reports its exit."""
-        return process_of(self.ref).start_task(async_fn, args)
+        process = live_process(self.ref)
+        if process is None:
+            raise process_of(self.ref).refusal()
+        return process.start_task(async_fn, args)
 
     def monitor(self, ref: ActorRef) -> MonitorRef:
         """Monitor `ref`: `Down(ref, reason, monitor)` arrives in `handle_info` when it exits (at
@@ -127,7 +134,9 @@ class Actor:
         if not isinstance(ref, ActorRef):
             raise InvalidSpec(f"monitor needs an ActorRef, got {ref!r}")
         monitor = MonitorRef(ref)
-        process_of(self.ref).add_monitor(monitor, process_of(ref))
+        process = live_process(self.ref)
+        if process is not None:  # an exited actor would never handle the Down
+            process.add_monitor(monitor, process_of(ref))
         return monitor
 
     def demonitor(self, monitor: MonitorRef, *, flush: bool = False) -> bool:
@@ -138,7 +147,8 @@ class Actor:
             raise InvalidSpec(
                 f"demonitor needs the MonitorRef that monitor() returned, got {monitor!r}"
             )
-        return process_of(self.ref).remove_monitor(monitor, flush=flush)
+        process = live_process(self.ref)
+        return process is not None and process.remove_monitor(monitor, flush=flush)
 
     def link(self, ref: ActorRef) -> None:
         """Link both ways: when either exits abnormally, the other exits with the same reason,
@@ -146,10 +156,14 @@ class Actor:
         already exited delivers its exit signal at once."""
         if not isinstance(ref, ActorRef):
             raise InvalidSpec(f"link needs an ActorRef, got {ref!r}")
-        process_of(self.ref).link(process_of(ref))
+        process = live_process(self.ref)
+        if process is not None:  # an exited actor has no exit signal left to send or get
+            process.link(process_of(ref))
 
     def unlink(self, ref: ActorRef) -> None:
         """Remove a link (both directions)."""
         if not isinstance(ref, ActorRef):
             raise InvalidSpec(f"unlink needs an ActorRef, got {ref!r}")
-        process_of(self.ref).unlink(process_of(ref))
+        process = live_process(self.ref)
+        if process is not None:
+            process.unlink(process_of(ref))

@@ -24,8 +24,8 @@ import outcome
 import trio
 import trio.lowlevel
 
-from ._errors import ActorExited, CallTimeout, CallToSelf, InvalidSpec
-from ._reasons import Crash, ExitReason
+from ._errors import CallTimeout, CallToSelf, InvalidSpec
+from ._exited import Exited
 from ._threads import hand_over, refuse_foreign
 
 if TYPE_CHECKING:
@@ -52,14 +52,6 @@ class _NoReply:
 
 NOREPLY: Final = _NoReply()
 """Return this from `handle_call` to answer later with `caller.reply(value)`."""
-
-
-def exited_error(reason: ExitReason, label: str) -> ActorExited:
-    """The `ActorExited` for an actor that exited with `reason` (chained to a crash's cause)."""
-    err = ActorExited(reason, label)
-    if isinstance(reason, Crash):
-        err.__cause__ = reason.exception
-    return err
 
 
 @final
@@ -137,7 +129,13 @@ def check_timeout(what: str, timeout: float | None) -> None:
         raise InvalidSpec(f"{what} timeout must be >= 0 seconds or None, got {timeout!r}")
 
 
-async def call(process: Process, msg: Any, timeout: float | None, *, wait_for_room: bool) -> Any:  # noqa: ASYNC109
+async def call(
+    process: Process | Exited,
+    msg: Any,
+    timeout: float | None,  # noqa: ASYNC109
+    *,
+    wait_for_room: bool,
+) -> Any:
     """`ActorRef.call`; with `wait_for_room`, a full mailbox makes the call wait (within its
     timeout) instead of raising `MailboxFull`, and a caller already cancelled sends nothing."""
     if process.thread != get_ident():
@@ -146,6 +144,8 @@ async def call(process: Process, msg: Any, timeout: float | None, *, wait_for_ro
     if task is process.task:
         raise CallToSelf(f"{process.ref!r} called itself; it would wait forever for its reply")
     check_timeout("call", timeout)
+    if isinstance(process, Exited):
+        raise process.refusal()
     caller = Caller(msg, task, process)
     if timeout is None:
         return await _send_and_wait(process, caller, wait_for_room)

@@ -14,6 +14,8 @@ How an actor ends, and with which reason:
 - its nursery cancelled from outside: it shuts down gracefully, `terminate(Shutdown())` within
   `Actor.cancel_shutdown` seconds, then lets the cancellation propagate; unless it was killed
   too (its supervisor was killed): then `Killed()`, no `terminate`.
+At the exit its ref is pointed at a small `Exited` record instead (see _exited.py), and the
+process is freed with its task.
 A supervisor's process hosts its children (`host_children`): at its exit it kills those still
 alive and reports its exit only once they all have.
 Once an actor has crashed its exit reason is that crash: `terminate` crashing too (logged) or
@@ -29,8 +31,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from ._call import CALL, CAST, INFO, NOREPLY, STOP, Caller, exited_error, fail_caller, is_waiting
+from ._call import CALL, CAST, INFO, NOREPLY, STOP, Caller, fail_caller, is_waiting
 from ._errors import MailboxFull, StartError
+from ._exited import Exited, exited_error
 from ._log import log_crash, logger
 from ._mailbox import Mailbox
 from ._reasons import (
@@ -169,7 +172,7 @@ class Process:
         assert self.scope is not None  # until the exit
         self.scope.cancel()
 
-    def signal(self, sender: Process, reason: ExitReason) -> None:
+    def signal(self, sender: Process | Exited, reason: ExitReason) -> None:
         """An exit signal from a linked actor (OTP semantics)."""
         actor = self.actor
         if actor is None or self.reason is not None:
@@ -188,10 +191,11 @@ class Process:
 
     # -- monitors, links, names, tasks ---------------------------------------------------------
 
-    def add_monitor(self, mref: MonitorRef, target: Process) -> None:
+    def add_monitor(self, mref: MonitorRef, target: Process | Exited) -> None:
         if target.reason is not None:
             self.deliver(Down(target.ref, target.reason, mref))
             return
+        assert isinstance(target, Process)  # an `Exited` has a reason
         if target.monitors is None:
             target.monitors = {}
         target.monitors[mref] = self
@@ -211,12 +215,13 @@ class Process:
             )
         return target is not None
 
-    def link(self, other: Process) -> None:
+    def link(self, other: Process | Exited) -> None:
         if other is self:
             return
         if other.reason is not None:
             self.signal(other, other.reason)
             return
+        assert isinstance(other, Process)  # an `Exited` has a reason
         if other.links is None:
             other.links = set()
         other.links.add(self)
@@ -224,8 +229,8 @@ class Process:
             self.links = set()
         self.links.add(other)
 
-    def unlink(self, other: Process) -> None:
-        if other.links is not None:
+    def unlink(self, other: Process | Exited) -> None:
+        if isinstance(other, Process) and other.links is not None:
             other.links.discard(self)
         if self.links is not None:
             self.links.discard(other)
@@ -484,8 +489,10 @@ class Process:
         self.reason = reason
         self.actor = None
         self.task = None
-        self.scope = None  # an exited actor keeps only what its ref reports
+        self.scope = None
         self.mailbox = self.home.closed_mailbox(self.mailbox.capacity)
+        # From now on the ref answers from a small record: this process goes with its task.
+        self.ref._process = Exited(self, reason)
         if self.children_scope is not None:
             self.kill_children()
         if self.tasks:

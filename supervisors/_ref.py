@@ -1,7 +1,8 @@
 """The handles users hold: `ActorRef` (to an actor) and `MonitorRef` (to one monitor).
 
 An `ActorRef` is a thin handle on the actor's `Process` (see _process.py), where the state and
-the rules live. Made only by the runtime; hashable, compared by identity.
+the rules live; once the actor has exited, on the small `Exited` record that replaces it. Made
+only by the runtime; hashable, compared by identity.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import trio
 
 from ._call import CAST, INFO, call, check_timeout
 from ._errors import CallToSelf
+from ._exited import Exited
 from ._reasons import ExitReason, Normal
 from ._threads import hand_over, refuse_foreign
 
@@ -40,7 +42,7 @@ class ActorRef:
 
     __slots__ = ("__weakref__", "_process")
 
-    _process: Process
+    _process: Process | Exited
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("ActorRef is made by spawn() or a supervisor, not built directly")
@@ -58,7 +60,7 @@ class ActorRef:
         return name if name is not None else self._default_name()
 
     def _default_name(self) -> str:
-        return f"{self._process.class_name}@{id(self._process):x}"
+        return f"{self._process.class_name}@{id(self):x}"
 
     @property
     def alive(self) -> bool:
@@ -154,12 +156,13 @@ class ActorRef:
         process = self._process
         if process.thread != get_ident():
             raise refuse_foreign("ActorRef.wait")
-        if process.reason is None:
-            if process.exit_event is None:
-                process.exit_event = trio.Event()
-            await process.exit_event.wait()
-        else:
+        if process.reason is not None:
             await trio.lowlevel.checkpoint()
+            return process.reason
+        assert not isinstance(process, Exited)  # an `Exited` has a reason
+        if process.exit_event is None:
+            process.exit_event = trio.Event()
+        await process.exit_event.wait()
         assert process.reason is not None
         return process.reason
 
@@ -170,9 +173,15 @@ class ActorRef:
         return f"<{type(self).__name__} {self._default_name()}{name}{state}>"
 
 
-def process_of(ref: ActorRef) -> Process:
-    """The process behind a handle (for the runtime's own modules)."""
+def process_of(ref: ActorRef) -> Process | Exited:
+    """The process behind a handle, or its `Exited` record (for the runtime's own modules)."""
     return ref._process
+
+
+def live_process(ref: ActorRef) -> Process | None:
+    """The process behind a handle, None once the actor has exited."""
+    process = ref._process
+    return None if isinstance(process, Exited) else process
 
 
 @final

@@ -16,6 +16,7 @@ import trio
 from ._errors import CallTimeout, NameTaken, NoProcess
 
 if TYPE_CHECKING:
+    from ._exited import Exited
     from ._process import Process
     from ._ref import ActorRef
 
@@ -34,7 +35,7 @@ class Registry:
     def __init__(self) -> None:
         self._names: dict[Hashable, ActorRef] = {}
         self._bound: trio.lowlevel.ParkingLot | None = None
-        self._claims: dict[Hashable, list[Process]] = {}
+        self._claims: dict[Hashable, list[Process | Exited]] = {}
 
     def _claimed(self, name: Hashable) -> bool:
         """Whether a live supervisor will (re)start an actor under `name`."""
@@ -130,7 +131,7 @@ def release_name(registry: Registry, name: Hashable, ref: ActorRef) -> None:
             registry._bound.unpark_all()  # a waiting call learns there is no one to wait for
 
 
-def claim_name(registry: Registry, name: Hashable, owner: Process) -> None:
+def claim_name(registry: Registry, name: Hashable, owner: Process | Exited) -> None:
     """`owner` (a supervisor) will start actors under `name`: `call` waits for them."""
     owners = registry._claims.setdefault(name, [])
     owners[:] = [p for p in owners if p.reason is None]
@@ -138,7 +139,7 @@ def claim_name(registry: Registry, name: Hashable, owner: Process) -> None:
         owners.append(owner)
 
 
-def unclaim_name(registry: Registry, name: Hashable, owner: Process) -> None:
+def unclaim_name(registry: Registry, name: Hashable, owner: Process | Exited) -> None:
     """`owner` will no longer start actors under `name`. A call already waiting for the name
     (parked after its holder exited, before the supervisor heard of the exit) learns it then:
     without the wake-up it waited its whole timeout for a holder nobody would start."""

@@ -23,7 +23,7 @@ from ._call import Caller, call
 from ._errors import ActorExited, InvalidSpec, NameTaken, StartError, SupervisorError, UnknownChild
 from ._log import log_crash, logger
 from ._reasons import Crash, Down, ExitReason, Killed, Shutdown, is_abnormal
-from ._ref import ActorRef, ActorStatistics, MonitorRef, process_of
+from ._ref import ActorRef, ActorStatistics, MonitorRef, live_process, process_of
 from ._registry import Registry, claim_name, unclaim_name
 from ._spawn import DEFAULT_MAILBOX_SIZE, check_start
 from ._spec import ChildSpec, ChildType, Start
@@ -148,7 +148,9 @@ class _SupervisorBase(Actor):
         self._max_seconds = float(max_seconds)
         self._restart_times = deque()
         self._recent_exits = deque(maxlen=RECENT_EXITS)
-        self._nursery = await process_of(self.ref).host_children(self._live_children)
+        process = live_process(self.ref)
+        assert process is not None  # in init
+        self._nursery = await process.host_children(self._live_children)
 
     def _live_children(self) -> Iterable[ActorRef]:
         raise NotImplementedError

@@ -23,6 +23,7 @@ from ._errors import WrongThread
 from ._mailbox import Mailbox
 
 if TYPE_CHECKING:
+    from ._exited import Exited
     from ._process import Process
 
 T = TypeVar("T")
@@ -61,7 +62,7 @@ def home_run() -> Home:
         return home
 
 
-def hand_over(process: Process, what: str, fn: Callable[..., T], *args: Any) -> T:
+def hand_over(process: Process | Exited, what: str, fn: Callable[..., T], *args: Any) -> T:
     """Run ``fn(*args)`` in `process`'s trio run from another thread; its result or error.
     After the run has ended this raises `trio.RunFinishedError` (nothing is left to do it)."""
     try:
