@@ -401,14 +401,31 @@ async def search(litellm: ModuleType, kwargs: dict[str, Any]) -> SearchResult:
 INTERACTION_CALLS = frozenset({"acreate", "aget", "acancel"})
 
 
-async def interact(litellm: ModuleType, name: str, kwargs: dict[str, Any]) -> InteractionState:
-    """`litellm.interactions.<name>(**kwargs)` (acreate, aget or acancel) as plain data."""
+async def interact(litellm: ModuleType, name: str, kwargs: dict[str, Any],
+                   model: str = "") -> InteractionState:
+    """`litellm.interactions.<name>(**kwargs)` (acreate, aget or acancel) as plain data, its
+    reported usage priced as `model` (see `_interaction_cost`)."""
     if name not in INTERACTION_CALLS:
         raise ValueError(f"not an interactions call: {name!r}")
     call = getattr(litellm.interactions, name)
     _without_litellm_cost_polling()
     response = await call(**kwargs)
-    return _interaction_state(response)
+    return _interaction_state(response, _interaction_cost(litellm, response, model))
+
+
+def _interaction_cost(litellm: ModuleType, response: Any, model: str) -> float | None:
+    """The price of an interaction's reported usage, by litellm (`completion_cost` reads the
+    Interactions usage: input and tool-use tokens in, output and thought tokens out), or None
+    (no usage yet, or no price for `model` in litellm's map). The provider reports tokens, not
+    dollars, and litellm's own pricing of a background interaction is its cost polling, which
+    this module turns off (`_without_litellm_cost_polling`): without this, every Gemini job of
+    a priced model read "cost unknown"."""
+    if not model or not getattr(response, "usage", None):
+        return None
+    try:
+        return float(litellm.completion_cost(completion_response=response, model=model))
+    except Exception:  # not in litellm's map: the price is unknown, which is not an error
+        return None
 
 
 def _without_litellm_cost_polling() -> None:
@@ -420,7 +437,7 @@ def _without_litellm_cost_polling() -> None:
         module.BACKGROUND_INTERACTION_COST_POLLING_ENABLED = False  # type: ignore[attr-defined]
 
 
-def _interaction_state(response: Any) -> InteractionState:
+def _interaction_state(response: Any, cost_usd: float | None = None) -> InteractionState:
     dump = getattr(response, "model_dump", None)
     data: dict[str, Any] = dump() if callable(dump) else dict(response or {})
 
@@ -436,7 +453,7 @@ def _interaction_state(response: Any) -> InteractionState:
     return InteractionState(
         id=str(ident) if ident else None, status=str(status) if status else None,
         steps=items("steps"), outputs=items("outputs"), usage=mapping("usage"),
-        error=mapping("error"))
+        error=mapping("error"), cost_usd=cost_usd)
 
 
 # ----- failures --------------------------------------------------------------------------------

@@ -109,7 +109,7 @@ async def test_known_model_reports_its_cost(sim: Simulator, stream: bool,
         result = await gateway.completion(entry(sim, "openai/gpt-4o"), "price?", stream=stream)
     # gpt-4o in litellm's bundled map: $2.50 and $10.00 per million tokens.
     assert result.usage.cost_usd == pytest.approx(0.0125)
-    assert "$0.012500" in result.usage.describe()
+    assert "$0.01" in result.usage.describe()  # to the cent (costs.py)
 
 
 async def test_an_unmapped_model_has_an_unknown_cost(sim: Simulator, transport: MakeTransport):
@@ -134,6 +134,25 @@ async def test_gemini_interactions_create_poll_and_cancel(sim: Simulator,
         assert polled.id == created.id
         cancelled = await gateway.interaction(gemini, "acancel", interaction_id=created.id)
     assert cancelled.status == "cancelled"
+
+
+async def test_a_completed_gemini_interaction_is_priced_by_litellm(sim: Simulator,
+                                                                    transport: MakeTransport):
+    # The provider reports tokens, not dollars: the demo's Gemini job read "cost unknown"
+    # though litellm's map prices the agent ($2.00 in, $12.00 out per million tokens).
+    agent = "deep-research-pro-preview-12-2025"
+    gemini = Config.from_env({"MODEL_G": f"gemini/{agent};{KEY};{sim.gemini_base}",
+                              "ASK_ANOTHER_HOME": "/tmp/unused"}).models[0]
+    sim.script_interaction(agent, statuses=["in_progress", "completed"])
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
+        created = await gateway.interaction(gemini, "acreate", input="What changed?",
+                                            agent=agent, background=True)
+        assert created.id
+        polled = await gateway.interaction(gemini, "aget", interaction_id=created.id)
+    assert created.cost_usd is None  # no usage reported yet: nothing to price
+    assert polled.status == "completed" and polled.usage
+    tokens_in, tokens_out = polled.usage["total_input_tokens"], polled.usage["total_output_tokens"]
+    assert polled.cost_usd == pytest.approx(tokens_in * 2e-6 + tokens_out * 12e-6)
 
 
 async def test_a_second_gateway_in_the_same_process_works(sim: Simulator,
