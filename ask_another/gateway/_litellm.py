@@ -87,6 +87,11 @@ def load(*, quick: bool = False) -> ModuleType:
     # directory upwards into the environment: a client starts us in the user's project, whose
     # .env (other keys, LITELLM_LOG=DEBUG, proxies) is not ours to read. Explicit settings win.
     os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+    # A provider's key variable pasted with a space (OPENAI_API_KEY=" sk-...") would go out as
+    # it is, and the provider's 401 would not say why; doctor notes it (config.key_notes).
+    from ask_another.config import trim_provider_keys
+
+    trim_provider_keys(os.environ)
     quiet_litellm_loggers()
     if quick:
         from ask_another.coldstart import quick_import
