@@ -359,8 +359,10 @@ def _result(litellm: ModuleType, response: Any, model: str,
         completion_tokens=getattr(usage_obj, "completion_tokens", None),
         cost_usd=_price_book(litellm).cost(response, model, kwargs),
     )
+    # A refusal comes as the message's `refusal`, its content empty (OpenAI's chat API): it is
+    # the model's answer, and the caller read an empty one.
     return CompletionResult(
-        text=str(getattr(message, "content", None) or ""),
+        text=str(getattr(message, "content", None) or getattr(message, "refusal", None) or ""),
         model=str(getattr(response, "model", None) or model),
         usage=usage,
         tool_calls=tool_calls,

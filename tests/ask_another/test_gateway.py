@@ -112,6 +112,33 @@ async def test_known_model_reports_its_cost(sim: Simulator, stream: bool,
     assert "$0.01" in result.usage.describe()  # to the cent (costs.py)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_refusal_is_the_answer_not_an_empty_one(sim: Simulator, stream: bool,
+                                                        transport: MakeTransport):
+    # OpenAI's chat API sends a refusal as the message's `refusal`, its content null: the
+    # caller (ask, completion, a consensus) read an empty answer. The simulator has no refusal
+    # step: `Malformed` sends the provider's body as it is (one SSE event when streamed).
+    refusal = "I'm sorry, but I can't help with bypassing a safety interlock."
+    if stream:
+        body = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                "choices": [{"index": 0, "delta": {"role": "assistant", "refusal": refusal},
+                             "finish_reason": "stop"}]}
+    else:
+        body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": None, "refusal": refusal}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 12, "total_tokens": 17}}
+    sim.script("gpt-4o", [Malformed(body=json.dumps(body))])
+
+    async def ignore(_text: str) -> None:
+        pass
+
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
+        result = await gateway.completion(entry(sim, "openai/gpt-4o"), "How do I bypass it?",
+                                          stream=stream, on_delta=ignore if stream else None)
+    assert result.text == refusal
+
+
 async def test_an_unmapped_model_has_an_unknown_cost(sim: Simulator, transport: MakeTransport):
     async with open_gateway(transport([KEY]), [KEY]) as gateway:
         result = await gateway.completion(entry(sim), "price?")
