@@ -429,6 +429,13 @@ def _interaction_cost(litellm: ModuleType, response: Any, model: str) -> float |
     a priced model read "cost unknown"."""
     if not model or not getattr(response, "usage", None):
         return None
+    # Only a model the map has an entry for: litellm prices an unknown gemini/ model at $0
+    # (get_model_info answers it with zero prices), and unknown is never $0 (costs.py). The
+    # same lookup as the estimates' (spend/estimate.py).
+    entries = [litellm.model_cost.get(key) for key in (model, model.split("/", 1)[-1])]
+    if not any(isinstance(e, dict) and e.get("input_cost_per_token") is not None
+               for e in entries):
+        return None
     try:
         return float(litellm.completion_cost(completion_response=response, model=model))
     except Exception:  # not in litellm's map: the price is unknown, which is not an error

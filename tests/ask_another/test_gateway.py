@@ -182,6 +182,20 @@ async def test_a_completed_gemini_interaction_is_priced_by_litellm(sim: Simulato
     assert polled.cost_usd == pytest.approx(tokens_in * 2e-6 + tokens_out * 12e-6)
 
 
+async def test_a_completed_interaction_of_an_unpriced_agent_has_an_unknown_cost(
+        sim: Simulator, transport: MakeTransport):
+    # litellm's completion_cost prices a gemini/ model it has no entry for at $0.
+    agent = "deep-research-sim-unpriced"
+    gemini = Config.from_env({"MODEL_G": f"gemini/{agent};{KEY};{sim.gemini_base}",
+                              "ASK_ANOTHER_HOME": "/tmp/unused"}).models[0]
+    sim.script_interaction(agent, statuses=["completed"])
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
+        created = await gateway.interaction(gemini, "acreate", input="What changed?",
+                                            agent=agent, background=True)
+    assert created.status == "completed" and created.usage
+    assert created.cost_usd is None
+
+
 async def test_a_second_gateway_in_the_same_process_works(sim: Simulator,
                                                           transport: MakeTransport):
     for _ in range(2):
