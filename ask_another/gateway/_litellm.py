@@ -326,6 +326,11 @@ async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
     if not chunks:
         raise MalformedResponse("the stream ended without any chunk", model=model)
     response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+    # Perplexity's chunks carry the answer's sources (`citations`), which the response built
+    # from them drops: a streamed answer (every `ask` at a terminal) lost its references.
+    cited = next((c.citations for c in reversed(chunks) if getattr(c, "citations", None)), None)
+    if cited and not getattr(response, "citations", None):
+        response.citations = cited
     return _result(litellm, response, model, kwargs)
 
 

@@ -91,6 +91,22 @@ async def test_citations_are_returned(sim: Simulator, transport: MakeTransport):
     assert all(c.startswith(sim.url) for c in result.citations)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_perplexity_answer_keeps_its_sources_streamed_or_not(
+        sim: Simulator, stream: bool, transport: MakeTransport):
+    # litellm's response built from Perplexity's chunks drops their `citations`: `ask`, which
+    # streams, printed "[1][2]" with no sources under it.
+    async def ignore(_text: str) -> None:
+        pass
+
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
+        result = await gateway.completion(
+            entry(sim, "perplexity/sonar-deep-research"), "what is new?", stream=stream,
+            on_delta=ignore if stream else None)
+    assert "[1][2]" in result.text
+    assert len(result.citations) == 2 and all(c.startswith(sim.url) for c in result.citations)
+
+
 async def test_malformed_and_dropped_answers_are_typed_errors(sim: Simulator,
                                                              transport: MakeTransport):
     sim.script("m1", [Malformed(), Drop()])
