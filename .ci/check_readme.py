@@ -5,9 +5,10 @@ A fresh clone of this repository's HEAD in a temporary directory, with its own v
 first `uv run` makes it), its own tool directory for `uv tool install` and its own
 ASK_ANOTHER_HOME; no MODEL_* variable from the caller. Every step names the command as the
 README (or docs/server.md) writes it, and the check fails if that text is no longer there: the
-README and this script change together. Three substitutions only: `/path/to/ask-another` is the
-clone, `/home/you/.local/bin` the directory `uv tool install` put `ask-another` in, and the
-simulator's port 8780 is a free one.
+README and this script change together. Four substitutions only: `/path/to/ask-another` is the
+clone, `/home/you/.local/bin` the directory `uv tool install` put `ask-another` in, the
+simulator's port 8780 is a free one, and `/tmp/ask-another-constraints.txt` is in the walk's
+temporary directory.
 
 Last, the README's test command runs on the fresh clone: the whole suite, as a newcomer runs it
 (the TypeScript client installs itself there; PostgreSQL and Chromium come from the machine).
@@ -71,7 +72,8 @@ class Walk:
         """The README's command as run here."""
         return (command.replace("/path/to/ask-another", str(self.clone))
                 .replace("/home/you/.local/bin", str(self.root / "bin"))
-                .replace("8780", str(self.port)))
+                .replace("8780", str(self.port))
+                .replace("/tmp/ask-another-constraints.txt", str(self.root / "constraints.txt")))
 
     def run(self, command: str, *expected: str, where: str = "stdout", code: int = 0,
             env: dict[str, str] | None = None, argv: list[str] | None = None,
@@ -94,6 +96,40 @@ class Walk:
         self.steps += 1
         print(f"ok  {command}  ({time.monotonic() - began:.1f} s)", flush=True)
         return output
+
+
+LIST_DISTRIBUTIONS = ("import importlib.metadata as m\n"
+                      "for d in m.distributions(): print(f'{d.name}=={d.version}')")
+
+
+def _normal(name: str) -> str:
+    """A distribution's name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def installed_the_locked_versions(walk: Walk) -> None:
+    """The README's two commands that install the tool with uv.lock's versions as constraints
+    (a plain `uv tool install` resolves afresh): every package of the tool's environment that
+    the lock names must be the lock's version."""
+    tools = {"UV_TOOL_DIR": str(walk.root / "locked-tools"),
+             "UV_TOOL_BIN_DIR": str(walk.root / "locked-bin")}
+    walk.run("uv export --frozen --no-dev --no-hashes --no-emit-project -o "
+             "/tmp/ask-another-constraints.txt", env=tools)
+    walk.run("uv tool install --constraints /tmp/ask-another-constraints.txt "
+             "/path/to/ask-another", "ask-another", where="stderr", env=tools)
+    locked = dict(line.split(";")[0].strip().split("==", 1)
+                  for line in (walk.root / "constraints.txt").read_text().splitlines()
+                  if "==" in line and not line.lstrip().startswith("#"))
+    python = walk.root / "locked-tools" / "ask-another" / "bin" / "python"
+    listed = subprocess.run([str(python), "-c", LIST_DISTRIBUTIONS], capture_output=True,
+                            text=True, check=True).stdout
+    wanted = {_normal(name): version for name, version in locked.items()}
+    moved = sorted(f"{name} {version} (uv.lock: {wanted[_normal(name)]})"
+                   for name, version in (line.split("==", 1) for line in listed.split())
+                   if _normal(name) in wanted and wanted[_normal(name)] != version)
+    if moved or "openai" not in wanted:
+        raise CheckFailed(f"the tool installed with uv.lock as constraints has other versions "
+                          f"than the lock: {', '.join(moved) or 'openai is not in the export'}")
 
 
 def by_hand_on_a_tty(walk: Walk, command: str, *expected: str) -> None:
@@ -221,6 +257,7 @@ def walk_the_readme(root: Path) -> int:
         walk.run("uv build", WHEEL, where="stderr")
         if not (walk.clone / WHEEL).is_file():
             raise CheckFailed(f"`uv build` made no {WHEEL}")
+        installed_the_locked_versions(walk)
         wheel_tools = {"UV_TOOL_DIR": str(root / "wheel-tools"),
                        "UV_TOOL_BIN_DIR": str(root / "wheel-bin")}
         walk.run(f"uv tool install {WHEEL}", "ask-another", where="stderr", env=wheel_tools)

@@ -22,6 +22,7 @@ not "call list_models"), without log lines unless ASK_ANOTHER_LOG_LEVEL=DEBUG. H
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import socket
 import sys
@@ -612,6 +613,7 @@ async def _usage(config: Config, period: str) -> int:
 async def _doctor(config: Config, stop_workers: bool = False) -> int:
     """Each problem once, on a PROBLEM line (the runtime's log lines are off for this command)."""
     from ask_another.catalog import Catalog
+    from ask_another.config import key_notes as config_key_notes
     from ask_another.gateway import home_workers
     from ask_another.gateway import stop_workers as stop
     from ask_another.runtime import describe_gateway, open_runtime
@@ -663,9 +665,14 @@ async def _doctor(config: Config, stop_workers: bool = False) -> int:
             for worker in await trio.to_thread.run_sync(home_workers, home):
                 print(f"worker: {worker.describe(home)}")
             print(host_line)
+    key_notes, key_problems = config_key_notes(os.environ)
+    problems.extend(key_problems)
+    for note in key_notes:
+        print(f"note: {note}")
     for entry in config.models:
         if not entry.api_key:
-            print(f"note: {entry.variable} has an empty API key (fine for local providers)")
+            print(f"note: {entry.variable} has an empty API key (fine for local providers; "
+                  "litellm then reads the provider's own variable, such as OPENAI_API_KEY)")
         if entry.api_base:
             refused = await _unreachable(entry.api_base)
             if refused:

@@ -25,7 +25,7 @@ import difflib
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -478,6 +478,56 @@ def _provider_example(value: str) -> str:
             and not shown.lower().startswith(_KEY_PREFIXES)):
         return f"'openai/{shown}' for an OpenAI model, not '{shown}'"
     return "like 'openai/gpt-4o'"
+
+
+# litellm reads a provider's key from the provider's own variable (OPENAI_API_KEY,
+# ANTHROPIC_API_KEY, GEMINI_API_KEY, TAVILY_API_KEY, ...) when a MODEL_ variable gives none.
+PROVIDER_KEY_SUFFIX: Final = "_API_KEY"
+
+
+def _padding(value: str) -> str | None:
+    """How `value` has spaces (or tabs, line breaks) around it, in words; None: it has none."""
+    before, after = value != value.lstrip(), value != value.rstrip()
+    if not value.strip() or not (before or after):
+        return None
+    return ("has spaces around it" if before and after
+            else "starts with a space" if before else "ends with a space")
+
+
+def key_notes(env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+    """What doctor says of the keys in `env` (never their values): notes on keys that have
+    spaces around them, which are sent without (a MODEL_ variable's fields are trimmed, and the
+    gateway worker trims `trim_provider_keys`), and problems: a key with a space inside, which
+    no provider issues (a key pasted in two pieces), so the provider would refuse it."""
+    notes: list[str] = []
+    problems: list[str] = []
+    for variable in sorted(env):
+        value = env[variable]
+        if variable.startswith(MODEL_PREFIX):
+            fields = value.split(";")
+            if len(fields) not in (2, 3):
+                continue  # malformed: a problem of its own
+            key, where = fields[1], f"{variable}: the API key"
+        elif variable.endswith(PROVIDER_KEY_SUFFIX):
+            key, where = value, variable
+        else:
+            continue
+        if any(c.isspace() for c in key.strip()):
+            problems.append(f"{where} has a space inside it; provider keys have none, so the "
+                            "provider would refuse it (was it pasted in two pieces?)")
+        elif (padding := _padding(key)) is not None:
+            notes.append(f"{where} {padding} (as pasted?); it is sent without")
+    return notes, problems
+
+
+def trim_provider_keys(environ: MutableMapping[str, str]) -> list[str]:
+    """Trim the spaces around each provider key variable in `environ` (the process litellm
+    reads them from: " sk-..." would be sent as it is, and refused); the names trimmed."""
+    trimmed = [name for name, value in environ.items()
+               if name.endswith(PROVIDER_KEY_SUFFIX) and _padding(value) is not None]
+    for name in trimmed:
+        environ[name] = environ[name].strip()
+    return trimmed
 
 
 def _parse_model(variable: str, value: str, problems: list[ConfigProblem]) -> ModelEntry | None:

@@ -87,6 +87,11 @@ def load(*, quick: bool = False) -> ModuleType:
     # directory upwards into the environment: a client starts us in the user's project, whose
     # .env (other keys, LITELLM_LOG=DEBUG, proxies) is not ours to read. Explicit settings win.
     os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+    # A provider's key variable pasted with a space (OPENAI_API_KEY=" sk-...") would go out as
+    # it is, and the provider's 401 would not say why; doctor notes it (config.key_notes).
+    from ask_another.config import trim_provider_keys
+
+    trim_provider_keys(os.environ)
     quiet_litellm_loggers()
     if quick:
         from ask_another.coldstart import quick_import
@@ -321,6 +326,11 @@ async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
     if not chunks:
         raise MalformedResponse("the stream ended without any chunk", model=model)
     response = litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+    # Perplexity's chunks carry the answer's sources (`citations`), which the response built
+    # from them drops: a streamed answer (every `ask` at a terminal) lost its references.
+    cited = next((c.citations for c in reversed(chunks) if getattr(c, "citations", None)), None)
+    if cited and not getattr(response, "citations", None):
+        response.citations = cited
     return _result(litellm, response, model, kwargs)
 
 
@@ -354,8 +364,10 @@ def _result(litellm: ModuleType, response: Any, model: str,
         completion_tokens=getattr(usage_obj, "completion_tokens", None),
         cost_usd=_price_book(litellm).cost(response, model, kwargs),
     )
+    # A refusal comes as the message's `refusal`, its content empty (OpenAI's chat API): it is
+    # the model's answer, and the caller read an empty one.
     return CompletionResult(
-        text=str(getattr(message, "content", None) or ""),
+        text=str(getattr(message, "content", None) or getattr(message, "refusal", None) or ""),
         model=str(getattr(response, "model", None) or model),
         usage=usage,
         tool_calls=tool_calls,
@@ -401,14 +413,38 @@ async def search(litellm: ModuleType, kwargs: dict[str, Any]) -> SearchResult:
 INTERACTION_CALLS = frozenset({"acreate", "aget", "acancel"})
 
 
-async def interact(litellm: ModuleType, name: str, kwargs: dict[str, Any]) -> InteractionState:
-    """`litellm.interactions.<name>(**kwargs)` (acreate, aget or acancel) as plain data."""
+async def interact(litellm: ModuleType, name: str, kwargs: dict[str, Any],
+                   model: str = "") -> InteractionState:
+    """`litellm.interactions.<name>(**kwargs)` (acreate, aget or acancel) as plain data, its
+    reported usage priced as `model` (see `_interaction_cost`)."""
     if name not in INTERACTION_CALLS:
         raise ValueError(f"not an interactions call: {name!r}")
     call = getattr(litellm.interactions, name)
     _without_litellm_cost_polling()
     response = await call(**kwargs)
-    return _interaction_state(response)
+    return _interaction_state(response, _interaction_cost(litellm, response, model))
+
+
+def _interaction_cost(litellm: ModuleType, response: Any, model: str) -> float | None:
+    """The price of an interaction's reported usage, by litellm (`completion_cost` reads the
+    Interactions usage: input and tool-use tokens in, output and thought tokens out), or None
+    (no usage yet, or no price for `model` in litellm's map). The provider reports tokens, not
+    dollars, and litellm's own pricing of a background interaction is its cost polling, which
+    this module turns off (`_without_litellm_cost_polling`): without this, every Gemini job of
+    a priced model read "cost unknown"."""
+    if not model or not getattr(response, "usage", None):
+        return None
+    # Only a model the map has an entry for: litellm prices an unknown gemini/ model at $0
+    # (get_model_info answers it with zero prices), and unknown is never $0 (costs.py). The
+    # same lookup as the estimates' (spend/estimate.py).
+    entries = [litellm.model_cost.get(key) for key in (model, model.split("/", 1)[-1])]
+    if not any(isinstance(e, dict) and e.get("input_cost_per_token") is not None
+               for e in entries):
+        return None
+    try:
+        return float(litellm.completion_cost(completion_response=response, model=model))
+    except Exception:  # not in litellm's map: the price is unknown, which is not an error
+        return None
 
 
 def _without_litellm_cost_polling() -> None:
@@ -420,7 +456,7 @@ def _without_litellm_cost_polling() -> None:
         module.BACKGROUND_INTERACTION_COST_POLLING_ENABLED = False  # type: ignore[attr-defined]
 
 
-def _interaction_state(response: Any) -> InteractionState:
+def _interaction_state(response: Any, cost_usd: float | None = None) -> InteractionState:
     dump = getattr(response, "model_dump", None)
     data: dict[str, Any] = dump() if callable(dump) else dict(response or {})
 
@@ -436,7 +472,7 @@ def _interaction_state(response: Any) -> InteractionState:
     return InteractionState(
         id=str(ident) if ident else None, status=str(status) if status else None,
         steps=items("steps"), outputs=items("outputs"), usage=mapping("usage"),
-        error=mapping("error"))
+        error=mapping("error"), cost_usd=cost_usd)
 
 
 # ----- failures --------------------------------------------------------------------------------

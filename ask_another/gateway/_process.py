@@ -402,7 +402,8 @@ class ProcessTransport:
 
     async def interact(self, name: str, kwargs: dict[str, Any], model: str) -> InteractionState:
         """One `litellm.interactions` call (acreate, aget, acancel) in the worker."""
-        state: InteractionState = await self._call(lambda i: Interact(i, name, kwargs), model)
+        state: InteractionState = await self._call(
+            lambda i: Interact(i, name, kwargs, model), model)
         return state
 
     async def search(self, kwargs: dict[str, Any], name: str) -> SearchResult:

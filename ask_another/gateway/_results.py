@@ -71,6 +71,7 @@ class InteractionState:
     outputs: list[dict[str, Any]] | None = None  # the legacy shape
     usage: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    cost_usd: float | None = None  # `usage` priced by litellm; None: no usage, or no price
 
 
 @dataclass(frozen=True, slots=True)

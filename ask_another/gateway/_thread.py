@@ -187,7 +187,7 @@ class ThreadTransport:
     async def interact(self, name: str, kwargs: dict[str, Any], model: str) -> InteractionState:
         """One `litellm.interactions` call (acreate, aget, acancel)."""
         async def call(litellm: ModuleType, _deliver: Deliver) -> InteractionState:
-            return await _litellm.interact(litellm, name, kwargs)
+            return await _litellm.interact(litellm, name, kwargs, model)
 
         return await self._run(call, model)
 

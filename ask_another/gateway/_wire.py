@@ -34,6 +34,7 @@ class Interact(msgspec.Struct, tag="interact"):
     id: int
     name: str  # acreate, aget or acancel
     kwargs: dict[str, Any]
+    model: str = ""  # the model the reported usage is priced as ("": not priced)
 
 
 class Search(msgspec.Struct, tag="search"):

@@ -94,7 +94,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lit
                                                      lambda text: send(Delta(message.id, text)))
                     send(Done(message.id, result))
                 elif isinstance(message, Interact):
-                    state = await _litellm.interact(litellm, message.name, message.kwargs)
+                    state = await _litellm.interact(litellm, message.name, message.kwargs,
+                                                    message.model)
                     send(Interacted(message.id, state))
                 else:
                     found = await _litellm.search(litellm, message.kwargs)

@@ -61,9 +61,11 @@ class JobUsage:
         else:
             self.cost_usd += usage.cost_usd
 
-    def add_reported(self, reported: Mapping[str, Any], call_id: str | None = None) -> None:
+    def add_reported(self, reported: Mapping[str, Any], call_id: str | None = None,
+                     cost_usd: float | None = None) -> None:
         """Count one call whose provider reported its usage as a mapping (a Gemini
-        interaction: ``total_input_tokens`` / ``total_output_tokens``, or OpenAI's names)."""
+        interaction: ``total_input_tokens`` / ``total_output_tokens``, or OpenAI's names) and
+        litellm priced at `cost_usd` (None: unknown)."""
         def number(*names: str) -> int:
             for name in names:
                 value = reported.get(name)
@@ -71,12 +73,11 @@ class JobUsage:
                     return int(value)
             return 0
 
-        cost = reported.get("cost_usd")
         usage = Usage(prompt_tokens=number("total_input_tokens", "input_tokens",
                                            "prompt_tokens"),
                       completion_tokens=number("total_output_tokens", "output_tokens",
                                                "completion_tokens"),
-                      cost_usd=float(cost) if isinstance(cost, int | float) else None)
+                      cost_usd=cost_usd)
         self.add(usage)
         self.unrecorded.append((usage, False, call_id or secrets.token_hex(12)))
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ask_another.costs import usd_text
+
 __all__ = [
     "ASSUMED_OUTPUT_TOKENS",
     "ASSUMED_STEPS",
@@ -75,10 +77,11 @@ class Estimate:
         return tuple(dict.fromkeys(line.model for line in self.lines if line.usd is None))
 
     def describe(self) -> str:
-        """`about $0.0123`, `about $0.0123 + unknown for openai/x`, or `unknown (...)`."""
+        """`about $1.22`, `about $0.0012 + unknown for openai/x`, or `unknown (...)` (dollars
+        as costs.py writes them)."""
         if self.lines and all(line.usd is None for line in self.lines):
             return f"unknown (no price for {', '.join(self.unknown)} in litellm's price map)"
-        text = f"about ${self.known_usd:.4f}"
+        text = f"about {usd_text(self.known_usd)}"
         if self.unknown:
             text += f" + unknown for {', '.join(self.unknown)}"
         return text

@@ -75,7 +75,7 @@ class Spent:
     timed out): counted among the calls of unknown price."""
 
     def describe(self) -> str:
-        """`$0.001200`, `$0.001200 + 2 calls of unknown price`, or `cost unknown` (never `$0`
+        """`$0.0012`, `$0.0012 + 2 calls of unknown price`, or `cost unknown` (never `$0`
         for calls whose price nobody knows; see costs.py), then how many calls never answered
         (`, 1 call unanswered`)."""
         text = cost_text(self.known_usd, self.unknown_calls, self.calls)

@@ -201,3 +201,31 @@ def test_serve_http_on_a_port_in_use_names_port(tmp_path: Path):
     assert said(done)[-1] == (f"cannot listen on 127.0.0.1:{port}: Address already in use; "
                               "use --port N for another port, or --port 0 for any free one.")
     assert "Traceback" not in done.stderr
+
+
+def test_a_key_pasted_with_a_space_is_noted_by_doctor_and_sent_without_it(sim: Simulator,
+                                                                          tmp_path: Path):
+    # OPENAI_API_KEY=" sk-..." (read by litellm for a MODEL_ variable with no key) went out as
+    # "Bearer  sk-..." and doctor said the configuration was OK; a key pasted in two pieces
+    # went out as it was.
+    home = {"ASK_ANOTHER_HOME": str(tmp_path), "ASK_ANOTHER_GATEWAY_SHARED": "0"}
+    env = {**home, "MODEL_SIM": f"openai/m1;;{sim.openai_base}",
+           "MODEL_PADDED": f"openai/m2; sk-padded-0123 ;{sim.openai_base}",
+           "OPENAI_API_KEY": " sk-from-the-environment-0123\n"}
+    doctor = run(["doctor"], env)
+    assert doctor.returncode == 0, doctor
+    notes = [line for line in doctor.stdout.splitlines() if line.startswith("note: ")]
+    assert "note: OPENAI_API_KEY has spaces around it (as pasted?); it is sent without" in notes
+    assert ("note: MODEL_PADDED: the API key has spaces around it (as pasted?); it is sent "
+            "without") in notes
+    assert "0123" not in doctor.stdout + doctor.stderr  # no key, in no part
+    done = run(["ask", "sim", "Is 1 prime?"], env)
+    assert done.returncode == 0, done
+    assert [r.headers.get("authorization") for r in sim.requests_for("m1")] == [
+        "Bearer sk-from-the-environment-0123"]
+
+    pieces = run(["doctor"], {**home, "MODEL_SIM": f"openai/m1;sk-pasted in-two;{sim.openai_base}"})
+    assert pieces.returncode == 1, pieces
+    assert ("PROBLEM: MODEL_SIM: the API key has a space inside it; provider keys have none, so "
+            "the provider would refuse it (was it pasted in two pieces?)") in pieces.stdout
+    assert "two" not in pieces.stdout.replace("two pieces", "")

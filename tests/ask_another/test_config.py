@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ask_another.config import Config, Secret
+from ask_another.config import Config, Secret, key_notes, trim_provider_keys
 from ask_another.errors import AmbiguousModel, ModelNotAllowed
 from ask_another.server.wording import tool_text
 
@@ -277,3 +277,24 @@ def test_the_local_token_path_docs_deploy_shows_is_the_default_homes(
     home = Config.from_env({}).home
     for path in shown:
         assert Path(path.replace("~", "/home/you", 1)) == home / LOCAL_TOKEN_FILE, path
+
+
+def test_doctor_notes_a_padded_key_and_names_a_key_with_a_space_inside():
+    notes, problems = key_notes({
+        "MODEL_A": f"openai/gpt-4o; {KEY}", "MODEL_B": f"openai/gpt-4o;{KEY}\t;http://h",
+        "MODEL_C": f"openai/gpt-4o;{KEY[:8]} {KEY[8:]}", "MODEL_D": "openai/gpt-4o;",
+        "GEMINI_API_KEY": f"{KEY}\n", "MODEL_E": "nope", "PATH": " /bin "})
+    assert notes == ["GEMINI_API_KEY ends with a space (as pasted?); it is sent without",
+                     "MODEL_A: the API key starts with a space (as pasted?); it is sent without",
+                     "MODEL_B: the API key ends with a space (as pasted?); it is sent without"]
+    assert problems == ["MODEL_C: the API key has a space inside it; provider keys have none, "
+                        "so the provider would refuse it (was it pasted in two pieces?)"]
+    assert not any(KEY in text for text in notes + problems)
+
+
+def test_the_gateway_trims_the_provider_key_variables_litellm_reads():
+    environ = {"OPENAI_API_KEY": f" {KEY}", "ANTHROPIC_API_KEY": KEY, "PATH": " /bin ",
+               "EMPTY_API_KEY": "  "}
+    assert trim_provider_keys(environ) == ["OPENAI_API_KEY"]
+    assert environ == {"OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY, "PATH": " /bin ",
+                       "EMPTY_API_KEY": "  "}

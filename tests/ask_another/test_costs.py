@@ -5,18 +5,31 @@ from __future__ import annotations
 
 from ask_another.consensus import Answer
 from ask_another.consensus._text import total_cost
-from ask_another.costs import cost_text
+from ask_another.costs import cost_text, usd_text
 from ask_another.gateway import CompletionResult, Usage
 from ask_another.research.usage import JobUsage, usage_text
+from ask_another.spend.estimate import Estimate, Line
 from ask_another.store.usage import Spent
 
 
 def test_the_three_forms():
-    assert cost_text(0.0012, 0, 3) == "$0.001200"
-    assert cost_text(0.0, 0, 0) == "$0.000000"  # nothing spent is $0, not unknown
-    assert cost_text(0.0012, 2, 5) == "$0.001200 + 2 calls of unknown price"
-    assert cost_text(0.0012, 1, 5) == "$0.001200 + 1 call of unknown price"
+    assert cost_text(0.0012, 0, 3) == "$0.0012"
+    assert cost_text(0.0, 0, 0) == "$0.00"  # nothing spent is $0, not unknown
+    assert cost_text(0.0012, 2, 5) == "$0.0012 + 2 calls of unknown price"
+    assert cost_text(0.0012, 1, 5) == "$0.0012 + 1 call of unknown price"
     assert cost_text(0.0, 2, 2) == "cost unknown"
+
+
+def test_dollars_read_to_the_cent_from_a_cent_up_and_to_two_figures_below():
+    # The demo's research usage read "$0.024000"; an estimate read "about $1.2200".
+    assert cost_text(0.024, 8, 11) == "$0.02 + 8 calls of unknown price"
+    assert [usd_text(usd) for usd in (1.22, 0.0125, 1234.5, 0.00999)] == [
+        "$1.22", "$0.01", "$1,234.50", "$0.01"]
+    assert [usd_text(usd) for usd in (0.0012, 0.00062, 0.005, 0.000012)] == [
+        "$0.0012", "$0.00062", "$0.005", "$0.000012"]  # never "1.2e-05"
+    estimate = Estimate((Line("gemini/x", 1.2215, "one task"),
+                         Line("openai/m1", None, "no price")))
+    assert estimate.describe() == "about $1.22 + unknown for openai/m1"
 
 
 def answered(cost: float | None) -> Answer:
@@ -29,7 +42,7 @@ def test_every_figure_uses_it():
     job.add(Usage(10, 5, 0.0012))
     job.add(Usage(10, 5, None))
     job.add(Usage(10, 5, None), search=True)
-    mixed = "$0.001200 + 2 calls of unknown price"
+    mixed = "$0.0012 + 2 calls of unknown price"
     assert usage_text(job.as_dict()).endswith(f", {mixed}")
     assert Spent(known_usd=0.0012, unknown_calls=2, calls=3).describe() == mixed
     assert total_cost([answered(0.0012), answered(None), answered(None)]) == mixed
@@ -40,7 +53,7 @@ def test_every_figure_uses_it():
     assert Spent(unknown_calls=1, calls=1).describe() == "cost unknown"
     assert total_cost([answered(None)]) == "cost unknown"
     assert Usage(1, 1, None).describe() == "1 tokens in, 1 out, cost unknown"
-    assert usage_text(JobUsage().as_dict()).endswith(", $0.000000")
+    assert usage_text(JobUsage().as_dict()).endswith(", $0.00")
 
 
 def test_a_gemini_interactions_usage_has_the_same_call_id_in_every_attempt():

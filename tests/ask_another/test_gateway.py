@@ -91,6 +91,22 @@ async def test_citations_are_returned(sim: Simulator, transport: MakeTransport):
     assert all(c.startswith(sim.url) for c in result.citations)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_perplexity_answer_keeps_its_sources_streamed_or_not(
+        sim: Simulator, stream: bool, transport: MakeTransport):
+    # litellm's response built from Perplexity's chunks drops their `citations`: `ask`, which
+    # streams, printed "[1][2]" with no sources under it.
+    async def ignore(_text: str) -> None:
+        pass
+
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
+        result = await gateway.completion(
+            entry(sim, "perplexity/sonar-deep-research"), "what is new?", stream=stream,
+            on_delta=ignore if stream else None)
+    assert "[1][2]" in result.text
+    assert len(result.citations) == 2 and all(c.startswith(sim.url) for c in result.citations)
+
+
 async def test_malformed_and_dropped_answers_are_typed_errors(sim: Simulator,
                                                              transport: MakeTransport):
     sim.script("m1", [Malformed(), Drop()])
@@ -109,7 +125,34 @@ async def test_known_model_reports_its_cost(sim: Simulator, stream: bool,
         result = await gateway.completion(entry(sim, "openai/gpt-4o"), "price?", stream=stream)
     # gpt-4o in litellm's bundled map: $2.50 and $10.00 per million tokens.
     assert result.usage.cost_usd == pytest.approx(0.0125)
-    assert "$0.012500" in result.usage.describe()
+    assert "$0.01" in result.usage.describe()  # to the cent (costs.py)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_refusal_is_the_answer_not_an_empty_one(sim: Simulator, stream: bool,
+                                                        transport: MakeTransport):
+    # OpenAI's chat API sends a refusal as the message's `refusal`, its content null: the
+    # caller (ask, completion, a consensus) read an empty answer. The simulator has no refusal
+    # step: `Malformed` sends the provider's body as it is (one SSE event when streamed).
+    refusal = "I'm sorry, but I can't help with bypassing a safety interlock."
+    if stream:
+        body = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+                "choices": [{"index": 0, "delta": {"role": "assistant", "refusal": refusal},
+                             "finish_reason": "stop"}]}
+    else:
+        body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": None, "refusal": refusal}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 12, "total_tokens": 17}}
+    sim.script("gpt-4o", [Malformed(body=json.dumps(body))])
+
+    async def ignore(_text: str) -> None:
+        pass
+
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
+        result = await gateway.completion(entry(sim, "openai/gpt-4o"), "How do I bypass it?",
+                                          stream=stream, on_delta=ignore if stream else None)
+    assert result.text == refusal
 
 
 async def test_an_unmapped_model_has_an_unknown_cost(sim: Simulator, transport: MakeTransport):
@@ -134,6 +177,39 @@ async def test_gemini_interactions_create_poll_and_cancel(sim: Simulator,
         assert polled.id == created.id
         cancelled = await gateway.interaction(gemini, "acancel", interaction_id=created.id)
     assert cancelled.status == "cancelled"
+
+
+async def test_a_completed_gemini_interaction_is_priced_by_litellm(sim: Simulator,
+                                                                    transport: MakeTransport):
+    # The provider reports tokens, not dollars: the demo's Gemini job read "cost unknown"
+    # though litellm's map prices the agent ($2.00 in, $12.00 out per million tokens).
+    agent = "deep-research-pro-preview-12-2025"
+    gemini = Config.from_env({"MODEL_G": f"gemini/{agent};{KEY};{sim.gemini_base}",
+                              "ASK_ANOTHER_HOME": "/tmp/unused"}).models[0]
+    sim.script_interaction(agent, statuses=["in_progress", "completed"])
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
+        created = await gateway.interaction(gemini, "acreate", input="What changed?",
+                                            agent=agent, background=True)
+        assert created.id
+        polled = await gateway.interaction(gemini, "aget", interaction_id=created.id)
+    assert created.cost_usd is None  # no usage reported yet: nothing to price
+    assert polled.status == "completed" and polled.usage
+    tokens_in, tokens_out = polled.usage["total_input_tokens"], polled.usage["total_output_tokens"]
+    assert polled.cost_usd == pytest.approx(tokens_in * 2e-6 + tokens_out * 12e-6)
+
+
+async def test_a_completed_interaction_of_an_unpriced_agent_has_an_unknown_cost(
+        sim: Simulator, transport: MakeTransport):
+    # litellm's completion_cost prices a gemini/ model it has no entry for at $0.
+    agent = "deep-research-sim-unpriced"
+    gemini = Config.from_env({"MODEL_G": f"gemini/{agent};{KEY};{sim.gemini_base}",
+                              "ASK_ANOTHER_HOME": "/tmp/unused"}).models[0]
+    sim.script_interaction(agent, statuses=["completed"])
+    async with open_gateway(transport([KEY]), [KEY]) as gateway:
+        created = await gateway.interaction(gemini, "acreate", input="What changed?",
+                                            agent=agent, background=True)
+    assert created.status == "completed" and created.usage
+    assert created.cost_usd is None
 
 
 async def test_a_second_gateway_in_the_same_process_works(sim: Simulator,

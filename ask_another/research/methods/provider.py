@@ -114,7 +114,8 @@ async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
                 reported, "__dict__", None) or {}
             # The interaction's id: a takeover (or a retry) that sees it complete again
             # records no second row (store/usage.py).
-            ctx.usage.add_reported(reported, call_id=f"gemini-interaction:{interaction_id}")
+            ctx.usage.add_reported(reported, call_id=f"gemini-interaction:{interaction_id}",
+                                   cost_usd=response.cost_usd)
             return ResearchResult(report=report, citations=cited_urls(citations, titles),
                                   detail={"usage": ctx.usage.as_dict(),
                                           "interaction_id": interaction_id, "polls": polls})

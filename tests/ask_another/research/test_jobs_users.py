@@ -103,7 +103,7 @@ async def test_budget_ceilings_count_each_users_own_spend(
     async with open_runtime(config, prewarm_after=0) as runtime:
         await record_usage(await runtime.database(), UsageRow(
             kind="completion", model="openai/m1", cost_usd=0.90, user_id="alice"))
-        with pytest.raises(BudgetExceeded, match=r"per day per user; spent this day: \$0.900000"):
+        with pytest.raises(BudgetExceeded, match=r"per day per user; spent this day: \$0.90"):
             await check_budget(runtime.services, TWENTY_CENTS, "this completion", "alice")
         # bob spent nothing
         await check_budget(runtime.services, TWENTY_CENTS, "this completion", "bob")

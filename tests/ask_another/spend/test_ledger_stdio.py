@@ -164,7 +164,7 @@ async def test_a_sequential_job_stops_at_its_next_step_past_a_ceiling(sim: Simul
     job, text = await stopped_by_ceiling(
         sim, tmp_path, home, "0.01", {"MODEL_SIM": f"openai/m1;{KEY};{sim.openai_base}"},
         model="sim", query=compare, method="sequential")
-    assert "spent this day: $0.016000 + " in text and "calls of unknown price" in text
+    assert "spent this day: $0.02 + " in text and "calls of unknown price" in text
     assert "The research stopped after 2 of 3 queries" in text
     assert "Methodology" in text.split("Partial report:\n", 1)[1]  # what phase 1 found is kept
     assert not any("Query q3" in str(r.messages[-1]["content"]) for r in sim.requests_for("m1"))

@@ -52,5 +52,5 @@ async def test_an_intent_and_its_completion_are_one_row_and_unanswered_calls_are
         totals = await usage_totals(db, 0.0, 200.0)
         assert (totals.total.calls, totals.total.unknown_calls,
                 totals.total.unanswered_calls) == (3, 1, 1)
-        assert totals.total.describe() == ("$0.750000 + 1 call of unknown price, "
+        assert totals.total.describe() == ("$0.75 + 1 call of unknown price, "
                                            "1 call unanswered")

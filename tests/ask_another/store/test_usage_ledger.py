@@ -22,11 +22,11 @@ async def test_totals_keep_unknown_prices_apart(store_target: Path | DatabaseUrl
         await record_usage(db, UsageRow(kind="research", model="a", cost_usd=1.0,
                                         job_id="r-1", at=T0 + DAY + 5))
         totals = await usage_totals(db, T0, T0 + 2 * DAY)
-        assert totals.total.describe() == "$1.250000 + 1 call of unknown price"
+        assert totals.total.describe() == "$1.25 + 1 call of unknown price"
         assert totals.total.calls == 3 and totals.total.prompt_tokens == 17
         assert list(totals.by_day) == ["2025-12-01", "2025-12-02"]
         assert totals.by_model["b"].describe() == "cost unknown"
-        assert totals.by_model["a"].describe() == "$1.250000"
+        assert totals.by_model["a"].describe() == "$1.25"
         assert set(totals.by_tool) == {"completion", "consensus", "research"}
         assert (await spent_since(db, T0 + DAY)).known_usd == 1.0
         assert (await usage_totals(db, 0, T0)).total.calls == 0
