@@ -183,8 +183,10 @@ async def test_with_content_capture_the_messages_are_there_and_still_no_key(
 
 
 async def test_a_job_taken_over_by_another_runtime_continues_its_trace(
-        spans: InMemorySpanExporter, sim: Simulator, tmp_path: Any) -> None:
-    config = config_for(sim, tmp_path)
+        spans: InMemorySpanExporter, sim: Simulator, tmp_path: Any,
+        store_env: dict[str, str]) -> None:
+    # On both backends: the trace context is a column of research_jobs (migration 16).
+    config = config_for(sim, tmp_path, **store_env)
     sim.script(MODEL, [Slow(30), Reply(ANSWER)])  # the first runtime goes while one is held
     tracer = trace.get_tracer("test")
     async with open_runtime(config, prewarm_after=0) as first:
