@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from ask_another import tracing
 from ask_another.coldstart import quick_import
 from ask_another.config import Config
 from ask_another.errors import FEEDBACK_POINTER, AskAnotherError, Hint, error_text
@@ -216,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "--http only (without --http, serve speaks MCP on stdio): add --http")
     by_hand = command == "serve" and not http and sys.stdin.isatty()
     configure_logging(_log_level(config, command, by_hand))
+    tracing.configure()  # OTEL_* settings: spans exported from here on (docs/server.md, "Traces")
     if command not in ("serve", "doctor", "demo"):
         # The people commands log nothing a person would read: a malformed variable (skipped)
         # is said here, once, as doctor would say it. Serving logs it; doctor prints it; the

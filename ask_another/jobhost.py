@@ -28,6 +28,7 @@ from typing import Final
 
 import trio
 
+from ask_another import tracing
 from ask_another.config import Config
 from ask_another.hosting import until_signalled
 from ask_another.logs import get_logger
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     config = Config.from_env({**os.environ, "ASK_ANOTHER_HOME": str(home)})
+    tracing.configure()
     trio.run(_host, config, home, pid_file)
     return 0
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from ask_another import tracing
 from ask_another.config import SearchEntry
 from ask_another.errors import AskAnotherError
 from ask_another.gateway import Gateway, SearchResult
@@ -61,7 +62,15 @@ async def search_web(
     if not query:
         return {"success": False, "error": "No search query provided"}
     try:
-        found = await gateway.search(engine, query, max_results=max_results, timeout=timeout)
+        # The span of the search (tracing.py); the query is content, so only with consent.
+        attributes: dict[str, Any] = {"ask_another.search.engine": engine.provider}
+        if tracing.capture_content():
+            attributes["ask_another.search.query"] = query
+        with tracing.span("web_search", attributes) as span:
+            found = await gateway.search(engine, query, max_results=max_results,
+                                         timeout=timeout)
+            if span is not None:
+                span.set_attribute("ask_another.search.hits", len(found.hits))
     except AskAnotherError as exc:
         log.warning("websearch.failed", provider=engine.provider, error=type(exc).__name__)
         return {"success": False,

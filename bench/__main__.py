@@ -16,7 +16,7 @@ import trio
 from bench.report import Row, print_table, write_json
 
 SUITES = ["supervisors", "supervisors_schedules", "server", "research", "research_quality",
-          "consensus", "http", "console", "aio", "soak", "mistakes"]
+          "consensus", "http", "console", "aio", "soak", "mistakes", "tracing"]
 
 
 def main() -> int:

@@ -16,8 +16,9 @@ from typing import Any
 
 import trio
 
+from ask_another import tracing
 from ask_another.config import ModelEntry
-from ask_another.consensus._panel import Answer, one_line_reason
+from ask_another.consensus._panel import STANCES, Answer, one_line_reason
 from ask_another.errors import AskAnotherError, ProviderTimeout
 from ask_another.logs import get_logger
 from ask_another.services import Services
@@ -50,8 +51,15 @@ async def panel_call(spec: CallSpec, services: Services) -> Answer:
         call_id = spec.call_id
         gateway = PaidGateway(await services.gateway(), services, spec.purpose, kind=spec.kind,
                               ids=(lambda: call_id) if call_id is not None else None)
-        result = await gateway.completion(spec.entry, messages=spec.messages,
-                                          temperature=spec.temperature, timeout=spec.timeout)
+        # The seat's span (tracing.py): its provider call's span, in the gateway, is its child.
+        seat = {"gen_ai.request.model": model, "ask_another.seat.kind": spec.kind}
+        if spec.stance:  # a stance of the caller's own words is content: named only with consent
+            named = spec.stance.strip().lower() in STANCES or tracing.capture_content()
+            seat["ask_another.seat.stance"] = spec.stance if named else "custom"
+        with tracing.span(f"seat {model}", seat):
+            result = await gateway.completion(spec.entry, messages=spec.messages,
+                                              temperature=spec.temperature,
+                                              timeout=spec.timeout)
     except ProviderTimeout as exc:
         return Answer(model=model, status="timed out", stance=spec.stance,
                       latency=trio.current_time() - started, reason=one_line_reason(exc))

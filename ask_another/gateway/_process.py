@@ -38,6 +38,7 @@ from typing import Any
 import msgspec
 import trio
 
+from ask_another import tracing
 from ask_another.errors import ProviderUnavailable
 from ask_another.gateway._results import (
     CompletionResult,
@@ -396,17 +397,20 @@ class ProcessTransport:
     async def complete(self, kwargs: dict[str, Any], model: str,
                        on_delta: Callable[[str], Awaitable[None]]) -> CompletionResult:
         """One completion in the worker; raises the same `ProviderError`s as the thread."""
-        result: CompletionResult = await self._call(lambda i: Call(i, kwargs, model), model,
-                                                    on_delta)
+        traceparent = tracing.traceparent()
+        result: CompletionResult = await self._call(
+            lambda i: Call(i, kwargs, model, traceparent), model, on_delta)
         return result
 
     async def interact(self, name: str, kwargs: dict[str, Any], model: str) -> InteractionState:
         """One `litellm.interactions` call (acreate, aget, acancel) in the worker."""
+        traceparent = tracing.traceparent()
         state: InteractionState = await self._call(
-            lambda i: Interact(i, name, kwargs, model), model)
+            lambda i: Interact(i, name, kwargs, model, traceparent), model)
         return state
 
     async def search(self, kwargs: dict[str, Any], name: str) -> SearchResult:
         """One `litellm.asearch` in the worker."""
-        found: SearchResult = await self._call(lambda i: Search(i, kwargs), name)
+        traceparent = tracing.traceparent()
+        found: SearchResult = await self._call(lambda i: Search(i, kwargs, traceparent), name)
         return found

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import trio
 
+from ask_another import tracing
 from ask_another.errors import AskAnotherError, ProviderUnavailable
 from ask_another.gateway import _litellm
 from ask_another.gateway._results import (
@@ -39,6 +40,7 @@ from ask_another.gateway._results import (
     InteractionState,
     SearchResult,
 )
+from ask_another.gateway._spans import completed, provider_span, searched
 from ask_another.logs import get_logger
 
 log = get_logger("ask_another.gateway")
@@ -179,22 +181,36 @@ class ThreadTransport:
     async def complete(self, kwargs: dict[str, Any], model: str,
                        on_delta: Callable[[str], Awaitable[None]]) -> CompletionResult:
         """One completion; raises `ProviderError`s (scrubbed) on failure."""
+        traceparent = tracing.traceparent()  # the asyncio thread has no trace of its own
+
         async def call(litellm: ModuleType, deliver: Deliver) -> CompletionResult:
-            return await _litellm.complete(litellm, kwargs, model, deliver)
+            with provider_span("chat", model, kwargs, traceparent) as span:
+                result = await _litellm.complete(litellm, kwargs, model, deliver)
+                completed(span, result)
+            return result
 
         return await self._run(call, model, on_delta)
 
     async def interact(self, name: str, kwargs: dict[str, Any], model: str) -> InteractionState:
         """One `litellm.interactions` call (acreate, aget, acancel)."""
+        traceparent = tracing.traceparent()
+
         async def call(litellm: ModuleType, _deliver: Deliver) -> InteractionState:
-            return await _litellm.interact(litellm, name, kwargs, model)
+            with provider_span(name, model, kwargs, traceparent):
+                return await _litellm.interact(litellm, name, kwargs, model)
 
         return await self._run(call, model)
 
     async def search(self, kwargs: dict[str, Any], name: str) -> SearchResult:
         """One `litellm.asearch`."""
+        traceparent = tracing.traceparent()
+
         async def call(litellm: ModuleType, _deliver: Deliver) -> SearchResult:
-            return await _litellm.search(litellm, kwargs)
+            with provider_span("search", str(kwargs.get("search_provider")), kwargs,
+                               traceparent) as span:
+                found = await _litellm.search(litellm, kwargs)
+                searched(span, found)
+            return found
 
         return await self._run(call, name)
 

@@ -3,6 +3,8 @@
 - parent -> worker: `Hello` (on a shared worker's connection: the server's secrets, masked in
   anything the worker logs), `Call` (one `litellm.acompletion` kwargs dict, the model id),
   `Interact` (one `litellm.interactions` call), `Search` (one `litellm.asearch`) and `Cancel`;
+  each call carries the caller's W3C `traceparent` (None outside a trace), so the span the
+  worker makes of it is a child of the caller's (_spans.py);
 - worker -> parent: `Ready` once litellm is imported (or why it could not be), then per call any
   number of `Delta` (streamed text, in order) and one `Done`, `Interacted`, `Searched` or
   `Failed`.
@@ -28,6 +30,7 @@ class Call(msgspec.Struct, tag="call"):
     id: int
     kwargs: dict[str, Any]
     model: str
+    traceparent: str | None = None  # the caller's span: the call's span is its child (_spans.py)
 
 
 class Interact(msgspec.Struct, tag="interact"):
@@ -35,11 +38,13 @@ class Interact(msgspec.Struct, tag="interact"):
     name: str  # acreate, aget or acancel
     kwargs: dict[str, Any]
     model: str = ""  # the model the reported usage is priced as ("": not priced)
+    traceparent: str | None = None
 
 
 class Search(msgspec.Struct, tag="search"):
     id: int
     kwargs: dict[str, Any]
+    traceparent: str | None = None
 
 
 class Cancel(msgspec.Struct, tag="cancel"):

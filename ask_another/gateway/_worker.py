@@ -30,7 +30,9 @@ from typing import Any
 
 import msgspec
 
+from ask_another import tracing
 from ask_another.gateway import _litellm
+from ask_another.gateway._spans import completed, provider_span, searched
 from ask_another.gateway._wire import (
     HEADER,
     Call,
@@ -90,15 +92,25 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lit
         try:
             async with _slots(litellm).held(message.kwargs):  # sized to litellm's pool
                 if isinstance(message, Call):
-                    result = await _litellm.complete(litellm, message.kwargs, message.model,
-                                                     lambda text: send(Delta(message.id, text)))
+                    with provider_span("chat", message.model, message.kwargs,
+                                       message.traceparent) as span:
+                        result = await _litellm.complete(
+                            litellm, message.kwargs, message.model,
+                            lambda text: send(Delta(message.id, text)))
+                        completed(span, result)
                     send(Done(message.id, result))
                 elif isinstance(message, Interact):
-                    state = await _litellm.interact(litellm, message.name, message.kwargs,
-                                                    message.model)
+                    with provider_span(message.name, _agent(message.kwargs), message.kwargs,
+                                       message.traceparent):
+                        state = await _litellm.interact(litellm, message.name, message.kwargs,
+                                                        message.model)
                     send(Interacted(message.id, state))
                 else:
-                    found = await _litellm.search(litellm, message.kwargs)
+                    engine = str(message.kwargs.get("search_provider"))
+                    with provider_span("search", engine, message.kwargs,
+                                       message.traceparent) as span:
+                        found = await _litellm.search(litellm, message.kwargs)
+                        searched(span, found)
                     send(Searched(message.id, found))
         except asyncio.CancelledError:
             pass  # the parent cancelled: it expects no answer
@@ -134,6 +146,10 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, lit
     with contextlib.suppress(Exception):
         await writer.drain()
     writer.close()
+
+
+def _agent(kwargs: dict[str, Any]) -> str:
+    return str(kwargs.get("agent") or kwargs.get("model") or "gemini")
 
 
 _known_keys: set[str] = set()
@@ -299,6 +315,7 @@ def main() -> None:
     # the parent report a crashed worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_logging(sys.argv[1] if len(sys.argv) > 1 else "WARNING")
+    tracing.configure()  # the OTEL_* settings of the server that started it
     if len(sys.argv) == 5 and sys.argv[2] == "--shared":
         asyncio.run(_shared_main(Path(sys.argv[3]), float(sys.argv[4]), frames_out))
     else:

@@ -49,6 +49,7 @@ from typing import Any, Final
 import msgspec
 import trio
 
+from ask_another import tracing
 from ask_another.errors import AskAnotherError, ProviderUnreachable, StoreUnavailable
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
@@ -344,6 +345,23 @@ class ResearchJob(Actor):
         return self.record
 
     async def _run(self) -> ResearchResult | _Failure | None:
+        """The job's run here, as one span of the trace of the call that started the job, a run
+        resumed after a restart too (its `traceparent` is stored with it)."""
+        record = self.record
+        attributes = {"ask_another.job.method": record.method,
+                      "gen_ai.request.model": record.model,
+                      "ask_another.job.resumed": record.status != "pending"}
+        with tracing.span(f"research_job {record.method}", attributes,
+                          parent=record.traceparent, job=record.id) as span:
+            outcome = await self._attempts()
+            if span is not None:
+                span.set_attribute("ask_another.job.attempt", self.record.attempts)
+                span.set_attribute("ask_another.job.outcome",
+                                   "failed" if isinstance(outcome, _Failure)
+                                   else "stopped" if outcome is None else "completed")
+            return outcome
+
+    async def _attempts(self) -> ResearchResult | _Failure | None:
         store = await self._store()
         if self.record.finished:
             return None

@@ -32,6 +32,7 @@ from typing import Any, Final, get_args
 import msgspec
 import trio
 
+from ask_another import tracing
 from ask_another.calls import CallSettings
 from ask_another.catalog import is_deep_research
 from ask_another.config import ModelEntry, is_research_agent, no_chat_call
@@ -234,7 +235,8 @@ class ResearchJobs:
                            created_at=time.time(), entry=entry.variable,
                            detail={**detail, "estimate": estimate_json(estimate)},
                            owner=lease.owner,
-                           lease_expires=taken + lease.seconds, user_id=self.user.id)
+                           lease_expires=taken + lease.seconds, user_id=self.user.id,
+                           traceparent=tracing.traceparent())
         store = await self._store()
         limit = self.services.config.max_jobs_per_user
         limited = limit > 0 and not self.user.local

@@ -57,6 +57,7 @@ import outcome
 import trio
 
 from ask_another.errors import StoreError
+from ask_another.tracing import count_statement
 
 T = TypeVar("T")
 Params = Sequence[Any] | dict[str, Any]
@@ -449,6 +450,10 @@ MIGRATIONS: list[Migration] = [
         );
         CREATE INDEX job_answers_by_job ON job_answers (job_id, id);
     """),
+    Migration(16, "a research job keeps the trace context of the call that started it, so a "
+              "run resumed after a restart continues that trace (tracing.py)", """
+        ALTER TABLE research_jobs ADD COLUMN traceparent TEXT;
+    """),
 ]
 
 
@@ -518,6 +523,7 @@ class SqliteDatabase:
         if self.closed:
             await trio.lowlevel.checkpoint()
             raise StoreError(f"the database {self.path} is closed")
+        count_statement()
         result: T = await self._submit(fn)
         return result
 
@@ -606,6 +612,7 @@ class SqliteDatabase:
         return await self.run(go)
 
     async def _query(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        count_statement()
         async with self._reader_lock:
             try:
                 return await trio.to_thread.run_sync(fn, self._reader)

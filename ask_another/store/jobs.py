@@ -71,7 +71,8 @@ TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 _NOT_FINAL: Final = "status NOT IN ('completed', 'failed', 'cancelled')"
 _COLUMNS: Final = (
     "id, model, query, method, status, step, created_at, started_at, ended_at, attempts, "
-    "provider_handle, report, citations, error, detail, entry, owner, lease_expires, user_id"
+    "provider_handle, report, citations, error, detail, entry, owner, lease_expires, user_id, "
+    "traceparent"
 )
 _UPDATABLE: Final = frozenset({
     "status", "step", "started_at", "ended_at", "attempts", "provider_handle", "report",
@@ -105,6 +106,9 @@ class JobRecord(msgspec.Struct, kw_only=True):
     owner: str | None = None  # the process that runs it (None: made before v5, or finished)
     lease_expires: float | None = None  # the owner's lease, renewed by its heartbeat
     user_id: str | None = None  # the user who made it (None: the local user; users.py)
+    traceparent: str | None = None
+    """The W3C trace context of the call that started it (None: outside a trace, or made
+    before v16): every run of the job, a resumed one too, is a span of that trace (tracing.py)."""
 
     @property
     def finished(self) -> bool:
@@ -246,7 +250,7 @@ class JobStore:
                   record.attempts, record.provider_handle, record.report,
                   json.dumps(record.citations), record.error,
                   _detail_json(record.detail, record.waiting_for), record.entry, record.owner,
-                  lease, record.user_id)
+                  lease, record.user_id, record.traceparent)
         marks = ", ".join(lease_sql if column == "lease_expires" else "?"
                           for column in _COLUMNS.split(", "))
         insert = f"INSERT INTO research_jobs ({_COLUMNS}) VALUES ({marks})"

@@ -54,6 +54,7 @@ from ask_another.store.db import (
     newer_schema,
     statements,
 )
+from ask_another.tracing import count_statement
 
 __all__ = ["MIGRATION_LOCK", "PostgresDatabase", "connect_postgres"]
 
@@ -154,6 +155,7 @@ class PostgresDatabase:
         if self.closed:
             await trio.lowlevel.checkpoint()
             raise StoreError(f"the database {self.where} is closed")
+        count_statement()
 
         def go() -> T:
             with pool.connection() as raw:

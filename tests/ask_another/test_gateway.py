@@ -263,7 +263,8 @@ def test_the_worker_process_imports_only_what_it_runs():
     import subprocess
 
     code = ("import sys, ask_another.gateway._worker; "
-            "print(sorted(m for m in ('trio', 'supervisors', 'ask_another.runtime', 'litellm') "
+            "print(sorted(m for m in ('trio', 'supervisors', 'ask_another.runtime', 'litellm', "
+            "'opentelemetry.trace', 'opentelemetry.sdk') "
             "if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)

@@ -49,7 +49,7 @@ LAYERS = {
     "parts": ("store", "gateway", "interaction", "websearch", "articles", "sequential",
               "simulator", "console_link"),
     "leaves": ("catalog", "config", "policy", "calls", "costs", "users", "limits", "errors",
-               "logs", "home", "_lazy", "coldstart", "detached"),
+               "logs", "home", "_lazy", "coldstart", "detached", "tracing"),
 }
 
 

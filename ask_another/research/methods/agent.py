@@ -172,9 +172,10 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
                     on_delta: Callable[[str], Awaitable[None]] | None) -> CompletionResult:
         # gateway_model's call, counted in the job's usage.
         nonlocal rounds
-        result = await ctx.calls(f"turn:{rounds + 1}").completion(
-            ctx.entry, messages=messages, tools=[dict(t) for t in definitions] or None,
-            timeout=ctx.config.research_timeout, on_delta=on_delta)
+        with ctx.traced(f"turn:{rounds + 1}"):
+            result = await ctx.calls(f"turn:{rounds + 1}").completion(
+                ctx.entry, messages=messages, tools=[dict(t) for t in definitions] or None,
+                timeout=ctx.config.research_timeout, on_delta=on_delta)
         rounds += 1
         if result.text.strip():
             written.append(result.text.strip())

@@ -11,9 +11,11 @@ to the job's attempt loop (job.py); an unexpected exception crashes the job acto
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from ask_another import tracing
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import AskAnotherError
 from ask_another.gateway import Gateway, Usage
@@ -24,6 +26,9 @@ from ask_another.research.usage import JobUsage
 from ask_another.services import Services
 from ask_another.spend.ledger import PaidGateway, Purpose
 from ask_another.store.jobs import JobRecord
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 __all__ = [
     "DEPTHS",
@@ -158,6 +163,12 @@ class JobContext:
         n = self.call_counts.get((self.attempt, step), 0)
         self.call_counts[(self.attempt, step)] = n + 1
         return f"job:{self.job_id}:{self.attempt}:{step}:{n}"
+
+    def traced(self, step: str) -> AbstractContextManager[Span | None]:
+        """A span for step `step` of the job (tracing.py; it carries the job's id): the block
+        that does the step's work, not a step skipped because it was stored."""
+        return tracing.span(f"step {step}", {"ask_another.job.step": step,
+                                              "ask_another.job.attempt": self.attempt})
 
     def step(self, name: str) -> Any | None:
         """The value of the job's completed step `name` (as stored), or None when it has not

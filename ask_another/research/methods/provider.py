@@ -68,8 +68,9 @@ async def provider_method(ctx: JobContext) -> ResearchResult:
 
 async def _long_completion(ctx: JobContext) -> ResearchResult:
     ctx.report(f"asking {ctx.entry.model} (one long completion)")
-    result = await ctx.calls("completion").completion(ctx.entry, ctx.query,
-                                                       timeout=ctx.config.research_timeout)
+    with ctx.traced("completion"):
+        result = await ctx.calls("completion").completion(ctx.entry, ctx.query,
+                                                           timeout=ctx.config.research_timeout)
     return ResearchResult(report=result.text, citations=cited_urls(result.citations),
                           detail={"usage": ctx.usage.as_dict(), "model": result.model})
 

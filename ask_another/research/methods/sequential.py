@@ -651,7 +651,8 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
     else:
         ctx.report(f"asking {ctx.entry.model} for a {depth} research plan",
                    usage=ctx.usage.as_dict())
-        plan, fallback = await make_plan(ctx, topic_of(ctx.query), depth)
+        with ctx.traced("plan"):
+            plan, fallback = await make_plan(ctx, topic_of(ctx.query), depth)
         await ctx.save_step("plan", {"plan": msgspec.to_builtins(plan), "fallback": fallback})
     schemas = {s.query_id: s for s in plan.result_schemas}
     queries = {q.query_id: q for q in plan.queries}
@@ -679,8 +680,9 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
         if stored is not None:
             result = msgspec.convert(stored, RawResult)
         else:
-            result = await run_query(queries[query_id], schemas[query_id], messages,
-                                     shared_for(query_id), update)
+            with ctx.traced(f"query:{query_id}"):
+                result = await run_query(queries[query_id], schemas[query_id], messages,
+                                         shared_for(query_id), update)
             await ctx.save_step(f"query:{query_id}", msgspec.to_builtins(result))
         results[query_id] = result
         progress.show(query_id, _outcome(result))
@@ -698,7 +700,8 @@ async def run_pipeline(ctx: JobContext) -> ResearchResult:
                 nursery.start_soon(one, query_id, prompts[query_id])
     await _within_budget(ctx, plan, results, fallback)
     ctx.report("writing the executive summary", usage=ctx.usage.as_dict())
-    result = await _compile(ctx, plan, results, fallback)
+    with ctx.traced("report"):
+        result = await _compile(ctx, plan, results, fallback)
     await ctx.save_step("report", _result_value(result))
     return result
 
@@ -774,8 +777,9 @@ async def _compile(ctx: JobContext, plan: Plan, results: Mapping[str, RawResult]
     if stored is not None:
         summary, why_not = stored["summary"], stored["why_not"]
     else:
-        summary, why_not = (await write_summary(ctx, report)
-                            if report.statistics.queries_succeeded else (None, None))
+        with ctx.traced("summary"):
+            summary, why_not = (await write_summary(ctx, report)
+                                if report.statistics.queries_succeeded else (None, None))
         await ctx.save_step("summary", {"summary": summary, "why_not": why_not})
     text = report_text(report, fallback, summary, why_not)
     if report.statistics.queries_succeeded == 0:

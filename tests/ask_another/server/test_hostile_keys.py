@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from key_needles import LONG_KEY, SHORT_KEY, leaks
 from pycache import PYCACHE
 from stdio_server import REPO, stdio_client_for
 from tool_results import call, text_of
@@ -20,10 +21,6 @@ from tool_results import call, text_of
 from ask_another.simulator import Fail, Reply, Simulator
 
 pytestmark = pytest.mark.slow  # starts real server processes
-
-LONG_KEY = "sk-VERYSECRET1234-a9c8e7"
-SHORT_KEY = "sk-1234"  # litellm proxy's documented example key
-
 
 def env_for(sim: Simulator, home: Path) -> dict[str, str]:
     return {
@@ -34,21 +31,6 @@ def env_for(sim: Simulator, home: Path) -> dict[str, str]:
         "MODEL_DR": f"perplexity/sonar-deep-research;{SHORT_KEY};{sim.openai_base}",
         "ASK_ANOTHER_POLL_SECONDS": "0.05",
     }
-
-
-def leaks(text: str | bytes) -> list[str]:
-    data = text.encode() if isinstance(text, str) else text
-    found = []
-    if LONG_KEY[:10].encode() in data:  # any 10 characters from the start: a cut prefix too
-        found.append("long key (or its first 10 characters)")
-    if LONG_KEY[6:].encode() in data:
-        found.append("long key's tail")
-    if base64.b64encode(LONG_KEY.encode())[:16] in data:
-        found.append("long key in base64")
-    found.extend(f"short key followed by {edge!r}"
-                 for edge in (b" ", b".", b"'", b'"', b":", b"\n")
-                 if SHORT_KEY.encode() + edge in data)
-    return found
 
 
 def assert_nothing_stored_leaks(home: Path, stderr_path: Path) -> None:
