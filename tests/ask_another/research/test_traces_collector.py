@@ -7,6 +7,7 @@ worker process, below the step that made it."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -131,6 +132,15 @@ async def test_a_research_job_is_one_trace_from_the_mcp_request_to_the_workers_c
                  "method": "sequential", "timeout": 120},
                 meta={"traceparent": f"00-{TRACE_ID}-{CLIENT_SPAN}-01"})
             assert not result.is_error, text_of(result)
+            # On a busy machine the call may answer before the job ends: the job must end in
+            # this session (one run, one `research_job` span), not in the job host after it.
+            job_id = json.loads(text_of(result))["job_id"]
+            with trio.fail_after(generous(120)):
+                while True:  # a client polls; nothing here to wait on instead
+                    checked = await client.call_tool("check_research", {"job_id": job_id})
+                    if json.loads(text_of(checked))["status"] == "completed":
+                        break
+                    await trio.sleep(0.1)
     # Each process flushes its spans as it exits (the server and its worker, just now).
     with trio.fail_after(generous(60)):
         while not (collector.named("tools/call start_research")  # noqa: ASYNC110
