@@ -9,6 +9,8 @@ _worker.py). Nothing here imports litellm at module level: importing this module
 - `warm_up()`: one completion that never leaves the process, so the first real call is not the
   one paying for litellm's lazy work (the worker runs it after `load()`).
 - `lighten()`: in the worker, litellm's per-call bookkeeping that nothing there reads skipped.
+- `own_http_handler()`: in the worker, the OpenAI-compatible calls made by litellm's own HTTP
+  handler instead of the OpenAI SDK's client, its failures read as the SDK's (`classify_failure`).
 - `complete()`: one `litellm.acompletion` as a `CompletionResult`, streamed chunks delivered,
   priced from the model's cached price entry (_prices.py).
 - `interact()`: one `litellm.interactions.<acreate|aget|acancel>` as an `InteractionState`.
@@ -145,11 +147,8 @@ def lighten(litellm: ModuleType) -> bool:
     these are two functions of litellm replaced; True when both were found (this litellm's
     names: a test pins them, so an upgrade that renames them fails there, not silently).
 
-    The OpenAI-compatible providers stay on the OpenAI SDK's client, not litellm's own HTTP
-    handler (`EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER`), though that one costs a quarter less
-    CPU per call: it maps errors differently (a rate limit's raw JSON in the text, aiohttp's
-    connect error for "Connection error", a malformed answer taken as an empty one), which the
-    CLI and server tests caught. Set the variable yourself to choose it."""
+    litellm's own HTTP handler for the OpenAI-compatible providers is chosen apart, by
+    `own_http_handler()`."""
     litellm.disable_streaming_logging = True  # type: ignore[attr-defined]
     logging_module = sys.modules.get("litellm.litellm_core_utils.litellm_logging")
     utils = sys.modules.get("litellm.utils")
@@ -174,6 +173,60 @@ def lighten(litellm: ModuleType) -> bool:
     dispatch_success_logging._lightened = True  # type: ignore[attr-defined]
     logging_class.response_cost_calculator = response_cost_calculator  # type: ignore[union-attr]
     utils.dispatch_success_logging = dispatch_success_logging  # type: ignore[union-attr]
+    return True
+
+
+# litellm's switch from the OpenAI SDK's client to its own HTTP handler for the OpenAI-compatible
+# providers; litellm reads it from the environment at each call.
+OWN_HTTP_HANDLER_ENV: Final = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
+
+
+def own_http_handler(litellm: ModuleType) -> bool:
+    """In the worker: the OpenAI-compatible providers' calls made by litellm's own HTTP handler
+    (`BaseLLMHTTPHandler`: its httpx client on aiohttp, the answer read by litellm's
+    transformation) instead of the OpenAI SDK's client, which builds its own request, response
+    and model objects around the same exchange: about a quarter of the worker's CPU per call
+    less (measured in docs/server.md, *litellm's own HTTP handler*). Unless the variable is
+    already set (`false` keeps the SDK's client). Returns whether the handler is on.
+
+    Its failures read as the SDK's do by `classify_failure()` (the provider's message out of
+    its JSON error body, "Connection error." for a connection refused or dropped), except one
+    thing it does differently: a streamed event that is not JSON is skipped, so a stream of
+    nothing readable ended as an empty answer. `_reject_unreadable_events` makes such an event
+    fail the stream, as the SDK's client does. Its first call also loads litellm's default
+    tokenizer (a third of a second of CPU), loaded here instead, before `Ready`."""
+    os.environ.setdefault(OWN_HTTP_HANDLER_ENV, "true")
+    on = os.environ[OWN_HTTP_HANDLER_ENV].strip().lower() == "true"  # as litellm's get_secret_bool
+    if on:
+        _reject_unreadable_events()
+        with contextlib.suppress(Exception):  # the first call loads it instead
+            getattr(litellm.main, "encoding", None)
+    return on
+
+
+def _reject_unreadable_events() -> bool:
+    """Make a streamed `data:` event that is not JSON (nor `[DONE]`) raise, where litellm's
+    OpenAI streaming iterator took it as an empty chunk; True when its method was found (a test
+    pins the name, so an upgrade that renames it fails there)."""
+    module = sys.modules.get("litellm.llms.openai.chat.gpt_transformation")
+    handler = getattr(module, "OpenAIChatCompletionStreamingHandler", None)
+    original = getattr(handler, "_handle_string_chunk", None)
+    if original is None or getattr(original, "_strict", False):
+        return original is not None
+
+    def _handle_string_chunk(self: Any, str_line: str) -> Any:
+        chunk = original(self, str_line)
+        # What litellm returns for a line it could not parse: an empty generic chunk (a dict).
+        if isinstance(chunk, dict) and not chunk.get("is_finished") and not chunk.get("text"):
+            data = str_line.strip()
+            if data.startswith("data:"):
+                data = data[len("data:"):].strip()
+                if data and data != "[DONE]":
+                    json.loads(data)  # JSONDecodeError: read as a MalformedResponse
+        return chunk
+
+    _handle_string_chunk._strict = True  # type: ignore[attr-defined]
+    handler._handle_string_chunk = _handle_string_chunk  # type: ignore[union-attr]
     return True
 
 
@@ -488,11 +541,12 @@ def classify_failure(litellm: ModuleType | None, exc: BaseException,
     if _no_connection(exc):
         # litellm reports a refused connection as an InternalServerError with status 500; no
         # request reached anyone, so there is no status to show.
-        return ProviderUnreachable, scrub_provider_text(_provider_text(exc), secrets), None
+        return (ProviderUnreachable,
+                scrub_provider_text(_provider_text(exc, ProviderUnreachable), secrets), None)
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     kind = ProviderError if litellm is None else _classify(litellm, exc, status)
-    message = scrub_provider_text(_provider_text(exc), secrets)
+    message = scrub_provider_text(_provider_text(exc, kind), secrets)
     if kind is RateLimited and (wait := _retry_after(exc)) is not None:
         message += f" (the provider asks to retry in {wait:g} s)"
     return kind, message, status
@@ -557,6 +611,33 @@ def _no_connection(exc: BaseException) -> bool:
     return any(isinstance(e, (httpx.ConnectError, ConnectionRefusedError)) for e in _chain(exc))
 
 
+def _connection_lost(chain: Sequence[BaseException]) -> bool:
+    """Whether aiohttp (litellm's transport) lost or never made the connection, not by a
+    timeout (a timeout is a `ProviderTimeout`, with litellm's text)."""
+    aiohttp = sys.modules.get("aiohttp")
+    lost = getattr(aiohttp, "ClientConnectionError", None)
+    return lost is not None and any(isinstance(e, lost) and not isinstance(e, TimeoutError)
+                                    for e in chain)
+
+
+def _error_body_message(text: str) -> str | None:
+    """The message of an OpenAI-style JSON error body (`{"error": {"message": ...}}`,
+    `{"error": "..."}` or `{"message": ...}`), or None when `text` is not one."""
+    if not text.startswith("{"):
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error", body)
+    if isinstance(error, str) and error.strip():
+        return error.strip()
+    message = error.get("message") if isinstance(error, dict) else None
+    return message.strip() if isinstance(message, str) and message.strip() else None
+
+
 def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     current: BaseException | None = exc
@@ -566,8 +647,18 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def _provider_text(exc: BaseException) -> str:
-    """The provider's own message, without litellm's stacked class-name prefixes."""
+def _provider_text(exc: BaseException, kind: type[ProviderError] = ProviderError) -> str:
+    """The provider's own message, without litellm's stacked class-name prefixes, read the same
+    from the OpenAI SDK's client and from litellm's own HTTP handler (`own_http_handler`): the
+    handler gives an error's whole JSON body where the SDK gives its message, aiohttp's text
+    where the SDK says "Connection error.", and wraps an unreadable body in text of its own."""
+    chain = _chain(exc)
+    if kind is MalformedResponse:
+        undecodable = next((e for e in chain if isinstance(e, json.JSONDecodeError)), None)
+        if undecodable is not None:
+            return str(undecodable)  # "Expecting value: line 1 column 1 (char 0)"
+    if issubclass(kind, ProviderUnavailable) and _connection_lost(chain):
+        return "Connection error."  # the OpenAI SDK's words for a refused or dropped connection
     text = str(getattr(exc, "message", None) or exc).strip() or type(exc).__name__
     for _ in range(3):
         head, sep, tail = text.partition(": ")
@@ -578,6 +669,7 @@ def _provider_text(exc: BaseException) -> str:
     head, sep, tail = text.partition(" - ")
     if sep and head.endswith("Exception") and " " not in head:
         text = tail.strip()
+    text = _error_body_message(text) or text
     # Drop litellm's pointer to its own docs and debug hints: noise for the person reading.
     for marker in ("\nReceived Model Group", "LiteLLM Retried:", "\nAvailable Model Group"):
         text = text.split(marker, 1)[0].strip()

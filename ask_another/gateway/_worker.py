@@ -3,6 +3,7 @@
 It imports litellm at once (with pydantic's validator building deferred, see coldstart.py: about
 half the import time), runs litellm's first completion with a mock answer (`_litellm.warm_up`),
 drops litellm's per-call pricing and success logging that nothing reads here (`_litellm.lighten`),
+has the OpenAI-compatible calls made by litellm's own HTTP handler (`_litellm.own_http_handler`),
 says `Ready`, then runs each `Call`, `Interact` and `Search` from its
 stdin as an asyncio task with the litellm-facing code in _litellm.py, answering on its stdout in
 the frames of _wire.py. `Cancel` cancels a task (the HTTP request is aborted). It ends when its
@@ -64,6 +65,7 @@ def _load() -> tuple[Any, str | None]:
         litellm = _litellm.load(quick=True)
         _litellm.warm_up(litellm)
         _litellm.lighten(litellm)  # this process registers no litellm callbacks
+        _litellm.own_http_handler(litellm)  # this process's environment is its own
     except Exception as exc:
         return None, repr(exc)
     return litellm, None
