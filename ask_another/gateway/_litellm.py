@@ -35,6 +35,7 @@ import sys
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any, Final
 
@@ -199,9 +200,31 @@ def own_http_handler(litellm: ModuleType) -> bool:
     on = os.environ[OWN_HTTP_HANDLER_ENV].strip().lower() == "true"  # as litellm's get_secret_bool
     if on:
         _reject_unreadable_events()
+        _sdk_client_when_asked(litellm)
         with contextlib.suppress(Exception):  # the first call loads it instead
             getattr(litellm.main, "encoding", None)
     return on
+
+
+_SDK_CLIENT: ContextVar[bool] = ContextVar("ask_another_sdk_client", default=False)
+"""Set around a call that must take the OpenAI SDK's client though the handler is on; litellm
+runs `completion()` in a copy of the caller's context, so the call sees it."""
+
+
+def _sdk_client_when_asked(litellm: ModuleType) -> None:
+    """litellm reads the handler's setting per call, through `litellm.main.get_secret_bool`:
+    answer False there for a call made under `_SDK_CLIENT`."""
+    original = litellm.main.get_secret_bool
+    if getattr(original, "ask_another", False):
+        return
+
+    def get_secret_bool(key: str, *args: Any, **kwargs: Any) -> Any:
+        if key == OWN_HTTP_HANDLER_ENV and _SDK_CLIENT.get():
+            return False
+        return original(key, *args, **kwargs)
+
+    get_secret_bool.ask_another = True  # type: ignore[attr-defined]
+    litellm.main.get_secret_bool = get_secret_bool
 
 
 def _reject_unreadable_events() -> bool:
@@ -367,7 +390,13 @@ async def complete(litellm: ModuleType, kwargs: dict[str, Any], model: str,
     if not kwargs.get("stream"):
         response = await litellm.acompletion(**kwargs)
         return _result(litellm, response, model, kwargs)
-    wrapper = await litellm.acompletion(**kwargs)
+    # litellm's own HTTP handler drops the top-level `citations` of Perplexity's streamed
+    # chunks: a streamed Perplexity answer takes the OpenAI SDK's client (see `_sdk_client`).
+    token = _SDK_CLIENT.set(model.startswith("perplexity/"))
+    try:
+        wrapper = await litellm.acompletion(**kwargs)
+    finally:
+        _SDK_CLIENT.reset(token)
     chunks = []
     async for chunk in wrapper:
         chunks.append(chunk)
