@@ -325,7 +325,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--min-kills", type=int, default=6)
     parser.add_argument("--pace", type=float, default=None,
-                        help="seconds between job starts (default 1.5 on SQLite, 1 on nodes)")
+                        help="seconds between job starts (default 1.5 on SQLite, 1.6 on nodes)")
     parser.add_argument("--burst", type=int, default=1,
                         help="jobs a SQLite runner starts at once before it paces the rest")
     parser.add_argument("--quick", action="store_true", help="the quick form's latencies")

@@ -289,7 +289,7 @@ def soak(count: int, node_count: int, min_kills: int, quick: bool, *, pace: floa
     rng = random.Random(seed)
     started = time.monotonic()
     if pace is None:
-        pace = 0.2 if quick else 1.0
+        pace = 0.2 if quick else 1.6  # 100 jobs over 160 s: 30 kills and more under load
     server = pg.PostgresServer.start(bindir)
     tmp = Path(tempfile.mkdtemp(prefix="ask-another-soak-pg-"))
     try:
