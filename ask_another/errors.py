@@ -17,7 +17,8 @@
     │   │   └── ProviderUnreachable  no connection at all (refused, no route): names the URL tried
     │   └── MalformedResponse        an answer that could not be parsed
     └── StoreError                   the store (SQLite or PostgreSQL) failed
-        └── StoreUnavailable         the database cannot be reached now (down, restarting)
+        ├── StoreUnavailable         the database cannot be reached now (down, restarting)
+        └── StoreFull                the disk holding the database is full
 
 Other modules add their own subclasses next to the failure they own (the article reader, research
 jobs); they all end up here through `AskAnotherError`.
@@ -199,6 +200,14 @@ class StoreError(AskAnotherError):
 class StoreUnavailable(StoreError):
     """The database cannot be reached now (a server down or restarting, a dropped connection):
     worth waiting for, unlike a statement the database refused (store/outage.py)."""
+
+    may_be_a_bug = False
+
+
+class StoreFull(StoreError):
+    """The disk (or quota) holding the database is full: SQLite's SQLITE_FULL, PostgreSQL's
+    disk_full. Background work (a research job and its ledger rows) waits for space as for an
+    outage (store/outage.py); a person's call is told at once."""
 
     may_be_a_bug = False
 

@@ -12,20 +12,28 @@ The jobs are a mix of the local pipeline (sequential), the agent (a tool round, 
 and consensus jobs of two models, against the simulator (in this process, so every request it
 received is counted; each completion carries its ledger id, which names the job, the attempt and
 the step). Then the same jobs run once more, undisturbed, on a fresh home, for the reference
-reports. It reports:
+reports. It reports (`figures`):
 
 - jobs, completed, kills, steps resumed (stored steps a later attempt skipped);
-- calls (completions the provider received for the jobs), ledger rows, doubles (a call id the
-  provider received twice, or two rows for one call), calls re-run after their step was stored
-  (must be 0), intents never sent (rows of calls cut off before the request left: unanswered);
-- reports equal to the undisturbed job's (timings and random ids aside).
+- calls (completions the provider received for the jobs), doubles (a call id the provider
+  received twice, or two rows for one call), calls re-run after their step was stored (must be
+  0), reports equal to the undisturbed job's (timings and random ids aside);
+- the ledger, reconciled row by row with the calls by their ids, in three named kinds: answered
+  rows (each a call the provider received: `answered_rows_not_called` must be 0), calls cut off
+  (received, and the process killed before their answer was recorded: unanswered) and intents
+  never sent (written, and the process killed before the request left: unanswered, no call).
+  So calls = answered rows + calls cut off, and ledger rows = calls + intents never sent.
 
-The long form is 100 jobs and at least 30 kills on SQLite; `--quick`, 3 jobs and a kill.
-PostgreSQL with three `serve --http` nodes is not run here yet.
+`python -m bench.soak --store sqlite|postgres [--nodes N] [--jobs N] [--min-kills N]` runs one
+soak and prints its figures as JSON (exit 1 when they miss the promise); `--store postgres` is
+bench/soak_nodes.py: N `serve --http` nodes on one PostgreSQL database, the nodes killed.
+The `soak` suite runs both: the long form 100 jobs and at least 30 kills each; `--quick`, 3
+jobs and one kill each.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -181,33 +189,30 @@ def _read(home: Path) -> tuple[dict[str, dict[str, Any]], dict[str, int], list[d
     return jobs, steps, rows
 
 
-def soak(count: int, min_kills: int, quick: bool, *, pace: float | None = None,
-         burst: int = BURST, seed: int = 36) -> dict[str, Any]:
-    """Run the soak (see the module docstring); returns its figures."""
-    from ask_another.simulator import Simulator
-
-    rng = random.Random(seed)
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ask-another-soak-") as tmp, \
-            Simulator.running(latency=0.1 if quick else 0.6) as sim:
-        home = Path(tmp) / "killed"
-        kills = 0
-        deadline = time.monotonic() + (300 if quick else 1800)
-        if pace is None:
-            pace = 0.2 if quick else 1.0
-        kills = run_jobs(sim.openai_base, home, count, pace, burst, True, deadline, rng)
-        seen = [r.headers["x-ask-another-call"] for r in sim.requests
+def job_calls(sim: Any) -> tuple[list[str], set[str]]:
+    """The ledger call ids of the jobs' completions the simulator received (a call id twice is a
+    call paid twice), and those whose client hung up before the answer came (a kill mid-call)."""
+    def ids(requests: list[Any]) -> list[str]:
+        return [r.headers["x-ask-another-call"] for r in requests
                 if r.headers.get("x-ask-another-call", "").startswith("job:")]
-        sim.clear()
-        quiet_home = Path(tmp) / "undisturbed"
-        sim.latency = 0.05  # undisturbed: only the reports and the calls count
-        run_jobs(sim.openai_base, quiet_home, count, 0.0, count, False, time.monotonic() + 600,
-                 rng)
-        quiet_seen = [r.headers["x-ask-another-call"] for r in sim.requests
-                      if r.headers.get("x-ask-another-call", "").startswith("job:")]
+    return ids(sim.requests), set(ids(sim.hangups))
 
-        jobs, steps, rows = _read(home)
-        quiet_jobs, _, _ = _read(quiet_home)
+
+def figures(count: int, kills: int, min_kills: int,
+            killed: tuple[dict[str, dict[str, Any]], dict[str, int], list[dict[str, Any]]],
+            quiet_jobs: dict[str, dict[str, Any]], seen: list[str], hung_up: set[str],
+            quiet_seen: list[str], started: float) -> dict[str, Any]:
+    """The soak's figures from the killed run's store (`killed`: jobs, steps, ledger rows), the
+    undisturbed run's jobs and the calls the provider saw in each (`job_calls`).
+
+    The ledger reconciles in three kinds of row, each named: `answered_rows` (the call left and
+    its answer was recorded: each one a call the provider saw, `answered_rows_not_called` none),
+    `calls_cut_off` (the call left and the process was killed before its answer was recorded;
+    of those, `calls_hung_up` the provider saw hang up before it answered; unanswered, billed or
+    not as the provider decides) and `intents_never_sent` (the row was
+    written and the process killed before the request left: unanswered, no call). So
+    `calls == answered_rows + calls_cut_off` and `ledger_rows == calls + intents_never_sent`."""
+    jobs, steps, rows = killed
     quiet_reports = {j["query"]: normal(j["report"] or "") for j in quiet_jobs.values()}
     equal = sum(1 for j in jobs.values() if j["status"] == "completed"
                 and normal(j["report"] or "") == quiet_reports.get(j["query"]))
@@ -225,17 +230,20 @@ def soak(count: int, min_kills: int, quick: bool, *, pace: float | None = None,
         job = key.split(":", 1)[0]
         if jobs[job]["attempts"] > attempt:
             resumed += 1
-    figures = {
+    answered = [r for r in job_rows if r["answered"]]
+    cut_off = [r for r in job_rows if not r["answered"] and r["call_id"] in seen_ids]
+    return {
         "jobs": count, "completed": sum(1 for j in jobs.values() if j["status"] == "completed"),
         "kills": kills, "steps_resumed": resumed, "calls": len(seen),
         "ledger_rows": len(job_rows),
+        "answered_rows": len(answered),
+        "answered_rows_not_called": sum(1 for r in answered if r["call_id"] not in seen_ids),
+        "calls_cut_off": len(cut_off),
+        "calls_hung_up": sum(1 for r in cut_off if r["call_id"] in hung_up),
+        "intents_never_sent": sum(1 for r in job_rows if r["call_id"] not in seen_ids),
         "doubles": sum(n - 1 for n in seen_ids.values() if n > 1)
         + sum(n - 1 for n in row_ids.values() if n > 1),
         "calls_without_row": len(set(seen_ids) - set(row_ids)),
-        "intents_never_sent": sum(1 for r in job_rows if r["call_id"] not in seen_ids),
-        "intents_never_sent_answered": sum(1 for r in job_rows
-                                           if r["call_id"] not in seen_ids and r["answered"]),
-        "unanswered_rows": sum(1 for r in job_rows if not r["answered"]),
         "completed_steps_rerun": rerun,
         "reports_equal": equal,
         # What differed, so a failure says why: the first lines where the two reports part.
@@ -250,26 +258,107 @@ def soak(count: int, min_kills: int, quick: bool, *, pace: float | None = None,
         "min_kills": min_kills,
         "load": os.getloadavg()[0],
     }
-    return figures
+
+
+def soak(count: int, min_kills: int, quick: bool, *, pace: float | None = None,
+         burst: int = BURST, seed: int = 36) -> dict[str, Any]:
+    """Run the soak on SQLite (see the module docstring); returns its figures."""
+    from ask_another.simulator import Simulator
+
+    rng = random.Random(seed)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ask-another-soak-") as tmp, \
+            Simulator.running(latency=0.1 if quick else 0.6) as sim:
+        home = Path(tmp) / "killed"
+        deadline = time.monotonic() + (300 if quick else 1800)
+        if pace is None:
+            pace = 0.2 if quick else 1.0
+        kills = run_jobs(sim.openai_base, home, count, pace, burst, True, deadline, rng)
+        seen, hung_up = job_calls(sim)
+        sim.clear()
+        quiet_home = Path(tmp) / "undisturbed"
+        sim.latency = 0.05  # undisturbed: only the reports and the calls count
+        run_jobs(sim.openai_base, quiet_home, count, 0.0, count, False, time.monotonic() + 600,
+                 rng)
+        quiet_seen, _ = job_calls(sim)
+        killed = _read(home)
+        quiet_jobs, _, _ = _read(quiet_home)
+    return {"store": "sqlite", **figures(count, kills, min_kills, killed, quiet_jobs, seen,
+                                         hung_up, quiet_seen, started)}
+
+
+def held(figures: dict[str, Any]) -> bool:
+    """Whether a soak's figures show what it promises: every job completed once with the
+    undisturbed report, enough kills, no call paid twice or re-run after its step was stored,
+    and a ledger in which every call has its row and every answered row a call."""
+    return bool(figures["completed"] == figures["reports_equal"] == figures["jobs"]
+            and figures["kills"] >= figures["min_kills"]
+            and figures["doubles"] == 0 and figures["completed_steps_rerun"] == 0
+            and figures["calls_without_row"] == 0 and figures["answered_rows_not_called"] == 0
+            and figures["calls"] == figures["answered_rows"] + figures["calls_cut_off"]
+            and figures["ledger_rows"] == figures["calls"] + figures["intents_never_sent"])
+
+
+def rows_of(figures: dict[str, Any]) -> list[Row]:
+    store = figures["store"]
+    if store == "postgres":
+        store = f"postgres, {figures['nodes']} nodes"
+    ok = held(figures)
+    return [
+        Row("soak", f"{store}: {figures['jobs']} jobs, {figures['kills']} SIGKILLs: jobs ended "
+            "equal to undisturbed", figures["reports_equal"], "jobs", reference="jobs started",
+            reference_value=figures["jobs"], better="higher",
+            target="all, none re-run or doubled", passed=ok, extra=figures),
+        Row("soak", f"{store}: answered ledger rows per provider call answered",
+            figures["answered_rows"], "rows", reference="calls the provider saw, less those cut "
+            "off by a kill", reference_value=figures["calls"] - figures["calls_cut_off"],
+            target=f"equal; apart: {figures['calls_cut_off']} cut off, "
+            f"{figures['intents_never_sent']} intents never sent",
+            passed=ok, extra={}),
+    ]
 
 
 def run(quick: bool) -> list[Row]:
+    from bench import soak_nodes
+
     count, min_kills = (3, 1) if quick else (100, 30)
-    figures = soak(count, min_kills, quick)
-    ok = (figures["completed"] == count and figures["kills"] >= min_kills
-          and figures["doubles"] == 0 and figures["completed_steps_rerun"] == 0
-          and figures["calls_without_row"] == 0 and figures["reports_equal"] == count
-          and figures["intents_never_sent_answered"] == 0)
-    return [
-        Row("soak", f"sqlite: {count} jobs, {figures['kills']} SIGKILLs: jobs ended equal to "
-            "undisturbed", figures["reports_equal"], "jobs", reference="jobs started",
-            reference_value=count, better="higher", target="all, none re-run or doubled",
-            passed=ok, extra=figures),
-        Row("soak", "sqlite: ledger rows per provider call", figures["ledger_rows"],
-            "rows", reference="calls the provider saw", reference_value=figures["calls"],
-            target="every call one row; extra rows unanswered intents never sent",
-            passed=figures["calls_without_row"] == 0 and figures["doubles"] == 0, extra={}),
-    ]
+    rows = rows_of(soak(count, min_kills, quick))
+    on_postgres = soak_nodes.soak(count, 3, min_kills, quick)
+    if on_postgres is not None:  # None: PostgreSQL is not installed
+        rows += rows_of(on_postgres)
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    """One soak, its figures as JSON on stdout (the short form's test reads them)."""
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--nodes", type=int, default=3,
+                        help="serve --http nodes on PostgreSQL (default 3)")
+    parser.add_argument("--jobs", type=int, default=12)
+    parser.add_argument("--min-kills", type=int, default=6)
+    parser.add_argument("--pace", type=float, default=None,
+                        help="seconds between job starts (default 1.5 on SQLite, 1.6 on nodes)")
+    parser.add_argument("--burst", type=int, default=1,
+                        help="jobs a SQLite runner starts at once before it paces the rest")
+    parser.add_argument("--quick", action="store_true", help="the quick form's latencies")
+    args = parser.parse_args(argv)
+    if args.store == "sqlite":
+        result: dict[str, Any] | None = soak(
+            args.jobs, args.min_kills, args.quick,
+            pace=1.5 if args.pace is None else args.pace, burst=args.burst)
+    else:
+        from bench import soak_nodes
+
+        result = soak_nodes.soak(args.jobs, args.nodes, args.min_kills, args.quick,
+                                 pace=args.pace)
+        if result is None:
+            parser.exit(2, "PostgreSQL is not installed (apt-get install postgresql)\n")
+    assert result is not None
+    print(json.dumps(result, indent=1))
+    if not held(result):
+        parser.exit(1, "the soak's figures miss its promise (see above)\n")
 
 
 if __name__ == "__main__":
@@ -277,8 +366,5 @@ if __name__ == "__main__":
         import trio
 
         trio.run(runner, int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]))
-    else:  # the short form: python -m bench.soak [JOBS [PACE [BURST]]], its figures as JSON
-        args = sys.argv[1:]
-        print(json.dumps(soak(int(args[0]) if args else 12, 6, False,
-                              pace=float(args[1]) if len(args) > 1 else 1.5,
-                              burst=int(args[2]) if len(args) > 2 else 1), indent=1))
+    else:
+        main(sys.argv[1:])

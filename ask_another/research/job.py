@@ -50,7 +50,7 @@ import msgspec
 import trio
 
 from ask_another import tracing
-from ask_another.errors import AskAnotherError, ProviderUnreachable, StoreUnavailable
+from ask_another.errors import AskAnotherError, ProviderUnreachable
 from ask_another.interaction.protocol import CallHandle, Interaction
 from ask_another.interaction.tools import Tool
 from ask_another.interaction.types import (
@@ -98,7 +98,7 @@ from ask_another.spend.before import estimate_research, stored_estimate
 from ask_another.spend.budget import check_budget
 from ask_another.spend.confirm import needs_confirmation, not_confirmed_text
 from ask_another.store.jobs import JobEvent, JobRecord, JobStore, job_store
-from ask_another.store.outage import until_stored
+from ask_another.store.outage import WAITS_FOR_SPACE, until_stored
 from ask_another.store.rules import rules_of
 from ask_another.store.usage import Spent, spent_by_job
 from supervisors import (
@@ -320,9 +320,14 @@ class ResearchJob(Actor):
         self.usage = JobUsage.so_far(spent.calls, searches, spent.prompt_tokens,
                                      spent.completion_tokens, spent.known_usd,
                                      spent.unknown_calls)
-        if self._tries(stored.attempts) >= self.max_attempts:
-            return _Failure(f"gave up after {self._tries(stored.attempts)} attempts; the last "
-                            f"one failed with: {stored.error or 'an unknown error'}")
+        tries = self._tries(stored.attempts)
+        if tries >= self.max_attempts:
+            if stored.error is None:  # no attempt failed: each was cut off (a kill, a fence)
+                return _Failure(f"gave up after {tries} attempts, each stopped before it "
+                                "stored a step (the process running it was killed or lost "
+                                "its lease): start it again")
+            return _Failure(f"gave up after {tries} attempts; the last one failed with: "
+                            f"{stored.error}")
         return await self._next_attempt(store, stored)
 
     def _tries(self, attempt: int) -> int:
@@ -410,9 +415,10 @@ class ResearchJob(Actor):
                 return await method.run(ctx)
             except ResearchFailed as exc:
                 return _Failure(str(exc), exc.report)
-            except StoreUnavailable as exc:
-                # The database, not the provider: wait for it, then run this attempt again
-                # under the same number (a Gemini job polls its saved interaction).
+            except WAITS_FOR_SPACE as exc:
+                # The database (unreachable, or its disk full), not the provider: wait for it,
+                # then run this attempt again under the same number (a Gemini job polls its
+                # saved interaction).
                 log.warning("research.store_unavailable", job_id=record.id, attempt=attempt,
                             error=str(exc))
                 await self._stored("wait", lambda: store.get(record.id))
@@ -459,6 +465,7 @@ class ResearchJob(Actor):
     async def _stored(self, what: str, fn: Callable[[], Awaitable[Any]]) -> Any:
         """`fn()`, waiting for a database that cannot be reached (see the module docstring)."""
         return await until_stored(fn, patience=STORE_PATIENCE, what=f"job {what}",
+                                  waits_for=WAITS_FOR_SPACE,
                                   job_id=self.record.id)
 
     async def _confirm_spend(self, model: str, stored: JobRecord) -> _Failure | None:

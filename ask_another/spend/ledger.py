@@ -40,7 +40,7 @@ from ask_another.errors import (
 from ask_another.gateway import CompletionResult, Gateway, SearchResult, Usage
 from ask_another.logs import get_logger
 from ask_another.services import Services
-from ask_another.store.outage import until_stored
+from ask_another.store.outage import WAITS_FOR_SPACE, until_stored
 from ask_another.store.usage import Kind, UsageRow, forget_usage, record_intent, record_usage
 
 __all__ = ["CALL_HEADER", "NOT_BILLED", "PATIENCE", "PaidGateway", "Purpose", "forget_call",
@@ -87,8 +87,10 @@ async def _write(services: Services, row: UsageRow, what: str,
                  write: Callable[[Any, UsageRow], Awaitable[Any]]) -> None:
     try:
         db = await services.database()
+        # A job's row waits for space on a full disk, as the job does; a person's call does not.
         await until_stored(lambda: write(db, row), patience=PATIENCE, what=what,
-                           call_id=row.call_id)
+                           call_id=row.call_id,
+                           **({"waits_for": WAITS_FOR_SPACE} if row.job_id else {}))
     except AskAnotherError as exc:
         log.error("usage.not_recorded", error=str(exc), **asdict(row))
 

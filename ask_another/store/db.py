@@ -56,7 +56,7 @@ from typing import Any, Final, Literal, Protocol, TypeVar
 import outcome
 import trio
 
-from ask_another.errors import StoreError
+from ask_another.errors import StoreError, StoreFull
 from ask_another.tracing import count_statement
 
 T = TypeVar("T")
@@ -491,6 +491,16 @@ def _run_batch(conn: sqlite3.Connection, batch: list[_Write]) -> None:
                         "the write left its transaction open; it was rolled back"))
 
 
+def store_failed(path: Path, exc: sqlite3.Error) -> StoreError:
+    """The error for SQLite's failure `exc`: `StoreFull` when the disk (or a file-size limit)
+    is full, which work in the background waits out (store/outage.py), else `StoreError`."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+        return StoreFull(f"the disk holding the database {path} is full ({exc}); free space "
+                         "there: background work waits for it and goes on once there is room")
+    return StoreError(f"the database {path} failed: {exc}")
+
+
 class SqliteDatabase:
     """A writing and a query-only SQLite connection used from worker threads, each one statement
     at a time; writes are group-committed (see the module docstring)."""
@@ -555,7 +565,7 @@ class SqliteDatabase:
         try:
             return write.result.unwrap()
         except sqlite3.Error as exc:
-            raise StoreError(f"the database {self.path} failed: {exc}") from exc
+            raise store_failed(self.path, exc) from exc
 
     async def _lead(self, write: _Write) -> None:
         try:
@@ -617,7 +627,7 @@ class SqliteDatabase:
             try:
                 return await trio.to_thread.run_sync(fn, self._reader)
             except sqlite3.Error as exc:
-                raise StoreError(f"the database {self.path} failed: {exc}") from exc
+                raise store_failed(self.path, exc) from exc
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
         """Run one query on the query-only connection (never behind a write)."""

@@ -45,7 +45,7 @@ import trio
 from psycopg.rows import RowMaker
 
 from ask_another.config import DatabaseUrl
-from ask_another.errors import StoreError, StoreUnavailable
+from ask_another.errors import StoreError, StoreFull, StoreUnavailable
 from ask_another.store.db import (
     Dialect,
     Migration,
@@ -167,6 +167,11 @@ class PostgresDatabase:
             raise StoreUnavailable(f"cannot reach the database {self.where}: no connection "
                                    f"within {POOL_WAIT} s; is the server running and "
                                    "reachable?") from None
+        except psycopg.errors.DiskFull as exc:  # SQLSTATE 53100: the server's disk
+            raise StoreFull(f"the disk of the database {self.where} is full: "
+                            f"{_one_line(_scrub(str(exc), self.url))}; free space there: "
+                            "background work waits for it and goes on once there is "
+                            "room") from None
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             # The connection went away (a restart, a dropped link): worth waiting for.
             raise StoreUnavailable(f"lost the connection to the database {self.where}: "
