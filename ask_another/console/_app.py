@@ -37,6 +37,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ask_another.console._markdown import report_html, report_renderer
 from ask_another.console._oauth import STATE_COOKIE, STATE_SECONDS, OAuthLogin
 from ask_another.console._questions import Pending, pending_of, pending_questions
 from ask_another.console._runtime import find, supervision_tree
@@ -203,7 +204,9 @@ class Console:
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
         self.templates.globals.update(root=ROOT, poll_ms=int(POLL_SECONDS * 1000))
         self.parts = frozenset(self.templates.list_templates())
-        self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost, who=_who,
+        reports = report_renderer()
+        self.templates.filters.update(markdown=lambda text: report_html(reports, text),
+                                      when=_when, seconds=_seconds, cost=_cost, who=_who,
                                       usage=usage_text, plain=_plain, left=_left,
                                       dollars=dollars)
         page = self._page
