@@ -68,7 +68,7 @@ from ask_another.rebinding import HostCheck
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
-from ask_another.store.answers import Answer, answered, answers_for, answers_of, record_answer
+from ask_another.store.answers import Answer, answers_for, answers_of
 from ask_another.store.jobs import JobQuery, JobRecord, job_store
 from ask_another.store.rules import remove_rule, rules_of, set_rule
 from ask_another.store.sessions import end_session, session_ended
@@ -606,37 +606,28 @@ class Console:
         job) also stores the standing rule for its tool and that call's target (`rule_scope`:
         the host of a read, the engine of a search, the exact arguments of another tool), which
         their next jobs apply. A denial carries `reason`, which the model is told."""
-        db = await self.runtime.database()
-        tool = question.tool if question is not None else ""
-
-        async def audit(rule: str | None = None) -> None:  # once the job has taken it
-            await record_answer(db, answered(job_id, jobs.user, "console", call_id, tool,
-                                             answer, reason, rule))
-
         if answer.startswith("option:"):
-            said = await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
-            await audit()
-            return said
+            return await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"),
+                                            face="console")
         standing = {"always-allow": "allow", "always-deny": "deny"}.get(answer)
         if standing is not None:
             if question is None or not question.standing_for(jobs.user):
                 return "Only a permission request of your own job can be answered always"
+            rule = f"always {standing} {question.tool}: {scope_text(question.scope)}"
             said = await jobs.answer_permission(
-                job_id, call_id, ALLOW if standing == "allow" else Deny("rejected", reason))
-            await set_rule(db, jobs.user.id, question.tool,
+                job_id, call_id, ALLOW if standing == "allow" else Deny("rejected", reason),
+                face="console", answer=answer, rule=rule)
+            await set_rule(await self.runtime.database(), jobs.user.id, question.tool,
                            "allow" if standing == "allow" else "deny", question.scope,
                            face="console")
-            rule = f"always {standing} {question.tool}: {scope_text(question.scope)}"
-            await audit(rule)
             return (f"{said} From now on your jobs {standing} {question.tool} for "
                     f"{scope_text(question.scope)} without asking (the approvals page lists "
                     "it; revoke it there)")
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
-        said = await jobs.answer_permission(
-            job_id, call_id, ALLOW if answer == "allow" else Deny("rejected", reason))
-        await audit()
-        return said
+        return await jobs.answer_permission(
+            job_id, call_id, ALLOW if answer == "allow" else Deny("rejected", reason),
+            face="console")
 
 
     # ----- spending ---------------------------------------------------------------------------
