@@ -51,6 +51,8 @@ from ask_another.console._session import (
 )
 from ask_another.console._spending import (
     PERIODS,
+    CeilingUse,
+    ceiling_uses,
     chart_svg,
     dollars,
     spending,
@@ -208,7 +210,7 @@ class Console:
         self.templates.filters.update(markdown=lambda text: report_html(reports, text),
                                       when=_when, seconds=_seconds, cost=_cost, who=_who,
                                       usage=usage_text, plain=_plain, left=_left,
-                                      dollars=dollars)
+                                      dollars=dollars, usd=usd_text)
         page = self._page
         self.app: ASGIApp = Starlette(routes=[
             Route("/", self._home),
@@ -549,7 +551,16 @@ class Console:
                                           job_store(await self.runtime.database()))
         rules = await rules_of(await self.runtime.database(), session.user.id)
         return self.render(request, session, "approvals", pending=pending, rules=rules,
-                           users=session.user.admin)
+                           users=session.user.admin,
+                           ceilings_left=await self._ceilings_left(pending))
+
+    async def _ceilings_left(self, pending: Sequence[Pending]
+                             ) -> dict[str | None, list[CeilingUse]]:
+        """What is left of the ceilings for each user a spend confirmation is asked of (their
+        own spend, as check_budget counts it), for the spend cards."""
+        users = {p.job.user_id for p in pending if p.kind == "spend"}
+        return {user_id: await ceiling_uses(self.runtime.services, user_id)
+                for user_id in users}
 
     async def _answers_export(self, request: Request, session: Session) -> Response:
         """Every answer to the jobs the user may see (an admin: the team's), as CSV or JSON
@@ -598,7 +609,8 @@ class Console:
                                     status_code=303)
         if not found:
             return self.render(request, session, "approval", 410, job=record, question=None)
-        return self.render(request, session, "approval", job=record, question=found[0])
+        return self.render(request, session, "approval", job=record, question=found[0],
+                           ceilings_left=await self._ceilings_left(found))
 
     async def _answer(self, jobs: ResearchJobs, question: Pending | None, job_id: str,
                       call_id: str, answer: str, reason: str | None = None) -> str:

@@ -203,6 +203,12 @@ def test_a_spend_confirmation_approved_from_the_page(
     log_in(page, served, tokens["alice"], "/console/approvals")
     expect(page.get_by_role("heading", name=re.compile(f"Spend .* on job {job}"))
            ).to_be_visible()
+    # The card says enough to decide: the model, the estimate and what is left of the
+    # ceilings (it did not say what was left).
+    card = page.locator(".card", has_text=job)
+    expect(card).to_contain_text(GEMINI)
+    expect(card.locator(".ceilings-left")).to_have_text(re.compile(
+        r"\$5\.00 of \$5\.00 this month \(ASK_ANOTHER_BUDGET_MONTH_USD, resets \d{4}-"))
     shot(page, "spend")
     page.get_by_role("button", name="Spend it").click()
     expect(page.get_by_role("status")).to_contain_text("was allowed")
