@@ -518,3 +518,20 @@ def test_a_hostile_report_renders_as_markdown_with_nothing_to_run(
     assert found["hrefs"] == ["https://trio.example/notes", "https://tracker.example/pixel.png"
                               ], found
     assert found["pwned"] is None and dialogs == [], found
+
+
+def test_the_approvals_title_counts_what_waits_across_refreshes(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    """The waiting count is in the page title (a tab in the background shows it), and the live
+    refresh keeps it true: it was always just "Approvals"."""
+    served, tokens = team
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("never")])
+    log_in(page, served, tokens["alice"], "/console/approvals")
+    expect(page).to_have_title("Approvals · ask-another console")
+    job = start_agent(served, tokens["alice"])
+    expect(page).to_have_title("(1) Approvals · ask-another console")  # by the refresh
+    mcp(served.mcp, tokens["alice"], "answer_permission", job_id=job, tool_call_id="call-1",
+        decision="deny")
+    expect(page).to_have_title("Approvals · ask-another console")
