@@ -493,9 +493,11 @@ async def _research(config: Config, args: argparse.Namespace) -> int:
                                              else "no longer asked: it expired")
                         elif question.kind == "choice":
                             if answer is not None:
-                                await jobs.answer_choice(job.id, call_id, answer)
+                                await jobs.answer_choice(job.id, call_id, answer,
+                                                         face="terminal")
                         else:
-                            await jobs.answer_permission(job.id, call_id, answer)
+                            await jobs.answer_permission(job.id, call_id, answer,
+                                                         face="terminal")
                     except AskAnotherError as exc:  # expired meanwhile, say
                         print(person_text(exc), file=sys.stderr)
                 await trio.sleep(0.2)

@@ -138,14 +138,21 @@ class Policy:
         `arguments`; without them, only a rule of `ANY_SCOPE`)."""
         if class_ in _GUARDED:
             return self._by_class[class_]
-        rule = self._by_tool.get(tool) or self._by_class[class_]
-        if rule != "ask":
-            return rule
-        if arguments is not None:
-            scoped = self._standing.get((tool, rule_scope(tool, arguments)))
-            if scoped is not None:
-                return scoped
-        return self._standing.get((tool, ANY_SCOPE), rule)
+        scope = self.standing_scope(tool, class_, arguments)
+        if scope is not None:
+            return self._standing[(tool, scope)]
+        return self._by_tool.get(tool) or self._by_class[class_]
+
+    def standing_scope(self, tool: str, class_: CallClass,
+                       arguments: Mapping[str, object] | None = None) -> str | None:
+        """The scope of the standing answer that decides this call (`decide`), or None when
+        none does: the policy itself does not ask, or no answer covers the call."""
+        if class_ in _GUARDED or (self._by_tool.get(tool) or self._by_class[class_]) != "ask":
+            return None
+        if arguments is not None and (tool, scope := rule_scope(tool, arguments)) in \
+                self._standing:
+            return scope
+        return ANY_SCOPE if (tool, ANY_SCOPE) in self._standing else None
 
     def __str__(self) -> str:
         # The standing answers are a person's, not configuration: not part of the text.

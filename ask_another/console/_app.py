@@ -37,6 +37,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ask_another.console._markdown import report_html, report_renderer
 from ask_another.console._oauth import STATE_COOKIE, STATE_SECONDS, OAuthLogin
 from ask_another.console._questions import Pending, pending_of, pending_questions
 from ask_another.console._runtime import find, supervision_tree
@@ -50,6 +51,8 @@ from ask_another.console._session import (
 )
 from ask_another.console._spending import (
     PERIODS,
+    CeilingUse,
+    ceiling_uses,
     chart_svg,
     dollars,
     spending,
@@ -67,7 +70,7 @@ from ask_another.rebinding import HostCheck
 from ask_another.research import ResearchJobs, UnknownJob
 from ask_another.research.usage import usage_text
 from ask_another.runtime import Runtime
-from ask_another.store.answers import Answer, answered, answers_for, answers_of, record_answer
+from ask_another.store.answers import Answer, answers_for, answers_of
 from ask_another.store.jobs import JobQuery, JobRecord, job_store
 from ask_another.store.rules import remove_rule, rules_of, set_rule
 from ask_another.store.sessions import end_session, session_ended
@@ -203,9 +206,11 @@ class Console:
             autoescape=True, trim_blocks=True, lstrip_blocks=True)
         self.templates.globals.update(root=ROOT, poll_ms=int(POLL_SECONDS * 1000))
         self.parts = frozenset(self.templates.list_templates())
-        self.templates.filters.update(when=_when, seconds=_seconds, cost=_cost, who=_who,
+        reports = report_renderer()
+        self.templates.filters.update(markdown=lambda text: report_html(reports, text),
+                                      when=_when, seconds=_seconds, cost=_cost, who=_who,
                                       usage=usage_text, plain=_plain, left=_left,
-                                      dollars=dollars)
+                                      dollars=dollars, usd=usd_text)
         page = self._page
         self.app: ASGIApp = Starlette(routes=[
             Route("/", self._home),
@@ -546,7 +551,16 @@ class Console:
                                           job_store(await self.runtime.database()))
         rules = await rules_of(await self.runtime.database(), session.user.id)
         return self.render(request, session, "approvals", pending=pending, rules=rules,
-                           users=session.user.admin)
+                           users=session.user.admin,
+                           ceilings_left=await self._ceilings_left(pending))
+
+    async def _ceilings_left(self, pending: Sequence[Pending]
+                             ) -> dict[str | None, list[CeilingUse]]:
+        """What is left of the ceilings for each user a spend confirmation is asked of (their
+        own spend, as check_budget counts it), for the spend cards."""
+        users = {p.job.user_id for p in pending if p.kind == "spend"}
+        return {user_id: await ceiling_uses(self.runtime.services, user_id)
+                for user_id in users}
 
     async def _answers_export(self, request: Request, session: Session) -> Response:
         """Every answer to the jobs the user may see (an admin: the team's), as CSV or JSON
@@ -595,7 +609,8 @@ class Console:
                                     status_code=303)
         if not found:
             return self.render(request, session, "approval", 410, job=record, question=None)
-        return self.render(request, session, "approval", job=record, question=found[0])
+        return self.render(request, session, "approval", job=record, question=found[0],
+                           ceilings_left=await self._ceilings_left(found))
 
     async def _answer(self, jobs: ResearchJobs, question: Pending | None, job_id: str,
                       call_id: str, answer: str, reason: str | None = None) -> str:
@@ -603,37 +618,28 @@ class Console:
         job) also stores the standing rule for its tool and that call's target (`rule_scope`:
         the host of a read, the engine of a search, the exact arguments of another tool), which
         their next jobs apply. A denial carries `reason`, which the model is told."""
-        db = await self.runtime.database()
-        tool = question.tool if question is not None else ""
-
-        async def audit(rule: str | None = None) -> None:  # once the job has taken it
-            await record_answer(db, answered(job_id, jobs.user, "console", call_id, tool,
-                                             answer, reason, rule))
-
         if answer.startswith("option:"):
-            said = await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"))
-            await audit()
-            return said
+            return await jobs.answer_choice(job_id, call_id, answer.removeprefix("option:"),
+                                            face="console")
         standing = {"always-allow": "allow", "always-deny": "deny"}.get(answer)
         if standing is not None:
             if question is None or not question.standing_for(jobs.user):
                 return "Only a permission request of your own job can be answered always"
+            rule = f"always {standing} {question.tool}: {scope_text(question.scope)}"
             said = await jobs.answer_permission(
-                job_id, call_id, ALLOW if standing == "allow" else Deny("rejected", reason))
-            await set_rule(db, jobs.user.id, question.tool,
+                job_id, call_id, ALLOW if standing == "allow" else Deny("rejected", reason),
+                face="console", answer=answer, rule=rule)
+            await set_rule(await self.runtime.database(), jobs.user.id, question.tool,
                            "allow" if standing == "allow" else "deny", question.scope,
                            face="console")
-            rule = f"always {standing} {question.tool}: {scope_text(question.scope)}"
-            await audit(rule)
             return (f"{said} From now on your jobs {standing} {question.tool} for "
                     f"{scope_text(question.scope)} without asking (the approvals page lists "
                     "it; revoke it there)")
         if answer not in ("allow", "deny"):
             return f"{answer!r} is not an answer here; nothing changed"
-        said = await jobs.answer_permission(
-            job_id, call_id, ALLOW if answer == "allow" else Deny("rejected", reason))
-        await audit()
-        return said
+        return await jobs.answer_permission(
+            job_id, call_id, ALLOW if answer == "allow" else Deny("rejected", reason),
+            face="console")
 
 
     # ----- spending ---------------------------------------------------------------------------

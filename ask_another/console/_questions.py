@@ -79,7 +79,7 @@ def pending_of(record: JobRecord) -> list[Pending]:
             case SpendRequest() as spend:
                 found.append(Pending(record, "spend", q.tool_call_id, SPEND_TOOL,
                                      {"estimated_cost": spend.estimated_cost,
-                                      "confirm_above_usd": f"{spend.confirm_above_usd:.2f}",
+                                      "confirm_above_usd": spend.confirm_above_usd,
                                       "model": spend.model}, q.expires_text,
                                      expires=q.expires_at, asked=q.asked_at))
             case PermissionRequest(tool=tool, arguments=arguments):

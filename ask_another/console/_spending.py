@@ -29,6 +29,7 @@ __all__ = [
     "CeilingUse",
     "Spending",
     "UserUse",
+    "ceiling_uses",
     "chart_svg",
     "dollars",
     "spending",
@@ -53,6 +54,11 @@ class CeilingUse:
         return self.spent.known_usd / self.usd if self.usd > 0 else 1.0
 
     @property
+    def left_usd(self) -> float:
+        """What is left of it before calls are refused (never below nothing)."""
+        return max(self.usd - self.spent.known_usd, 0.0)
+
+    @property
     def reached(self) -> bool:
         """Whether calls are refused until it resets (`check_budget` refuses a call once the
         spend has reached the ceiling)."""
@@ -74,6 +80,20 @@ class Spending:
     totals: Totals
     ceilings: list[CeilingUse]
     by_user: list[UserUse]  # for an admin: every user who spent in a ceiling's period
+
+
+async def ceiling_uses(services: Services, user_id: str | None) -> list[CeilingUse]:
+    """The user's own spend against each ceiling now, as `check_budget` counts it for them (a
+    spend card says what is left of each)."""
+    now = time.time()
+    db = await services.database()
+    uses = []
+    for ceiling in ceilings(services):
+        start, resets = period_start(ceiling.period, now)
+        uses.append(CeilingUse(ceiling.variable, ceiling.period, ceiling.usd,
+                               await spent_since(db, start, user_id),
+                               datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M")))
+    return uses
 
 
 async def spending(services: Services, user: User, period: str) -> Spending:

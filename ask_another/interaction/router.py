@@ -43,7 +43,7 @@ from ask_another.interaction.types import (
     ToolStatus,
     ToolUpdate,
 )
-from ask_another.policy import Policy
+from ask_another.policy import Policy, Rule
 
 log = structlog.get_logger("ask_another.router")
 
@@ -168,9 +168,11 @@ async def run_turn(
     so_far: TurnSoFar | None = None,
     on_asked: Callable[[int, Message], Awaitable[None]] | None = None,
     on_round: Callable[[TurnResult], Awaitable[None]] | None = None,
+    on_standing: OnStanding | None = None,
 ) -> TurnResult:
     """Run one turn from `messages` (not modified) and return what it added (see the module
-    docstring for `so_far`, `on_asked` and `on_round`).
+    docstring for `so_far`, `on_asked` and `on_round`). `on_standing(request, rule, scope)` is
+    awaited for each call a person's standing answer decided without asking (for the audit).
 
     Cancellation: cancelling the caller cancels the model call or the running tool; the
     Interaction is not told (the job that owns the turn records the cancellation).
@@ -192,7 +194,7 @@ async def run_turn(
             history.append(so_far.asked)
             result.messages.append(so_far.asked)
             await _run_calls(_asked_calls(so_far.asked), tools, policy, interaction, history,
-                             result, again=True)
+                             result, again=True, on_standing=on_standing)
             if on_round is not None:
                 await on_round(result)
     while result.rounds < max_rounds:
@@ -227,7 +229,8 @@ async def run_turn(
             await on_asked(result.rounds, asked)
         history.append(asked)
         result.messages.append(asked)
-        await _run_calls(answer.tool_calls, tools, policy, interaction, history, result)
+        await _run_calls(answer.tool_calls, tools, policy, interaction, history, result,
+                         on_standing=on_standing)
         if on_round is not None:
             await on_round(result)
     result.text = (
@@ -238,16 +241,20 @@ async def run_turn(
 
 async def _run_calls(calls: Sequence[RequestedCall], tools: ToolRegistry, policy: Policy,
                      interaction: Interaction | None, history: list[Message],
-                     result: TurnResult, *, again: bool = False) -> None:
+                     result: TurnResult, *, again: bool = False,
+                     on_standing: OnStanding | None = None) -> None:
     """One round's tool calls, in order, each result added to the history and the result
     (`again`: the round of a resumed turn, see the module docstring)."""
     for call in calls:
-        record = await _run_call(call, tools, policy, interaction, again)
+        record = await _run_call(call, tools, policy, interaction, again, on_standing)
         result.calls.append(record)
         reply = _tool_message(call.id, record.result)
         history.append(reply)
         result.messages.append(reply)
 
+
+OnStanding = Callable[[PermissionRequest, Rule, str], Awaitable[None]]
+"""Told of a call a standing answer decided: its request, the rule applied and its scope."""
 
 MAX_DENY_MESSAGE = 2000
 """Characters of a person's reason given to the model with a denial."""
@@ -256,6 +263,7 @@ MAX_DENY_MESSAGE = 2000
 async def _decide(
     request: PermissionRequest, policy: Policy, interaction: Interaction | None,
     asks_the_person: bool = False, again: bool = False,
+    on_standing: OnStanding | None = None,
 ) -> Decision:
     rule = policy.decide(request.tool, request.class_, request.arguments)
     if again and request.class_ == "effect" and rule != "deny":
@@ -263,6 +271,9 @@ async def _decide(
         if interaction is None:
             return Deny("rejected")
         return await interaction.request_permission(request)
+    scope = policy.standing_scope(request.tool, request.class_, request.arguments)
+    if scope is not None and on_standing is not None:
+        await on_standing(request, rule, scope)
     if rule == "allow" or (rule == "ask" and asks_the_person):
         return Allow()
     if rule == "deny" or interaction is None:
@@ -276,6 +287,7 @@ async def _run_call(
     policy: Policy,
     interaction: Interaction | None,
     again: bool = False,
+    on_standing: OnStanding | None = None,
 ) -> CallRecord:
     async def update(status: ToolStatus, title: str, **extra: Any) -> None:
         if interaction is not None:
@@ -312,7 +324,8 @@ async def _run_call(
         class_=tool.call_class(arguments),
         arguments=arguments,
     )
-    decision = await _decide(request, policy, interaction, tool.asks_the_person, again)
+    decision = await _decide(request, policy, interaction, tool.asks_the_person, again,
+                             on_standing)
     if isinstance(decision, Deny):
         message = (
             f"permission to run {tool.name} was denied ({decision.reason}); "

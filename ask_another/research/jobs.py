@@ -67,6 +67,7 @@ from ask_another.research.supervisor import (
 from ask_another.spend.before import estimate_json, estimate_research
 from ask_another.spend.budget import ceilings, check_budget
 from ask_another.spend.estimate import Estimate
+from ask_another.store.answers import answered, record_answer
 from ask_another.store.jobs import JobEvent, JobRecord, JobStore, RequestKind, job_store
 from ask_another.users import LOCAL_USER, User
 from supervisors import (
@@ -363,25 +364,54 @@ class ResearchJobs:
         """
         return await self._answer(job_id, Cancel(tool_call_id), "cancel a tool call of")
 
-    async def answer_permission(self, job_id: str, tool_call_id: str, decision: Decision
-                                ) -> str:
+    async def answer_permission(self, job_id: str, tool_call_id: str, decision: Decision, *,
+                                face: str = "library", answer: str | None = None,
+                                rule: str | None = None) -> str:
         """Answer a permission request of an agent job, or a job's spend confirmation, with a
         `Decision` (`Allow()` or `Deny()`).
 
         Returns what the job did; raises `InvalidArgument` for anything but a `Decision`, and
-        `AskAnotherError` (changing nothing) for a late, repeated or unknown answer.
+        `AskAnotherError` (changing nothing) for a late, repeated or unknown answer. An answer
+        the job took is audited (store/answers.py) as this face's user's, given through `face`
+        (``console``, ``mcp``, ``terminal``, ``elicitation``, ``task``; ``library`` for an
+        embedding's own call), as `answer` (default ``allow`` / ``deny``), with the denial's
+        message as its reason and `rule`, the standing rule the answer made, if any.
         """
         if not isinstance(decision, Allow | Deny):
             raise InvalidArgument(f"decision must be a Decision, Allow() or Deny(), not "
                                   f"{decision!r}; nothing changed")
-        return await self._answer(job_id, PermissionAnswer(tool_call_id, decision),
+        tool = await self._asked_tool(job_id, tool_call_id)
+        said = await self._answer(job_id, PermissionAnswer(tool_call_id, decision),
                                   "answer a permission request of")
+        reason = decision.message if isinstance(decision, Deny) else None
+        await self._audit(job_id, face, tool_call_id, tool,
+                          answer or ("allow" if isinstance(decision, Allow) else "deny"),
+                          reason, rule)
+        return said
 
-    async def answer_choice(self, job_id: str, tool_call_id: str, option_id: str) -> str:
+    async def answer_choice(self, job_id: str, tool_call_id: str, option_id: str, *,
+                            face: str = "library") -> str:
         """Answer an ask_user question of an agent job with the chosen option's id (see
-        `answer_permission` for the failures)."""
-        return await self._answer(job_id, ChoiceAnswer(tool_call_id, option_id),
+        `answer_permission` for the failures and the audit)."""
+        said = await self._answer(job_id, ChoiceAnswer(tool_call_id, option_id),
                                   "answer a question of")
+        await self._audit(job_id, face, tool_call_id, "ask_user", f"option:{option_id}")
+        return said
+
+    async def _asked_tool(self, job_id: str, tool_call_id: str) -> str:
+        """The tool whose call `tool_call_id` of the job waits (``confirm_spend`` for a spend
+        confirmation), as the audit names it; read before the answer settles it."""
+        for question in (await self.get(job_id)).waiting_for:
+            if question.tool_call_id == tool_call_id:
+                if question.kind == "spend":
+                    return "confirm_spend"
+                return str(getattr(question.request, "tool", "") or "ask_user")
+        return ""  # not waiting: the answer is refused, and nothing is audited
+
+    async def _audit(self, job_id: str, face: str, tool_call_id: str, tool: str, answer: str,
+                     reason: str | None = None, rule: str | None = None) -> None:
+        await record_answer(await self.services.database(), answered(
+            job_id, self.user, face, tool_call_id, tool, answer, reason, rule))
 
     async def _answer(self, job_id: str, message: Any, what: str) -> str:
         await self._check(job_id)

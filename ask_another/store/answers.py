@@ -1,7 +1,10 @@
 """The audit of every answer a person gave to a job's question: who, through which face, when,
-what, the reason, and the standing rule it made. One row per answer, written once by the face
-that took it (`record_answer`) and never changed: nothing here updates or deletes a row, and no
-page of the console offers to.
+what, the reason, and the standing rule it made. One row per answer, written once and never
+changed: nothing here updates or deletes a row, and no page of the console offers to. Every
+face's answer is written by `ResearchJobs.answer_permission` / `answer_choice` once the job took
+it (research/jobs.py: the console, the MCP tools, form and URL elicitation, MCP Tasks' input
+requests, the terminal, an embedding's own call), and each call a standing answer decided
+without asking by the agent method (face ``standing rule``, the rule applied in `rule`).
 
 Read per job (`answers_of`: the job's page, `check_research`) and for export (`answers_for`:
 every answer to the jobs a user may see, an admin's the team's, oldest first).
@@ -18,19 +21,22 @@ from ask_another.store.db import Database
 from ask_another.store.scope import visible
 from ask_another.users import User
 
-__all__ = ["Answer", "answered", "answers_for", "answers_of", "record_answer"]
+__all__ = ["STANDING_RULE", "Answer", "answered", "answers_for", "answers_of", "record_answer"]
+
+STANDING_RULE = "standing rule"
+"""The face of a call a person's standing answer decided without asking them."""
 
 
 class Answer(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
     at: float
     principal: str | None  # who answered (None: the local user)
-    face: str  # "console", "mcp", "terminal", "elicitation"
+    face: str  # "console", "mcp", "elicitation", "task", "terminal", "library", "standing rule"
     tool_call_id: str
     tool: str
     answer: str  # "allow", "deny", "always-allow", "always-deny", "option:ID"
     reason: str | None = None
-    rule: str | None = None  # the standing rule it made ("always allow read_article: ...")
+    rule: str | None = None  # the standing rule it made or, face "standing rule", applied
 
 
 _COLUMNS = "job_id, at, principal, face, tool_call_id, tool, answer, reason, rule"

@@ -373,6 +373,13 @@ def test_research_agent_asks_permission_and_questions_at_the_terminal(
     results = [m["content"] for m in sim.requests_for("m1")[-1].messages if m["role"] == "tool"]
     assert "was denied" in results[0]
     assert '"option_id": "long"' in results[1]
+    # Both answers are audited as the terminal's (they were not: only the console's and the
+    # MCP tools' were).
+    with sqlite3.connect(tmp_path / "ask-another.sqlite3") as db:
+        rows = db.execute("SELECT principal, face, tool_call_id, tool, answer FROM job_answers "
+                          "WHERE job_id = ? ORDER BY id", (job,)).fetchall()
+    assert rows == [(None, "terminal", "c1", "read_article", "deny"),
+                    (None, "terminal", "c2", "ask_user", "option:long")]
 
 
 def test_usage_reports_what_ask_spent_by_model_and_tool(sim: Simulator, tmp_path: Path):

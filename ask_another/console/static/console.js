@@ -33,6 +33,9 @@
           if (html !== null && html !== node.getAttribute("data-last") && !busy()) {
             node.setAttribute("data-last", html);
             node.innerHTML = html;
+            // The Approvals page's title counts what waits: a tab in the background says it.
+            var titled = node.querySelector("[data-title]");
+            if (titled !== null) { document.title = titled.getAttribute("data-title"); }
           }
           every = base;
           next();

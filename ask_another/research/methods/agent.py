@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Final
 
@@ -49,6 +50,7 @@ from ask_another.interaction.types import (
     ToolUpdate,
 )
 from ask_another.logs import get_logger
+from ask_another.policy import Rule, scope_text
 from ask_another.research.citations import read_sources
 from ask_another.research.messages import (
     AskChoice,
@@ -59,6 +61,7 @@ from ask_another.research.messages import (
 )
 from ask_another.research.methods.method import JobContext, Method, ResearchFailed, ResearchResult
 from ask_another.spend.budget import BudgetExceeded
+from ask_another.store.answers import STANDING_RULE, Answer, record_answer
 from supervisors import ActorRef, SupervisorError
 
 __all__ = ["AGENT", "PREVIEW_EVERY", "SYSTEM_PROMPT", "HostInteraction", "JobInteraction",
@@ -192,6 +195,14 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
     async def asked(n: int, message: Message) -> None:
         await ctx.save_step(f"turn:{n}:asked", message)
 
+    async def standing_used(request: PermissionRequest, rule: Rule, scope: str) -> None:
+        # A standing answer decided for the person: audited as theirs, by the rule it applied.
+        if ctx.services is not None:
+            await record_answer(await ctx.services.database(), Answer(
+                job_id=ctx.job_id, at=time.time(), principal=ctx.user_id, face=STANDING_RULE,
+                tool_call_id=request.tool_call_id, tool=request.tool, answer=rule,
+                rule=f"always {rule} {request.tool}: {scope_text(scope)}"))
+
     async def round_done(turn: TurnResult) -> None:
         await ctx.save_step(f"turn:{turn.rounds}", {
             "messages": turn.messages, "rounds": turn.rounds,
@@ -208,7 +219,7 @@ async def run_agent(ctx: JobContext) -> ResearchResult:
         policy = ctx.policy if ctx.policy is not None else ctx.config.permissions
         result = await run_turn(model, messages, tools, policy=policy,
                                 interaction=ctx.interaction, so_far=so_far, on_asked=asked,
-                                on_round=round_done)
+                                on_round=round_done, on_standing=standing_used)
     except ResearchFailed:
         raise
     except AskAnotherError as exc:

@@ -70,9 +70,10 @@ async def answer(jobs: ResearchJobs, job_id: str, asked: Asked, action: str,
         if asked.kind in ("permission", "spend"):
             allowed = value.get("decision") == "allow"
             await jobs.answer_permission(job_id, asked.tool_call_id,
-                                         ALLOW if allowed else Deny("rejected"))
+                                         ALLOW if allowed else Deny("rejected"), face="task")
         elif isinstance(value.get("option_id"), str):
-            await jobs.answer_choice(job_id, asked.tool_call_id, value["option_id"])
+            await jobs.answer_choice(job_id, asked.tool_call_id, value["option_id"],
+                                     face="task")
     except AskAnotherError as exc:
         log.info("tasks.answer_refused", job_id=job_id, key=asked.key, reason=str(exc))
 

@@ -249,9 +249,11 @@ async def _deliver(ctx: Context[ServerState], att: Attachment, index: int,
         if question.kind in ("permission", "spend"):
             allowed = isinstance(data, Approval) and data.decision == "allow"
             await jobs.answer_permission(att.record.id, question.tool_call_id,
-                                         ALLOW if allowed else Deny("rejected"))
+                                         ALLOW if allowed else Deny("rejected"),
+                                         face="elicitation")
         elif data is not None:
-            await jobs.answer_choice(att.record.id, question.tool_call_id, data.option_id)
+            await jobs.answer_choice(att.record.id, question.tool_call_id, data.option_id,
+                                     face="elicitation")
         # A declined choice stays open: answer_choice can still answer it until it expires.
     except AskAnotherError as exc:
         log.info("research.elicited_answer_refused", job_id=att.record.id,
@@ -357,7 +359,7 @@ async def _ask_by_url(ctx: Context[ServerState], att: Attachment, question: Aske
         if question.kind in ("permission", "spend"):
             try:
                 await jobs.answer_permission(att.record.id, question.tool_call_id,
-                                             Deny("rejected"))
+                                             Deny("rejected"), face="elicitation")
             except AskAnotherError as exc:  # answered or expired meanwhile
                 log.info("research.elicited_answer_refused", job_id=att.record.id,
                          tool_call_id=question.tool_call_id, reason=str(exc))

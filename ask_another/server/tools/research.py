@@ -33,7 +33,7 @@ from ask_another.server.tools.attached import (
     last_step,
     waiting_text,
 )
-from ask_another.store.answers import Answer, answered, answers_of, record_answer
+from ask_another.store.answers import STANDING_RULE, Answer, answers_of
 from ask_another.store.jobs import JobRecord
 
 __all__ = [
@@ -314,14 +314,9 @@ def register(server: MCPServer[ServerState]) -> None:
             runtime, user = runtime_of(ctx), user_of(ctx)
             jobs, job_id, tool_call_id = runtime.jobs_for(user), job_id.strip(), \
                 tool_call_id.strip()
-            asked = [q.request for q in (await jobs.get(job_id)).waiting_for
-                     if q.tool_call_id == tool_call_id]
-            said = await jobs.answer_permission(
-                job_id, tool_call_id, ALLOW if decision == "allow" else Deny("rejected"))
-            tool = getattr(asked[0], "tool", "confirm_spend") if asked else ""
-            await record_answer(await runtime.database(), answered(
-                job_id, user, "mcp", tool_call_id, tool, decision))
-            return said
+            return await jobs.answer_permission(
+                job_id, tool_call_id, ALLOW if decision == "allow" else Deny("rejected"),
+                face="mcp")
 
     @server.tool(name="answer_choice", description=ANSWER_CHOICE, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False))
@@ -334,7 +329,7 @@ def register(server: MCPServer[ServerState]) -> None:
     ) -> str:
         with tool_errors("answer_choice"):
             return await runtime_of(ctx).jobs_for(user_of(ctx)).answer_choice(
-                job_id.strip(), tool_call_id.strip(), option_id.strip())
+                job_id.strip(), tool_call_id.strip(), option_id.strip(), face="mcp")
 
     @server.tool(name="check_research", description=CHECK, structured_output=False,
                  annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
@@ -400,6 +395,10 @@ def _answers_text(answers: list[Answer]) -> str:
     for a in answers:
         when = datetime.fromtimestamp(a.at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         who = a.principal or "the local user"
+        if a.face == STANDING_RULE:
+            lines.append(f"- {when}: a standing rule of {who} answered {a.answer} to {a.tool} "
+                         f"({a.tool_call_id}) without asking: {a.rule}")
+            continue
         line = f"- {when}: {who} answered {a.answer} to {a.tool or 'a question'} " \
                f"({a.tool_call_id}) in the {a.face}"
         if a.reason:

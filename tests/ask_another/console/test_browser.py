@@ -203,6 +203,12 @@ def test_a_spend_confirmation_approved_from_the_page(
     log_in(page, served, tokens["alice"], "/console/approvals")
     expect(page.get_by_role("heading", name=re.compile(f"Spend .* on job {job}"))
            ).to_be_visible()
+    # The card says enough to decide: the model, the estimate and what is left of the
+    # ceilings (it did not say what was left).
+    card = page.locator(".card", has_text=job)
+    expect(card).to_contain_text(GEMINI)
+    expect(card.locator(".ceilings-left")).to_have_text(re.compile(
+        r"\$5\.00 of \$5\.00 this month \(ASK_ANOTHER_BUDGET_MONTH_USD, resets \d{4}-"))
     shot(page, "spend")
     page.get_by_role("button", name="Spend it").click()
     expect(page.get_by_role("status")).to_contain_text("was allowed")
@@ -456,3 +462,76 @@ def test_enter_in_the_reason_field_denies_with_that_reason(
     expect(page.locator("#job-status")).to_have_text("completed")
     last = [r for r in sim.requests_for("m1") if r.path.endswith("/chat/completions")][-1]
     assert "The user said: No - that page is private" in json.dumps(last.json["messages"][-1])
+
+
+HOSTILE_REPORT = """## Findings
+
+Trio 0.35 adds **cancellation reasons** ([the notes](https://trio.example/notes)).
+
+<script>window.pwned = "script"</script>
+<img src="x" onerror="window.pwned = 'onerror'">
+<a href="javascript:window.pwned='raw link'">raw</a>
+<iframe src="javascript:window.pwned='iframe'"></iframe>
+
+[click me](javascript:window.pwned='md link') and [data](data:text/html,<script>1</script>)
+![tracker](https://tracker.example/pixel.png)
+
+| engine | score |
+| --- | --- |
+| a | 1 |
+"""
+
+
+def test_a_hostile_report_renders_as_markdown_with_nothing_to_run(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    """Regression: a finished report showed as its raw Markdown. It is rendered (headings,
+    emphasis, links, tables) with raw HTML off: tags in it are text, and no link, attribute or
+    element in the report can run anything (a model that read a hostile page may write one)."""
+    served, tokens = team
+    sim.script("m1", [Reply(HOSTILE_REPORT)])
+    text = mcp(served.mcp, tokens["alice"], "start_research", model="sim", method="agent",
+               query="what is new in trio?", timeout=0)
+    job = re.search(r"\br-[0-9a-f]{10}\b", text).group(0)  # type: ignore[union-attr]
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    log_in(page, served, tokens["alice"], f"/console/jobs/{job}")
+    expect(page.locator("#job-status")).to_have_text("completed")
+    report = page.locator(".report .text")
+    expect(report.get_by_role("heading", name="Findings")).to_be_visible()
+    expect(report.locator("strong")).to_have_text("cancellation reasons")
+    expect(report.get_by_role("link", name="the notes")).to_have_attribute(
+        "href", "https://trio.example/notes")
+    expect(report.get_by_role("columnheader", name="engine")).to_be_visible()
+    # The hostile parts read as the text they are.
+    expect(report).to_contain_text('<script>window.pwned = "script"</script>')
+    expect(report).to_contain_text("[click me](javascript:")
+    found = report.evaluate("""text => ({
+        elements: [...text.querySelectorAll('script, img, iframe, object, embed, style, form,'
+                                           + ' svg, math, base, meta, link')].map(e => e.tagName),
+        handlers: [...text.querySelectorAll('*')].flatMap(
+            e => [...e.attributes].map(a => a.name).filter(n => n.startsWith('on'))),
+        hrefs: [...text.querySelectorAll('[href], [src]')].map(
+            e => e.getAttribute('href') || e.getAttribute('src')),
+        pwned: window.pwned ?? null})""")
+    assert found["elements"] == [] and found["handlers"] == [], found
+    assert found["hrefs"] == ["https://trio.example/notes", "https://tracker.example/pixel.png"
+                              ], found
+    assert found["pwned"] is None and dialogs == [], found
+
+
+def test_the_approvals_title_counts_what_waits_across_refreshes(
+    sim: Simulator, team: tuple[Served, dict[str, str]], page: Page
+):
+    """The waiting count is in the page title (a tab in the background shows it), and the live
+    refresh keeps it true: it was always just "Approvals"."""
+    served, tokens = team
+    sim.script("m1", [ToolCalls([ToolCall("read_article", {"url": "http://127.0.0.1:9/x"},
+                                          id="call-1")]), Reply("never")])
+    log_in(page, served, tokens["alice"], "/console/approvals")
+    expect(page).to_have_title("Approvals · ask-another console")
+    job = start_agent(served, tokens["alice"])
+    expect(page).to_have_title("(1) Approvals · ask-another console")  # by the refresh
+    mcp(served.mcp, tokens["alice"], "answer_permission", job_id=job, tool_call_id="call-1",
+        decision="deny")
+    expect(page).to_have_title("Approvals · ask-another console")

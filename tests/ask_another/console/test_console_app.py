@@ -196,6 +196,9 @@ async def test_bob_can_neither_see_nor_answer_nor_cancel_alices_job_by_url(
         await log_in(client, s.tokens["root"])
         page = await client.get("/approvals")
         assert job in page.text and "alice" in page.text
+        # Its title is the page's name and what waits (the audit's export links had been
+        # pasted into it: a tab read "Approvals<section aria-labelledby=...").
+        assert "<title>(1) Approvals · ask-another console</title>" in page.text
 
 
 async def test_cancel_from_the_job_page(sim: Simulator, make_config: Callable[..., Config]):

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+from deadlines import generous
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult
@@ -141,7 +142,8 @@ async def test_a_spend_to_confirm_is_input_required_and_answered(
             task_id = created["task"]["taskId"]
             waiting = await _until(client, task_id, "input_required")
             result = await request(client, "tasks/result", {"taskId": task_id})
-            assert json.loads(result["content"][0]["text"])["status"] == "completed"
+            body = json.loads(result["content"][0]["text"])
+            assert body["status"] == "completed"
             assert len(answered) == 1 and "confirm-spend" in answered[0]  # its tool call
         else:
             handle = await create_task(client, "start_research", arguments)
@@ -154,13 +156,20 @@ async def test_a_spend_to_confirm_is_input_required_and_answered(
             await request(client, "tasks/update", {"taskId": task_id, "inputResponses": {
                 key: {"action": "accept", "content": {"decision": "allow"}}}})
             done = await _until(client, task_id, "completed")
-            assert json.loads(done["result"]["content"][0]["text"])["status"] == "completed"
+            body = json.loads(done["result"]["content"][0]["text"])
+            assert body["status"] == "completed"
         assert "confirm" in waiting["statusMessage"] and "deny" in waiting["statusMessage"]
         assert len(sim.interactions) == 1
+        # The answer is audited as the task's (it was not: only the console's and the MCP
+        # tools' were).
+        checked = await client.call_tool("check_research", {"job_id": body["job_id"]})
+        answers = json.loads(checked.content[0].text)["answers"]  # type: ignore[union-attr]
+        assert [(a["face"], a["tool_call_id"], a["tool"], a["answer"]) for a in answers] == [
+            ("task", "confirm-spend", "confirm_spend", "allow")]
 
 
 async def _until(client: Client, task_id: str, status: str) -> dict[str, Any]:
-    with trio.fail_after(30):
+    with trio.fail_after(generous(30)):  # the job's first call waits for litellm's import
         while True:
             task = await request(client, "tasks/get", {"taskId": task_id})
             if task["status"] == status:
