@@ -49,6 +49,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -262,6 +263,35 @@ async def _first_frame(stream: trio.SocketStream) -> bytes | None:
     return bytes(data[HEADER:])
 
 
+async def _connect_in_thread(transport: SharedTransport, log_level: str) -> socket.socket | None:
+    """`connect_or_start` in a thread that a cancel abandons (the flock and a worker's start
+    cannot be interrupted). A socket the abandoned thread connects after all is closed there,
+    not left to the garbage collector (a ResourceWarning, and a connection the worker holds
+    open until then)."""
+    lock = threading.Lock()
+    abandoned = False
+    connected: list[socket.socket] = []
+
+    def attempt() -> socket.socket | None:
+        sock = connect_or_start(transport.socket_path, log_level, transport.worker_idle)
+        with lock:
+            if sock is not None and abandoned:
+                sock.close()
+                return None
+            if sock is not None:
+                connected.append(sock)
+        return sock
+
+    try:
+        return await trio.to_thread.run_sync(attempt, abandon_on_cancel=True)
+    except trio.Cancelled:
+        with lock:
+            abandoned = True
+            for sock in connected:  # returned just as the cancel came: trio drops the result
+                sock.close()
+        raise
+
+
 class _Connection(_Worker):
     """This server's connection to the shared worker and the calls in flight on it; or, where
     that cannot be, a private worker (the transport's `fallback`)."""
@@ -288,9 +318,7 @@ class _Connection(_Worker):
         transport = self._transport
         for _ in range(CONNECT_ATTEMPTS):
             try:
-                sock = await trio.to_thread.run_sync(
-                    connect_or_start, transport.socket_path, self._log_level,
-                    transport.worker_idle, abandon_on_cancel=True)
+                sock = await _connect_in_thread(transport, self._log_level)
             except (Unshareable, OSError) as exc:
                 # Any other refusal too (a read-only gateway/ directory holding a dead worker's
                 # socket, a directory where the socket goes): raising here would crash the

@@ -535,6 +535,10 @@ class ResearchJob(Actor):
         with trio.CancelScope(shield=True):
             await self._stored("handle", lambda: store.update(self.record.id,
                                                               provider_handle=handle))
+            if self.record.status == "cancelled":
+                # Cancelled while the provider was starting it (`_cancel` had no handle yet).
+                log.info("research.cancelled", job_id=self.record.id,
+                         remote=await self._cancel_remote(handle))
 
     async def _save_step(self, name: str, value: Any) -> None:
         """`JobContext.save_step`: one statement, durable before it returns; in memory first,
@@ -627,19 +631,23 @@ class ResearchJob(Actor):
             await self._settle()
             return CancelOutcome(cancelled=False, record=msgspec.structs.replace(self.record))
         self._set(status="cancelled", ended_at=now, step="cancelled")
-        remote = None
-        method = JOB_METHODS.get(self.record.method)
         handle = self.record.provider_handle
-        if method is not None and method.cancel_remote is not None and handle is not None:
-            try:
-                entry = self.services.model(self.record.model, self.record.entry)
-                remote = await method.cancel_remote(await self.services.gateway(), entry, handle)
-            except AskAnotherError as exc:
-                remote = f"the provider's side could not be cancelled: {exc}"
+        remote = None if handle is None else await self._cancel_remote(handle)
         log.info("research.cancelled", job_id=self.record.id, remote=remote)
         await self._settle()
         return CancelOutcome(cancelled=True, record=msgspec.structs.replace(self.record),
                              remote=remote)
+
+    async def _cancel_remote(self, handle: str) -> str | None:
+        """Stop the provider's side of a cancelled job; what happened, in words."""
+        method = JOB_METHODS.get(self.record.method)
+        if method is None or method.cancel_remote is None:
+            return None
+        try:
+            entry = self.services.model(self.record.model, self.record.entry)
+            return await method.cancel_remote(await self.services.gateway(), entry, handle)
+        except AskAnotherError as exc:
+            return f"the provider's side could not be cancelled: {exc}"
 
     # ----- agent jobs: questions, tool calls ------------------------------------------------
 

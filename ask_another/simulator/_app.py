@@ -151,6 +151,8 @@ def build_app(state: SimulatorState) -> Callable[[Scope, Receive, Send], Awaitab
             )
         except ValueError as exc:
             return await _answer(state, request, sim_request, Fail(400, str(exc)), "gemini")
+        if item.answer_when is not None:
+            await asyncio.to_thread(item.answer_when.wait, 60)
         return JSONResponse(item.body(_legacy(sim_request)))
 
     async def get_interaction(request: Request) -> Response:

@@ -40,6 +40,7 @@ class InteractionScript:
     report: str | None = None
     citations: tuple[str, ...] | None = None
     error: str | None = None
+    answer_when: threading.Event | None = None
 
 
 @dataclass
@@ -63,6 +64,7 @@ class SimInteraction:
     cancelled: bool = False
     created: str = field(default_factory=lambda: _now())
     updated: str = field(default_factory=lambda: _now())
+    answer_when: threading.Event | None = field(default=None, repr=False, compare=False)
 
     @property
     def status(self) -> str:
@@ -175,6 +177,7 @@ class Interactions:
                 report=report,
                 citations=citations,
                 error=script.error,
+                answer_when=script.answer_when,
             )
             self._items[interaction_id] = item
             return replace(item)

@@ -181,14 +181,17 @@ class Simulator:
         report: str | None = None,
         citations: Sequence[str] | None = None,
         error: str | None = None,
+        answer_when: threading.Event | None = None,
     ) -> None:
         """Script the next interaction created for `agent`.
 
         The create answer has ``statuses[0]``; each GET moves one status on, and the last one
         stays. A cancel before a terminal status makes it ``cancelled`` for good. `report` and
         `citations` fill a ``completed`` interaction (defaults: a deterministic report citing two
-        simulated source pages); `error` is the message of a ``failed`` one. Scripts for the same
-        agent queue up, one per created interaction.
+        simulated source pages); `error` is the message of a ``failed`` one. With `answer_when`,
+        the interaction exists (and runs) at once but the create is answered only once that
+        event is set (at most 60 s): a provider slow to say what it has started. Scripts for the
+        same agent queue up, one per created interaction.
         """
         self._state.interactions.add_script(
             agent,
@@ -197,6 +200,7 @@ class Simulator:
                 report=report,
                 citations=tuple(citations) if citations is not None else None,
                 error=error,
+                answer_when=answer_when,
             ),
         )
 

@@ -29,6 +29,7 @@ from tool_results import text_of
 from ask_another.config import Config, ModelEntry
 from ask_another.errors import ProviderUnavailable, RateLimited
 from ask_another.gateway import ProcessTransport, SharedTransport, open_gateway
+from ask_another.gateway import _shared as shared_module
 from ask_another.gateway._shared import worker_key
 from ask_another.runtime import _transport_kind, describe_gateway, open_runtime
 from ask_another.simulator import Fail, Reply, Simulator, Slow
@@ -577,3 +578,26 @@ async def test_a_call_made_as_the_shared_worker_dies_goes_to_the_next_one(sim: S
         result = await gateway.completion(entry(sim), "right after")
         assert gateway.statistics().worker_pid not in (None, pid)
     assert result.text == "[simulated m1] answer to: right after"
+
+
+async def test_a_socket_connected_by_an_abandoned_connect_is_closed_not_leaked(
+        home: Path, monkeypatch: pytest.MonkeyPatch):
+    # A close while the connect's thread waited (on the flock, or on a starting worker) abandons
+    # the thread; the socket it connected afterwards was dropped with trio's discarded result
+    # and closed by the garbage collector (a ResourceWarning in the whole suite). The thread's
+    # blocking step is held here so that the cancel comes first, whatever the machine's load.
+    release, finished = threading.Event(), threading.Event()
+    ours, theirs = socket.socketpair()
+
+    def connect_when_released(path: Path, log_level: str, idle: float) -> socket.socket:
+        release.wait(generous(30))
+        finished.set()
+        return ours
+
+    monkeypatch.setattr(shared_module, "connect_or_start", connect_when_released)
+    with trio.move_on_after(0.05):
+        await shared_module._connect_in_thread(SharedTransport(home, [KEY], idle_exit=30), "info")
+    release.set()
+    await trio.to_thread.run_sync(finished.wait, generous(30))
+    await _until(lambda: ours.fileno() == -1)  # closed in the thread, just after it returns
+    theirs.close()

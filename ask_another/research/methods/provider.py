@@ -46,6 +46,8 @@ __all__ = ["PROVIDER", "cancel_interaction", "provider_method"]
 MAX_POLL_INTERVAL: Final = 60.0
 POLL_GROWTH: Final = 1.5
 REMOTE_CANCEL_TIMEOUT: Final = 10.0
+# How long a started interaction's create may take: shielded (below), so it needs its own bound.
+CREATE_TIMEOUT: Final = 60.0
 
 _KEEP_POLLING: Final = frozenset({"queued", "in_progress", "requires_continuation", None})
 _ENDED: Final = {
@@ -84,15 +86,26 @@ async def _interactions(gateway: Gateway, entry: ModelEntry, name: str,
 async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
     entry, gateway = ctx.entry, ctx.gateway
     agent = entry.model.split("/", 1)[1]
-    response: InteractionState | None
+    response: InteractionState | None = None
     if ctx.handle is None:
         ctx.report("starting the Gemini deep-research interaction")
-        response = await _interactions(gateway, entry, "acreate", agent=agent, input=ctx.query,
-                                       background=True)
+        # Shielded, with the handle's write: once the request has left, the provider runs (and
+        # bills) the interaction whether or not this job is still there to hear its id. A
+        # cancel that arrives meanwhile is carried out when the id is known (the job's
+        # `save_handle` cancels it on the provider), so no interaction runs on unseen.
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(CREATE_TIMEOUT):
+                response = await _interactions(gateway, entry, "acreate", agent=agent,
+                                               input=ctx.query, background=True)
+                if response.id:
+                    await ctx.save_handle(response.id)
+            if response is None:
+                raise ResearchFailed(f"the provider did not answer the start of the interaction "
+                                     f"within {CREATE_TIMEOUT:g} s")
         if not response.id:
             raise ResearchFailed("the provider did not return an interaction id")
         interaction_id = response.id
-        await ctx.save_handle(interaction_id)
+        await trio.lowlevel.checkpoint()  # a cancel that came during the create ends the job here
     else:
         interaction_id = ctx.handle
         ctx.report("resuming the Gemini interaction", interaction_id=interaction_id)

@@ -6,6 +6,7 @@ runs on another thread).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -141,6 +142,27 @@ async def test_cancel_during_gemini_polling_cancels_the_interaction_remotely(
     assert stored is not None and stored.status == "cancelled"
     again = await jobs.cancel(record.id)
     assert not again.cancelled and again.record.status == "cancelled"
+
+
+async def test_a_cancel_while_the_provider_starts_the_interaction_cancels_it_there(
+    jobs: ResearchJobs, runtime: Runtime, sim: Simulator
+):
+    # The interaction exists at the provider (and bills) before its create is answered; a
+    # cancel in that gap used to abort the create and leave the interaction running unseen.
+    answered = threading.Event()
+    sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"], answer_when=answered)
+    record = await jobs.start("gdr", "never ends")
+    with trio.fail_after(generous(20)):
+        while not sim.interactions:  # noqa: ASYNC110 - the simulator has no event to wait on
+            await trio.sleep(0.02)
+    outcome = await jobs.cancel(record.id)
+    assert outcome.cancelled and outcome.record.status == "cancelled"
+    answered.set()
+    with trio.fail_after(generous(20)):
+        while not next(iter(sim.interactions.values())).cancelled:  # noqa: ASYNC110
+            await trio.sleep(0.02)
+    stored = await job_store(await runtime.database()).get(record.id)
+    assert stored is not None and stored.status == "cancelled"
 
 
 async def test_a_result_arriving_after_cancel_never_flips_the_state(
