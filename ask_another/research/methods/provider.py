@@ -86,22 +86,24 @@ async def _interactions(gateway: Gateway, entry: ModelEntry, name: str,
 async def _gemini_interaction(ctx: JobContext) -> ResearchResult:
     entry, gateway = ctx.entry, ctx.gateway
     agent = entry.model.split("/", 1)[1]
-    response: InteractionState | None = None
+    response: InteractionState | None
     if ctx.handle is None:
         ctx.report("starting the Gemini deep-research interaction")
         # Shielded, with the handle's write: once the request has left, the provider runs (and
         # bills) the interaction whether or not this job is still there to hear its id. A
         # cancel that arrives meanwhile is carried out when the id is known (the job's
         # `save_handle` cancels it on the provider), so no interaction runs on unseen.
+        started: InteractionState | None = None
         with trio.CancelScope(shield=True):
             with trio.move_on_after(CREATE_TIMEOUT):
-                response = await _interactions(gateway, entry, "acreate", agent=agent,
-                                               input=ctx.query, background=True)
-                if response.id:
-                    await ctx.save_handle(response.id)
-            if response is None:
-                raise ResearchFailed(f"the provider did not answer the start of the interaction "
-                                     f"within {CREATE_TIMEOUT:g} s")
+                started = await _interactions(gateway, entry, "acreate", agent=agent,
+                                              input=ctx.query, background=True)
+                if started.id:
+                    await ctx.save_handle(started.id)
+        if started is None:
+            raise ResearchFailed(f"the provider did not answer the start of the interaction "
+                                 f"within {CREATE_TIMEOUT:g} s")
+        response = started
         if not response.id:
             raise ResearchFailed("the provider did not return an interaction id")
         interaction_id = response.id
