@@ -72,6 +72,7 @@ _statements: ContextVar[list[int] | None] = ContextVar("ask_another_statements",
 # The research job whose run encloses the current span: each span of ours inside it carries the
 # job's id (`JOB_ID`), as the conventions' attributes do for the call they describe.
 _job: ContextVar[str | None] = ContextVar("ask_another_job", default=None)
+_UNKNOWN: Final = object()
 # Our tracer, from the first call that finds a tracer provider installed (`_tracer()`).
 _installed: Tracer | None = None
 
@@ -146,18 +147,24 @@ def _exporter(name: str) -> SpanExporter | None:
 
 
 def _tracer() -> Tracer | None:
-    """Our tracer once a tracer provider is installed, else None: tracing is off. The API's
-    default is a proxy that would hand out no-op spans; asking for it is a dict lookup and an
-    isinstance, with no context touched. A provider, once set, stays (the API refuses a second),
-    so the tracer is kept for the process."""
+    """Our tracer once a tracer provider is installed, else None: tracing is off. The API keeps
+    the installed provider in a module global, None until one is set; that is read directly
+    because `get_tracer_provider()` tests `os.environ` on each call (about 2 us, more than the
+    rest of the off path together), and only through it if a later API renames the global. A
+    provider, once set, stays (the API refuses a second), so the tracer is kept for the
+    process."""
     global _installed
     if _installed is not None:
         return _installed
     api = sys.modules.get(_API)
     if api is None:  # nothing imported the API: no provider can be installed
         return None
-    provider = api.get_tracer_provider()
-    if isinstance(provider, api.ProxyTracerProvider | api.NoOpTracerProvider):
+    provider: Any = getattr(api, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None:
+        return None
+    if provider is _UNKNOWN:
+        provider = api.get_tracer_provider()
+    if isinstance(provider, (api.ProxyTracerProvider, api.NoOpTracerProvider)):
         return None
     _installed = provider.get_tracer(_TRACER)
     return _installed
