@@ -5,7 +5,13 @@
 other than ``none``); everything else is the SDK's own reading of the environment (the endpoint,
 headers and timeout by the OTLP exporter, `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` by
 `Resource.create`, the sampler, the batch processor's delays). Without those settings nothing is
-imported or installed: the API's no-op tracer stays, and each span below costs a context lookup.
+imported or installed, and until some tracer provider is installed (ours, or an embedding
+host's) tracing is off: `span()` hands out one shared no-op context manager, `traceparent()` is
+None (so no context crosses the worker's wire or is stored with a job, even where the MCP SDK
+continues a client's trace on its no-op tracer) and `count_statement()` reads one global. Off
+touches no context, makes no span object and calls into the API only to ask whether a provider
+is installed (`_tracer()`); bench/tracing.py measures it against the code with tracing stubbed
+out.
 Each process of ours calls it once at its start: the `ask-another` commands, the job host and the
 gateway worker, so a trace crosses them as one. An embedding host that installed its own provider
 keeps it.
@@ -34,7 +40,7 @@ from ask_another.logs import get_logger
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
-    from opentelemetry.trace import Span
+    from opentelemetry.trace import Span, Tracer
 
 __all__ = [
     "CAPTURE_CONTENT",
@@ -66,6 +72,9 @@ _statements: ContextVar[list[int] | None] = ContextVar("ask_another_statements",
 # The research job whose run encloses the current span: each span of ours inside it carries the
 # job's id (`JOB_ID`), as the conventions' attributes do for the call they describe.
 _job: ContextVar[str | None] = ContextVar("ask_another_job", default=None)
+_UNKNOWN: Final = object()
+# Our tracer, from the first call that finds a tracer provider installed (`_tracer()`).
+_installed: Tracer | None = None
 
 
 def _exporter_names(environ: Mapping[str, str]) -> list[str]:
@@ -137,9 +146,34 @@ def _exporter(name: str) -> SpanExporter | None:
     return exporter
 
 
+def _tracer() -> Tracer | None:
+    """Our tracer once a tracer provider is installed, else None: tracing is off. The API keeps
+    the installed provider in a module global, None until one is set; that is read directly
+    because `get_tracer_provider()` tests `os.environ` on each call (about 2 us, more than the
+    rest of the off path together), and only through it if a later API renames the global. A
+    provider, once set, stays (the API refuses a second), so the tracer is kept for the
+    process."""
+    global _installed
+    if _installed is not None:
+        return _installed
+    api = sys.modules.get(_API)
+    if api is None:  # nothing imported the API: no provider can be installed
+        return None
+    provider: Any = getattr(api, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None:
+        return None
+    if provider is _UNKNOWN:
+        provider = api.get_tracer_provider()
+    if isinstance(provider, (api.ProxyTracerProvider, api.NoOpTracerProvider)):
+        return None
+    _installed = provider.get_tracer(_TRACER)
+    return _installed
+
+
 def traceparent() -> str | None:
-    """The W3C ``traceparent`` of the current span, or None outside any trace."""
-    if _API not in sys.modules:  # nothing imported the API: no span can be current
+    """The W3C ``traceparent`` of the current span, or None outside any trace or with tracing
+    off (a context the MCP SDK's no-op span carries is not ours to pass on then)."""
+    if _tracer() is None:
         return None
     from opentelemetry.trace import get_current_span
 
@@ -149,19 +183,27 @@ def traceparent() -> str | None:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
 
 
-@contextlib.contextmanager
+_OFF: Final[contextlib.nullcontext[None]] = contextlib.nullcontext()
+"""What `span()` returns with tracing off: reusable, it enters as None and does nothing."""
+
+
 def span(name: str, attributes: Mapping[str, Any] | None = None, *,
          parent: str | None = None, client: bool = False,
-         job: str | None = None) -> Iterator[Span | None]:
+         job: str | None = None) -> contextlib.AbstractContextManager[Span | None]:
     """A span of ours around the block, current inside it (see the module docstring): a child of
     the current span, or of `parent` (a ``traceparent``) when given; `client` for a call to a
     provider; `job` for a research job's run, whose id every span of ours inside it carries. An
-    exception is marked on it by type only, and propagates. None in a process where nothing
-    imported the API (nor configured traces): nothing to record, nothing imported."""
-    if _API not in sys.modules:
-        yield None
-        return
-    from opentelemetry import trace
+    exception is marked on it by type only, and propagates. None with tracing off: nothing to
+    record, nothing imported, no context attached."""
+    tracer = _tracer()
+    if tracer is None:
+        return _OFF
+    return _span(tracer, name, attributes, parent, client, job)
+
+
+@contextlib.contextmanager
+def _span(tracer: Tracer, name: str, attributes: Mapping[str, Any] | None,
+          parent: str | None, client: bool, job: str | None) -> Iterator[Span | None]:
     from opentelemetry.trace import SpanKind, StatusCode
 
     context = None
@@ -169,7 +211,6 @@ def span(name: str, attributes: Mapping[str, Any] | None = None, *,
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         context = TraceContextTextMapPropagator().extract({"traceparent": parent})
-    tracer = trace.get_tracer(_TRACER)
     with tracer.start_as_current_span(
             name, context=context, kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
             attributes=dict(attributes) if attributes else None, record_exception=False,
@@ -198,6 +239,8 @@ def span(name: str, attributes: Mapping[str, Any] | None = None, *,
 
 def count_statement() -> None:
     """One store statement, counted onto the enclosing span of ours (if one is recording)."""
+    if _installed is None:  # off: no span of ours can be counting
+        return
     counted = _statements.get()
     if counted is not None:
         counted[0] += 1

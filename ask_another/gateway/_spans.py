@@ -31,15 +31,19 @@ def _provider(model: str) -> str:
     return model.split("/", 1)[0] if "/" in model else "openai"
 
 
-@contextlib.contextmanager
 def provider_span(operation: str, model: str, kwargs: dict[str, Any],
-                  traceparent: str | None) -> Iterator[Span | None]:
+                  traceparent: str | None) -> contextlib.AbstractContextManager[Span | None]:
     """The span of one call: `operation` is ``chat``, ``search`` or an interactions call
     (``acreate``, ``aget``, ``acancel``); `model` the model (a search: its engine). Without a
-    caller's trace the call is not traced."""
+    caller's trace (the caller's tracing is off) the call is not traced: the shared no-op."""
     if traceparent is None:
-        yield None
-        return
+        return contextlib.nullcontext()
+    return _provider_span(operation, model, kwargs, traceparent)
+
+
+@contextlib.contextmanager
+def _provider_span(operation: str, model: str, kwargs: dict[str, Any],
+                   traceparent: str) -> Iterator[Span | None]:
     provider = _provider(model)
     name = "chat" if operation == "chat" else "invoke_agent" if operation == "acreate" \
         else operation
