@@ -4,7 +4,8 @@ figures as CSV.
 
 The figures come from the store's usage totals as `ask-another usage` reads them
 (spend/report.py), for the calls the user may see (an admin: everyone's); a ceiling's use is the
-user's own spend, as `check_budget` counts it.
+user's own spend, as `check_budget` counts it (`counted_since`: a research job of unknown price
+at its estimate, said as "estimated").
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from typing import Final
 from markupsafe import Markup, escape
 
 from ask_another.services import Services
-from ask_another.spend.budget import ceilings, period_start
+from ask_another.spend.budget import Counted, ceilings, counted_since, period_start
 from ask_another.spend.report import period_bounds
-from ask_another.store.usage import LOCAL_NAME, Spent, Totals, spent_since, usage_totals
+from ask_another.store.usage import LOCAL_NAME, Spent, Totals, usage_totals
 from ask_another.users import User
 
 __all__ = [
@@ -46,23 +47,23 @@ class CeilingUse:
     variable: str
     period: str
     usd: float
-    spent: Spent
+    spent: Counted
     resets: str
 
     @property
     def share(self) -> float:
-        return self.spent.known_usd / self.usd if self.usd > 0 else 1.0
+        return self.spent.usd / self.usd if self.usd > 0 else 1.0
 
     @property
     def left_usd(self) -> float:
         """What is left of it before calls are refused (never below nothing)."""
-        return max(self.usd - self.spent.known_usd, 0.0)
+        return max(self.usd - self.spent.usd, 0.0)
 
     @property
     def reached(self) -> bool:
         """Whether calls are refused until it resets (`check_budget` refuses a call once the
         spend has reached the ceiling)."""
-        return self.spent.known_usd >= self.usd
+        return self.spent.usd >= self.usd
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +92,7 @@ async def ceiling_uses(services: Services, user_id: str | None) -> list[CeilingU
     for ceiling in ceilings(services):
         start, resets = period_start(ceiling.period, now)
         uses.append(CeilingUse(ceiling.variable, ceiling.period, ceiling.usd,
-                               await spent_since(db, start, user_id),
+                               await counted_since(db, start, user_id),
                                datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M")))
     return uses
 
@@ -108,7 +109,7 @@ async def spending(services: Services, user: User, period: str) -> Spending:
     for ceiling in limits:
         start, resets = period_start(ceiling.period, now)
         reset_text = datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M")
-        spent = await spent_since(db, start, user.id)
+        spent = await counted_since(db, start, user.id)
         uses.append(CeilingUse(ceiling.variable, ceiling.period, ceiling.usd, spent, reset_text))
         if user.admin:
             # Each user's own spend, as check_budget counts it for them.
@@ -120,7 +121,7 @@ async def spending(services: Services, user: User, period: str) -> Spending:
             start, resets = period_start(ceiling.period, now)
             their.append(CeilingUse(
                 ceiling.variable, ceiling.period, ceiling.usd,
-                await spent_since(db, start, user_id),
+                await counted_since(db, start, user_id),
                 datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M")))
     return Spending(period, label, totals, uses,
                     [UserUse(user_id, their) for user_id, their in users.items()])
@@ -131,9 +132,12 @@ def usd_text(usd: float) -> str:
     return f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.2g}"
 
 
-def dollars(spent: Spent) -> str:
+def dollars(spent: Spent | Counted) -> str:
     """A spend as people read it: dollars to the cent from a cent up (`$1.22`), two
-    significant figures below (`$0.0012`), and the calls of unknown price beside it."""
+    significant figures below (`$0.0012`), and the calls of unknown price beside it (a ceiling's
+    use: with what of it is estimated, `Counted.describe`)."""
+    if isinstance(spent, Counted):
+        return spent.describe()
     amount = usd_text(spent.known_usd)
     if spent.unknown_calls and spent.unknown_calls >= spent.calls:
         return "cost unknown"

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 from ask_another.errors import InvalidArgument
 from ask_another.services import Services
-from ask_another.spend.budget import ceilings, period_start
-from ask_another.store.usage import LOCAL_NAME, Spent, Totals, spent_since, usage_totals
+from ask_another.spend.budget import ceilings, counted_since, period_start
+from ask_another.store.usage import LOCAL_NAME, Spent, Totals, usage_totals
 from ask_another.users import LOCAL_USER, User
 
 __all__ = ["PERIODS", "period_bounds", "usage_report"]
@@ -68,7 +68,7 @@ async def usage_report(services: Services, period: str = "month", user: User = L
             lines += _table("user", totals.by_user)
     for ceiling in ceilings(services):
         start, resets = period_start(ceiling.period, now)
-        spent = await spent_since(db, start, user.id)
+        spent = await counted_since(db, start, user.id)
         when = datetime.fromtimestamp(resets, UTC).strftime("%Y-%m-%d %H:%M UTC")
         lines.append(f"Ceiling {ceiling.variable}: ${ceiling.usd:.2f} per {ceiling.period}, "
                      f"spent: {spent.describe()}, resets at {when}")

@@ -38,8 +38,8 @@ from ask_another.store.scope import own, visible
 from ask_another.users import LOCAL_USER, User
 
 __all__ = ["LOCAL_NAME", "Kind", "Spent", "Totals", "UsageRow", "forget_usage", "intent_insert",
-           "record_intent", "record_usage", "spent_by_job", "spent_since", "usage_insert",
-           "usage_totals"]
+           "record_intent", "record_usage", "spent_by_job", "spent_since", "unpriced_jobs_since",
+           "usage_insert", "usage_totals"]
 
 Kind = Literal["completion", "consensus", "synthesis", "research", "search"]
 
@@ -186,6 +186,19 @@ async def spent_since(db: Database, since: float, user_id: str | None = None) ->
     row = await db.fetchone(f"SELECT {_SUMS} FROM usage WHERE at >= ? AND {mine}",
                             (since, *params))
     return _spent(row) if row is not None else Spent()
+
+
+async def unpriced_jobs_since(db: Database, since: float, user_id: str | None = None
+                              ) -> dict[str, tuple[float, int]]:
+    """The research jobs of the user `user_id` with calls of unknown price from `since` on: for
+    each, the known sum of its calls in that time and how many are of unknown price (the budget
+    counts such a job at its estimate, spend/budget.py)."""
+    mine, params = own(user_id)
+    rows = await db.fetchall(
+        f"SELECT job_id, {_SUMS} FROM usage WHERE at >= ? AND {mine} AND job_id IS NOT NULL "
+        "GROUP BY job_id HAVING SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) > 0",
+        (since, *params))
+    return {str(r["job_id"]): (float(r["known"] or 0.0), int(r["unknown"] or 0)) for r in rows}
 
 
 LOCAL_NAME = "(local)"  # the local user's rows (user_id NULL), in `Totals.by_user`

@@ -10,9 +10,10 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
+import pytest
 import trio
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -22,6 +23,9 @@ from ask_another.console import ROOT, Console, Login, LoginCodes, Metrics, pendi
 from ask_another.runtime import Runtime, open_runtime
 from ask_another.server.auth import TokensFile, TokensFileVerifier
 from ask_another.simulator import Reply, Simulator, ToolCall, ToolCalls
+from ask_another.spend.before import estimate_json
+from ask_another.spend.budget import BudgetExceeded, check_budget
+from ask_another.spend.estimate import Estimate, Line
 from ask_another.store.jobs import JobRecord, job_store
 from ask_another.store.rules import set_rule
 from ask_another.store.usage import UsageRow, record_usage
@@ -636,3 +640,37 @@ async def test_hsts_behind_an_https_public_url(make_config: Callable[..., Config
     async with served(make_config, secure=True) as s, s.browser() as client:
         page = await client.get("/login")
         assert page.headers["strict-transport-security"] == "max-age=31536000"
+
+
+async def test_a_job_of_unknown_price_counts_against_the_ceilings_at_its_estimate(
+    make_config: Callable[..., Config]
+):
+    """Regression: a Gemini deep-research job confirmed at about $1.22 was in the ledger as
+    "cost unknown" (litellm cannot price it) and counted toward no ceiling: the next call went
+    through and the page read 0% used. It counts at its estimate until a real price replaces
+    it, and the page says so."""
+    async with served(make_config, ASK_ANOTHER_BUDGET_DAY_USD="2") as s, s.browser() as client:
+        (alice,) = (u.principal for u in TokensFile(s.runtime.config.tokens_path).users()
+                    if u.name == "alice")
+        db = await s.runtime.database()
+        estimate = Estimate((Line("gemini/deep-research", 1.22, "one task"),))
+        await job_store(db).insert(JobRecord(
+            id="gem1", model="gemini/deep-research", query="q", status="completed",
+            created_at=time.time(), user_id=alice, detail={"estimate": estimate_json(estimate)}))
+        unpriced = UsageRow(kind="research", model="gemini/deep-research", job_id="gem1",
+                            tool="start_research", user_id=alice, call_id="interaction-1")
+        await record_usage(db, unpriced)
+        await spend(s.runtime, "alice", "openai/m1", 0.03)
+        with pytest.raises(BudgetExceeded, match=r"\$1\.25 \(of which \$1\.22 estimated"):
+            await check_budget(s.runtime.services, Estimate((Line("openai/m1", 0.9, "x"),)),
+                               user_id=alice)
+        await log_in(client, s.tokens["alice"])
+        page = (await client.get("/spending")).text
+        assert "$1.25 (of which $1.22 estimated: 1 job of unknown price at its estimate)" in page
+        assert "(62.5%)" in page
+        # The real figure replaces the estimate.
+        await record_usage(db, replace(unpriced, cost_usd=0.5))
+        page = (await client.get("/spending")).text
+        assert "estimated" not in page and "$0.53 (26.5%)" in page
+        await check_budget(s.runtime.services, Estimate((Line("openai/m1", 0.9, "x"),)),
+                           user_id=alice)
