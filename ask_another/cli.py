@@ -259,12 +259,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if command == "models":
             return trio.run(_models, config)
-        if command == "ask" and "," in args.model:
-            return trio.run(_consensus, config, args)
-        if command == "ask":
-            return trio.run(_ask, config, args)
-        if command == "research":
-            return trio.run(_research, config, args)
+        if command in ("ask", "research"):
+            person = (_research if command == "research" else
+                      _consensus if "," in args.model else _ask)
+            # A person's command is a trace of its own, as a client's call is (the MCP SDK's
+            # request span): its provider calls, made in the worker, below it.
+            with tracing.span(f"ask-another {command}"):
+                return trio.run(person, config, args)
         if command == "doctor":
             return trio.run(_doctor, config, args.stop_workers)
         if command == "usage":
@@ -431,9 +432,12 @@ async def _say_while_the_worker_starts(runtime: Runtime, progress: Progress, doi
     from ask_another.gateway import last_start_seconds
 
     gateway = await runtime.gateway()
-    await trio.sleep(0.3)  # a worker that runs already answers its connection in milliseconds
-    if gateway.statistics().ready:
-        return
+    # Said only for a worker being started: a running one can take a while to answer on a busy
+    # machine, and "starting" would be untrue then.
+    while not (now := gateway.statistics()).starting:
+        if now.ready:
+            return
+        await trio.sleep(0.05)
     last = last_start_seconds(runtime.config.home.absolute())
     took = f", {last:.0f} s last time" if last is not None else ""
     progress.set(f"starting the model worker (it imports litellm{took}), then {doing}")
@@ -669,6 +673,9 @@ async def _doctor(config: Config, stop_workers: bool = False) -> int:
             for worker in await trio.to_thread.run_sync(home_workers, home):
                 print(f"worker: {worker.describe(home)}")
             print(host_line)
+    traces, trace_problems = tracing.describe()
+    print(traces)
+    problems.extend(trace_problems)
     key_notes, key_problems = config_key_notes(os.environ)
     problems.extend(key_problems)
     for note in key_notes:

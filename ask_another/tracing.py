@@ -50,6 +50,7 @@ __all__ = [
     "capture_content",
     "configure",
     "count_statement",
+    "describe",
     "span",
     "traceparent",
     "wanted",
@@ -103,7 +104,8 @@ def capture_content(environ: Mapping[str, str] | None = None) -> bool:
 def configure(environ: Mapping[str, str] | None = None) -> bool:
     """Install the SDK's tracer provider if the environment asks for traces; True when spans
     are exported (by ours, or by a provider the embedding host installed before)."""
-    names = _exporter_names(os.environ if environ is None else environ)
+    environ = os.environ if environ is None else environ
+    names = _exporter_names(environ)
     if not names:
         return False
     from opentelemetry import trace
@@ -118,18 +120,30 @@ def configure(environ: Mapping[str, str] | None = None) -> bool:
         resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE}))
     provider = TracerProvider(resource=resource)  # flushed and shut down at exit
     exporters = [exporter for name in dict.fromkeys(names)
-                 if (exporter := _exporter(name)) is not None]
+                 if (exporter := _exporter(name, environ)) is not None]
     for exporter in exporters:
         provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     return bool(exporters)
 
 
-def _exporter(name: str) -> SpanExporter | None:
-    if name in ("otlp", "otlp_proto_http"):
+def _exporter(name: str, environ: Mapping[str, str]) -> SpanExporter | None:
+    if name == "otlp":  # the transport `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL` names, as the SDK's
+        chosen = _otlp_exporter(environ)
+        if chosen is None:
+            return None
+        name = chosen
+    if name == "otlp_proto_http":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         return OTLPSpanExporter()  # OTEL_EXPORTER_OTLP_* read by the exporter itself
+    if name == "otlp_proto_grpc":
+        grpc_exporter = _grpc_exporter()
+        if grpc_exporter is None:
+            log.warning("tracing.exporter_not_installed", exporter=name,
+                        reason=f"{_GRPC_MISSING}: its spans are dropped")
+            return None
+        return grpc_exporter()
     if name == "console":
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
@@ -144,6 +158,89 @@ def _exporter(name: str) -> SpanExporter | None:
         return None
     exporter: SpanExporter = next(iter(found)).load()()
     return exporter
+
+
+def _otlp_exporter(environ: Mapping[str, str]) -> str | None:
+    """The exporter `otlp` means: the protocol setting's (http/protobuf unless it says grpc)."""
+    protocol = _protocol(environ)
+    if protocol == "grpc":
+        return "otlp_proto_grpc"
+    if protocol == "http/json":
+        log.warning("tracing.protocol_unsupported", protocol=protocol, reason=_JSON_AS_PROTOBUF)
+        return "otlp_proto_http"
+    if protocol != "http/protobuf":
+        log.warning("tracing.protocol_unknown", protocol=protocol,
+                    reason=f"{_UNKNOWN_PROTOCOL}: its spans are dropped")
+        return None
+    return "otlp_proto_http"
+
+
+_GRPC_MISSING: Final = ("OTLP over gRPC needs the otlp-grpc extra: install "
+                        "'ask-another[otlp-grpc]' (or set OTEL_EXPORTER_OTLP_PROTOCOL="
+                        "http/protobuf and a collector's HTTP port, 4318)")
+_UNKNOWN_PROTOCOL: Final = "OTEL_EXPORTER_OTLP_PROTOCOL is one of grpc, http/protobuf or http/json"
+# The Python SDK has no JSON exporter; every OTLP/HTTP receiver takes the binary form.
+_JSON_AS_PROTOBUF: Final = ("the OpenTelemetry Python SDK exports OTLP/HTTP as protobuf only: "
+                            "spans go to the same endpoint as http/protobuf")
+
+
+def _protocol(environ: Mapping[str, str]) -> str:
+    return (environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip().lower()
+
+
+def _grpc_exporter() -> type[SpanExporter] | None:
+    """The SDK's OTLP/gRPC exporter, where the `otlp-grpc` extra installed it."""
+    try:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        return None
+    return OTLPSpanExporter
+
+
+def describe(environ: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
+    """doctor's line on traces, and what in their settings sends no spans (nothing is set up)."""
+    environ = os.environ if environ is None else environ
+    names = _exporter_names(environ)
+    if not names:
+        return ("traces: off (OTEL_EXPORTER_OTLP_ENDPOINT turns them on; docs/server.md, "
+                "\"Traces\")"), []
+    parts: list[str] = []
+    problems: list[str] = []
+    for name in dict.fromkeys(names):
+        if name in ("otlp", "otlp_proto_http", "otlp_proto_grpc"):
+            protocol = {"otlp": _protocol(environ), "otlp_proto_http": "http/protobuf",
+                        "otlp_proto_grpc": "grpc"}[name]
+            endpoint = (environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                        or environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            parts.append(f"OTLP {protocol} to {_without_userinfo(endpoint)}" if endpoint
+                         else f"OTLP {protocol} to the SDK's default endpoint")
+            if protocol == "grpc" and _grpc_exporter() is None:
+                problems.append(_GRPC_MISSING)
+            elif protocol == "http/json":
+                parts[-1] += f" (sent as http/protobuf: {_JSON_AS_PROTOBUF.split(':')[0]})"
+            elif protocol not in ("grpc", "http/protobuf"):
+                problems.append(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r}: {_UNKNOWN_PROTOCOL}")
+        elif name == "console":
+            parts.append("console (JSON on stderr)")
+        else:
+            from importlib.metadata import entry_points
+
+            parts.append(name)
+            if not entry_points(group="opentelemetry_traces_exporter", name=name):
+                problems.append(f"OTEL_TRACES_EXPORTER names {name!r}, an exporter no "
+                                "installed package provides (otlp and console are built in)")
+    return f"traces: {', '.join(parts)}", problems
+
+
+def _without_userinfo(url: str) -> str:
+    """An endpoint as doctor prints it: a `user:password@` in it is a credential."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    if "@" not in parts.netloc:
+        return url.strip()
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
 
 
 def _tracer() -> Tracer | None:

@@ -371,12 +371,17 @@ class ProcessTransport:
     def statistics(self) -> GatewayStatistics:
         worker = self._current
         if worker is None:
-            return GatewayStatistics(ready=False, in_flight=0)
+            return GatewayStatistics(ready=False, in_flight=0, starting=self._starting(None))
         process = worker.process
         alive = not worker.stopped if process is None else process.returncode is None
+        ready = worker.ready.is_set() and worker.import_error is None and not worker.stopped
         return GatewayStatistics(
-            ready=worker.ready.is_set() and worker.import_error is None and not worker.stopped,
-            in_flight=worker.in_flight, worker_pid=worker.pid if alive else None)
+            ready=ready, in_flight=worker.in_flight, worker_pid=worker.pid if alive else None,
+            starting=not ready and self._starting(worker))
+
+    def _starting(self, worker: _Worker | None) -> bool:
+        """Whether `worker`, not ready yet, is a process started for these calls: always here."""
+        return True
 
     async def _call(self, make: Callable[[int], Call | Interact | Search], model: str,
                     on_delta: Callable[[str], Awaitable[None]] | None = None) -> Any:

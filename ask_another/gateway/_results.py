@@ -79,3 +79,6 @@ class GatewayStatistics:
     ready: bool  # litellm is loaded where the calls run
     in_flight: int  # provider calls running right now
     worker_pid: int | None = None  # the worker process, while one runs
+    # Not ready because a worker is being started for these calls (litellm's import: seconds),
+    # not because a running one has yet to answer (a busy machine can take longer than usual).
+    starting: bool = False

@@ -50,7 +50,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -206,11 +206,12 @@ def socket_problem(path: Path) -> str | None:
     return not_private(path.parent.parent) or not_private(path.parent)
 
 
-def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket | None:
-    """A connection to the worker listening on `path`, started first if none does; None if the
-    worker this call started was gone again before it could connect (killed as it began, as by
-    the OOM killer: the caller's next attempt starts another). Blocking: run it in a thread.
-    Raises `Unshareable` where no worker can listen on `path`."""
+def connect_or_start(path: Path, log_level: str, idle: float,
+                     starting: Callable[[], None] = lambda: None) -> socket.socket | None:
+    """A connection to the worker listening on `path`, started first if none does (`starting`
+    called before it is); None if the worker this call started was gone again before it could
+    connect (killed as it began, as by the OOM killer: the caller's next attempt starts another).
+    Blocking: run it in a thread. Raises `Unshareable` where no worker can listen on `path`."""
     problem = socket_problem(path)
     if problem is not None:
         raise Unshareable(problem)
@@ -230,6 +231,7 @@ def connect_or_start(path: Path, log_level: str, idle: float) -> socket.socket |
             pass  # no worker listens: under the lock, nobody else is starting one
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # a dead worker's socket
+        starting()
         _start_worker(path, log_level, idle)
         try:
             return _connect(path)
@@ -273,7 +275,8 @@ async def _connect_in_thread(transport: SharedTransport, log_level: str) -> sock
     connected: list[socket.socket] = []
 
     def attempt() -> socket.socket | None:
-        sock = connect_or_start(transport.socket_path, log_level, transport.worker_idle)
+        sock = connect_or_start(transport.socket_path, log_level, transport.worker_idle,
+                                transport.started_worker)
         with lock:
             if sock is not None and abandoned:
                 sock.close()
@@ -316,6 +319,7 @@ class _Connection(_Worker):
 
     async def _connect(self) -> None:
         transport = self._transport
+        transport._started_worker = False  # until this connection's thread starts one
         for _ in range(CONNECT_ATTEMPTS):
             try:
                 sock = await _connect_in_thread(transport, self._log_level)
@@ -389,6 +393,15 @@ class SharedTransport(ProcessTransport):
         self.socket_path = home.absolute() / SHARED_DIRECTORY / f"{key}.sock"
         self.worker_idle = min(idle_exit, SHARED_LINGER)
         self.fallback: str | None = None  # why this server runs a private worker instead
+        # This server started the shared worker (its first connection finds none running).
+        self._started_worker = False
+
+    def started_worker(self) -> None:
+        """Called by the connecting thread as it starts the worker (a plain flag: no lock)."""
+        self._started_worker = True
+
+    def _starting(self, worker: _Worker | None) -> bool:
+        return self.fallback is not None or self._started_worker
 
     def fall_back(self, reason: str) -> None:
         if self.fallback is None:

@@ -123,8 +123,9 @@ class ThreadTransport:
 
     def statistics(self) -> GatewayStatistics:
         """`in_flight`: provider calls running on the asyncio loop right now."""
-        return GatewayStatistics(ready=self._ready.is_set() and self._litellm is not None,
-                                 in_flight=self._in_flight)
+        ready = self._ready.is_set() and self._litellm is not None
+        # Not ready: litellm is being imported in this process's thread.
+        return GatewayStatistics(ready=ready, in_flight=self._in_flight, starting=not ready)
 
     def _thread_main(self) -> None:
         loop = asyncio.new_event_loop()

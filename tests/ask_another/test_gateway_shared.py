@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -589,7 +589,8 @@ async def test_a_socket_connected_by_an_abandoned_connect_is_closed_not_leaked(
     release, finished = threading.Event(), threading.Event()
     ours, theirs = socket.socketpair()
 
-    def connect_when_released(path: Path, log_level: str, idle: float) -> socket.socket:
+    def connect_when_released(path: Path, log_level: str, idle: float,
+                              starting: Callable[[], None]) -> socket.socket:
         release.wait(generous(30))
         finished.set()
         return ours

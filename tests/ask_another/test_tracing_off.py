@@ -1,8 +1,8 @@
 """Tracing off costs nothing (issue 43): with no tracer provider installed, our spans, the
 ``traceparent`` the worker's wire and a job's row carry, and the store's statement count touch no
 OpenTelemetry context and make no span, even where the MCP SDK has made the client's trace
-current on its no-op tracer (what it does with a ``_meta.traceparent``). And the OTLP protocol
-setting: gRPC without the extra is one clear line, not a silent drop (docs/server.md, "Traces").
+current on its no-op tracer (what it does with a ``_meta.traceparent``). (The OTLP protocol
+setting, gRPC included: test_traces_grpc.py.)
 
 In a fresh interpreter: a tracer provider is installed once per process, and another test of
 this process (test_job_traces.py) installs the SDK's."""
