@@ -88,6 +88,8 @@ REQUEST_WAIT: Final = 10.0
 """Seconds a request for a job in another process waits for its owner's answer."""
 DELIVERY_WAIT: Final = 40.0
 """Seconds to wait for the answer to a request the owner has taken (it acts within 30 s)."""
+MOVES: Final = 3
+"""How many owners a cancel follows, when the job moves (a lapsed lease) as it arrives."""
 STORE_POLL: Final = 0.25
 """Seconds between two reads of a job running in another process, while waiting on it."""
 MAX_QUERY: Final = 100_000
@@ -300,20 +302,32 @@ class ResearchJobs:
 
         A job running in another process is cancelled by its owner (a stored request)."""
         await self._check(job_id)
-        ref = self.registry.whereis(job_name(job_id))
-        if ref is not None:
-            try:
-                outcome: CancelOutcome = await ref.call(Cancel(), timeout=30)
-                return outcome
-            except ActorExited:
-                pass  # it finished just now: the store says how
-        record = await self._stored(job_id)
-        if record.finished:
-            return CancelOutcome(cancelled=False, record=record)
-        if record.owner is not None and record.owner != (await self.lease()).owner:
+        for _ in range(MOVES):
+            ref = self.registry.whereis(job_name(job_id))
+            if ref is not None:
+                try:
+                    outcome: CancelOutcome = await ref.call(Cancel(), timeout=30)
+                    return outcome
+                except ActorExited:
+                    pass  # it finished just now: the store says how
+            record = await self._stored(job_id)
+            if record.finished:
+                return CancelOutcome(cancelled=False, record=record)
+            if record.owner is None or record.owner == (await self.lease()).owner:
+                break
             answer = await self._request(record, "cancel")
+            if answer.get("moved"):
+                # Its owner's lease lapsed and another process (perhaps this one) took it
+                # over as the request arrived: ask whoever holds it now.
+                continue
+            if not answer.get("ok"):
+                raise AskAnotherError(str(answer.get("message")), hint=_hint(answer))
             return CancelOutcome(cancelled=bool(answer.get("cancelled")),
                                  record=await self._stored(job_id), remote=answer.get("remote"))
+        else:
+            raise AskAnotherError(f"job {job_id} moved between ask-another processes {MOVES} "
+                                  "times while it was being cancelled. Nothing changed; try "
+                                  "again", hint="check_job")
         # Ours (or from before leases) with no actor: cancel it in the store.
         now = time.time()
         cancelled = await (await self._store()).finish(

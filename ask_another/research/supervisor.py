@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
+import trio
 
 from ask_another.errors import AskAnotherError
 from ask_another.interaction.types import Decision, Deny
@@ -426,15 +427,26 @@ class JobOwner(Actor):
                 message = PermissionAnswer(request.tool_call_id or "", _decision(request.value))
             case _:
                 message = ChoiceAnswer(request.tool_call_id or "", request.value or "")
-        ref = self.services.registry.whereis(job_name(request.job_id))
         reply: Any = None
-        if ref is not None:
-            try:
-                reply = await ref.call(message, timeout=DELIVER_TIMEOUT)
-            except ActorExited:
-                reply = None
-            except AskAnotherError as exc:
-                return {"ok": False, "message": exc.fact, "hint": exc.hint}
+        stored: JobRecord | None = None
+        with trio.move_on_after(DELIVER_TIMEOUT):
+            while True:
+                ref = self.services.registry.whereis(job_name(request.job_id))
+                if ref is not None:
+                    try:
+                        reply = await ref.call(message, timeout=DELIVER_TIMEOUT)
+                        break
+                    except ActorExited:
+                        pass
+                    except AskAnotherError as exc:
+                        return {"ok": False, "message": exc.fact, "hint": exc.hint}
+                stored = await self.store.get(request.job_id)
+                if stored is None or stored.finished or stored.owner != self.lease.owner:
+                    break
+                # Ours and unfinished, with no actor: stopped by the fence (a slow renewal) or
+                # restarting after a crash, it starts again here shortly; answering "not
+                # running" now would leave a cancelled job running (CI, load 8).
+                await trio.sleep(0.05)
         match reply:
             case CancelOutcome(cancelled=cancelled, remote=remote):
                 return {"ok": True, "cancelled": cancelled, "remote": remote}
@@ -442,8 +454,18 @@ class JobOwner(Actor):
                 return {"ok": True, "message": text}
             case NotWaiting(message=text, hint=hint):
                 return {"ok": False, "message": text, "hint": hint}
+        if stored is not None and not stored.finished:
+            if stored.owner != self.lease.owner:
+                # Another process took the job over (our lease lapsed) after the request was
+                # stored for us: the requester asks the new owner (ResearchJobs.cancel).
+                return {"ok": False, "moved": True, "message": (
+                    f"job {request.job_id} moved to another ask-another process as the request "
+                    "arrived. Nothing changed; try again")}
+            return {"ok": False, "message": (
+                f"job {request.job_id} is stopped in its process ({self.lease.owner}) until its "
+                f"database answers in time, and did not start again within "
+                f"{DELIVER_TIMEOUT:g} s. Nothing changed; try again shortly")}
         # The job ended here just before the request was delivered.
-        stored = await self.store.get(request.job_id)
         status = stored.status if stored is not None else "unknown"
         if request.kind == "cancel":
             return {"ok": True, "cancelled": False, "remote": None}
