@@ -90,6 +90,8 @@ DELIVERY_WAIT: Final = 40.0
 """Seconds to wait for the answer to a request the owner has taken (it acts within 30 s)."""
 MOVES: Final = 3
 """How many owners a cancel follows, when the job moves (a lapsed lease) as it arrives."""
+RESTART_WAIT: Final = 30.0
+"""Seconds a cancel waits for a job of this process stopped by the fence to start again."""
 STORE_POLL: Final = 0.25
 """Seconds between two reads of a job running in another process, while waiting on it."""
 MAX_QUERY: Final = 100_000
@@ -313,7 +315,10 @@ class ResearchJobs:
             record = await self._stored(job_id)
             if record.finished:
                 return CancelOutcome(cancelled=False, record=record)
-            if record.owner is None or record.owner == (await self.lease()).owner:
+            ours = (await self.lease()).owner
+            if record.owner == ours and await self._changes_here(job_id):
+                continue  # its actor is back (or it ended, or moved): look again
+            if record.owner is None or record.owner == ours:
                 break
             answer = await self._request(record, "cancel")
             if answer.get("moved"):
@@ -334,6 +339,20 @@ class ResearchJobs:
             job_id, "cancelled", ended_at=now, step="cancelled",
             event=JobEvent(job_id=job_id, at=now, step="cancelled"))
         return CancelOutcome(cancelled=cancelled, record=await self._stored(job_id))
+
+    async def _changes_here(self, job_id: str) -> bool:
+        """Whether a job of ours without an actor here (stopped by the fence, or between a
+        crash and its restart) starts again, ends or moves within `RESTART_WAIT`. Cancelled in
+        the store instead, a Gemini job the fence stopped would leave its interaction running
+        at the provider, unseen, once the fence ended."""
+        with trio.move_on_after(RESTART_WAIT):
+            while self.registry.whereis(job_name(job_id)) is None:
+                stored = await self._stored(job_id)
+                if stored.finished or stored.owner != (await self.lease()).owner:
+                    return True
+                await trio.sleep(0.05)  # the supervisor starts it: nothing here to wait on
+            return True
+        return False
 
     async def _request(self, record: JobRecord, kind: RequestKind,
                        tool_call_id: str | None = None, value: str | None = None

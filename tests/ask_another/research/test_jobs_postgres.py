@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import psycopg
+import pytest
 import trio
 from deadlines import generous
 from research_helpers import GEMINI_AGENT
@@ -60,14 +61,17 @@ async def rows(conn: psycopg.Connection, sql: str, *params: object) -> list[tupl
     return await trio.to_thread.run_sync(lambda: conn.execute(sql, params).fetchall())
 
 
-async def test_a_cancel_that_reaches_an_owner_whose_job_the_fence_stopped_waits_for_its_restart(
-    research_config: Callable[..., Config], sim: Simulator, postgres_url: str
+@pytest.mark.parametrize("asked_on", ["the other node", "the owner node"])
+async def test_a_cancel_of_a_job_the_fence_stopped_waits_for_its_restart_and_cancels_it_there(
+    research_config: Callable[..., Config], sim: Simulator, postgres_url: str, asked_on: str
 ):
     """The owner's renewal is held by a row lock, so its fence stops the job (its actor gone,
-    the job still its own in the store); the cancel from the other node is taken as that
-    renewal returns, late, before the next one ends the fence. It waits for the job to start
-    again and cancels it there, on the provider too. (It answered "cancelled: False" while the
-    job went on running: CI's whole suite at load 8.)"""
+    the job still its own in the store), and the lock is let go once that renewal is late, so
+    it ends no fence: the next one does. A cancel given meanwhile waits for the job to start
+    again and cancels it there, on the provider too. Before: from the other node, the request
+    was taken as the late renewal returned and answered "cancelled: False" while the job went
+    on running (CI's whole suite at load 8); on the owner node, the job was cancelled in the
+    store only, and its Gemini interaction ran on at the provider, unseen."""
     sim.script_interaction(GEMINI_AGENT, statuses=["in_progress"])  # runs until cancelled
     config = research_config(ASK_ANOTHER_DATABASE_URL=postgres_url)
     async with open_runtime(config, prewarm_after=0) as one, \
@@ -78,6 +82,7 @@ async def test_a_cancel_that_reaches_an_owner_whose_job_the_fence_stopped_waits_
         with trio.fail_after(generous(20)):
             while (await two.jobs.get(record.id)).provider_handle is None:  # noqa: ASYNC110
                 await trio.sleep(0.01)
+        asker = two if asked_on == "the other node" else one
         # A transaction holding the job's row as an UPDATE does (not FOR UPDATE: that would
         # also hold the request's insert, whose foreign key shares the row's key lock).
         lock = psycopg.connect(postgres_url)
@@ -91,16 +96,17 @@ async def test_a_cancel_that_reaches_an_owner_whose_job_the_fence_stopped_waits_
             outcome: list[CancelOutcome] = []
 
             async def cancel() -> None:
-                outcome.append(await two.jobs.cancel(record.id))
+                outcome.append(await asker.jobs.cancel(record.id))
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(cancel)
-                with trio.fail_after(generous(20)):
-                    while not await rows(lock, "SELECT 1 FROM research_requests WHERE "  # noqa: ASYNC110
-                                         "job_id = %s", record.id):
-                        await trio.sleep(0.01)  # stored for its owner, not yet taken
-                # Released once the held renewal is late (past FENCE of the lease since it
-                # began): it then ends no fence, and the request is taken in the same beat.
+                if asker is two:
+                    with trio.fail_after(generous(20)):
+                        while not await rows(lock, "SELECT 1 FROM research_requests WHERE "  # noqa: ASYNC110
+                                             "job_id = %s", record.id):
+                            await trio.sleep(0.01)  # stored for its owner, not yet taken
+                # Let go once the held renewal is late (past FENCE of the lease since it
+                # began): it ends no fence, and a request is taken in the same beat.
                 late = FENCE * config.lease_seconds + 0.2
                 with trio.fail_after(generous(20)):
                     while not await rows(watch, HELD_RENEWAL, late):  # noqa: ASYNC110
