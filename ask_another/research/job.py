@@ -104,15 +104,18 @@ from ask_another.store.usage import Spent, spent_by_job
 from supervisors import (
     NOREPLY,
     Actor,
+    ActorRef,
     Caller,
     Crash,
     ExitReason,
+    Registry,
     Shutdown,
     TaskCancelled,
     TaskDone,
 )
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "JobOptions", "ResearchJob", "Services", "job_name"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "JobOptions", "ResearchJob", "Services", "job_name",
+           "running_actor"]
 
 log = get_logger("ask_another.research")
 
@@ -127,6 +130,20 @@ like a permission)."""
 def job_name(job_id: str) -> tuple[str, str]:
     """The registry name of a job's actor."""
     return ("job", job_id)
+
+
+async def running_actor(registry: Registry, store: JobStore, job_id: str, owner: str
+                        ) -> ActorRef | None:
+    """The actor of job `job_id` in this process (whose lease is `owner`'s), waited for while
+    the store says the job is still `owner`'s and unfinished but no actor runs it: stopped by
+    the fence (a renewal that came back late) or between a crash and its restart, it starts
+    again here shortly. None once the job has ended or moved; bound the wait with a deadline."""
+    while (ref := registry.whereis(job_name(job_id))) is None:
+        stored = await store.get(job_id)
+        if stored is None or stored.finished or stored.owner != owner:
+            return None
+        await trio.sleep(0.05)  # the supervisor starts it: nothing here to wait on
+    return ref
 
 
 @dataclass(frozen=True, slots=True)

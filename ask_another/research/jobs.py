@@ -42,7 +42,13 @@ from ask_another.interaction.builtin import BUILTIN_NAMES
 from ask_another.interaction.protocol import Interaction, valid
 from ask_another.interaction.tools import Tool
 from ask_another.interaction.types import Allow, Decision, Deny
-from ask_another.research.job import DEFAULT_MAX_ATTEMPTS, JobOptions, Services, job_name
+from ask_another.research.job import (
+    DEFAULT_MAX_ATTEMPTS,
+    JobOptions,
+    Services,
+    job_name,
+    running_actor,
+)
 from ask_another.research.lease import Lease
 from ask_another.research.messages import (
     Answered,
@@ -316,8 +322,13 @@ class ResearchJobs:
             if record.finished:
                 return CancelOutcome(cancelled=False, record=record)
             ours = (await self.lease()).owner
-            if record.owner == ours and await self._changes_here(job_id):
-                continue  # its actor is back (or it ended, or moved): look again
+            if record.owner == ours:
+                # No actor here: cancelled in the store only, a Gemini job the fence stopped
+                # would leave its interaction running at the provider, unseen, once the fence
+                # ended. Its actor is waited for instead.
+                with trio.move_on_after(RESTART_WAIT):
+                    await running_actor(self.registry, await self._store(), job_id, ours)
+                    continue  # its actor is back, or the job ended or moved: look again
             if record.owner is None or record.owner == ours:
                 break
             answer = await self._request(record, "cancel")
@@ -339,20 +350,6 @@ class ResearchJobs:
             job_id, "cancelled", ended_at=now, step="cancelled",
             event=JobEvent(job_id=job_id, at=now, step="cancelled"))
         return CancelOutcome(cancelled=cancelled, record=await self._stored(job_id))
-
-    async def _changes_here(self, job_id: str) -> bool:
-        """Whether a job of ours without an actor here (stopped by the fence, or between a
-        crash and its restart) starts again, ends or moves within `RESTART_WAIT`. Cancelled in
-        the store instead, a Gemini job the fence stopped would leave its interaction running
-        at the provider, unseen, once the fence ended."""
-        with trio.move_on_after(RESTART_WAIT):
-            while self.registry.whereis(job_name(job_id)) is None:
-                stored = await self._stored(job_id)
-                if stored.finished or stored.owner != (await self.lease()).owner:
-                    return True
-                await trio.sleep(0.05)  # the supervisor starts it: nothing here to wait on
-            return True
-        return False
 
     async def _request(self, record: JobRecord, kind: RequestKind,
                        tool_call_id: str | None = None, value: str | None = None

@@ -59,6 +59,7 @@ from ask_another.research.job import (
     ResearchJob,
     Services,
     job_name,
+    running_actor,
 )
 from ask_another.research.lease import (
     REQUEST_POLL,
@@ -428,25 +429,18 @@ class JobOwner(Actor):
             case _:
                 message = ChoiceAnswer(request.tool_call_id or "", request.value or "")
         reply: Any = None
-        stored: JobRecord | None = None
+        # A job stopped by the fence (or restarting) is waited for: answering "not running"
+        # would leave a cancelled job running once it starts again (CI, load 8).
         with trio.move_on_after(DELIVER_TIMEOUT):
-            while True:
-                ref = self.services.registry.whereis(job_name(request.job_id))
-                if ref is not None:
-                    try:
-                        reply = await ref.call(message, timeout=DELIVER_TIMEOUT)
-                        break
-                    except ActorExited:
-                        pass
-                    except AskAnotherError as exc:
-                        return {"ok": False, "message": exc.fact, "hint": exc.hint}
-                stored = await self.store.get(request.job_id)
-                if stored is None or stored.finished or stored.owner != self.lease.owner:
+            while (ref := await running_actor(self.services.registry, self.store,
+                                              request.job_id, self.lease.owner)) is not None:
+                try:
+                    reply = await ref.call(message, timeout=DELIVER_TIMEOUT)
                     break
-                # Ours and unfinished, with no actor: stopped by the fence (a slow renewal) or
-                # restarting after a crash, it starts again here shortly; answering "not
-                # running" now would leave a cancelled job running (CI, load 8).
-                await trio.sleep(0.05)
+                except ActorExited:
+                    pass  # it ended, or the fence stopped it, just now: look again
+                except AskAnotherError as exc:
+                    return {"ok": False, "message": exc.fact, "hint": exc.hint}
         match reply:
             case CancelOutcome(cancelled=cancelled, remote=remote):
                 return {"ok": True, "cancelled": cancelled, "remote": remote}
@@ -454,6 +448,7 @@ class JobOwner(Actor):
                 return {"ok": True, "message": text}
             case NotWaiting(message=text, hint=hint):
                 return {"ok": False, "message": text, "hint": hint}
+        stored = await self.store.get(request.job_id)
         if stored is not None and not stored.finished:
             if stored.owner != self.lease.owner:
                 # Another process took the job over (our lease lapsed) after the request was
@@ -462,9 +457,9 @@ class JobOwner(Actor):
                     f"job {request.job_id} moved to another ask-another process as the request "
                     "arrived. Nothing changed; try again")}
             return {"ok": False, "message": (
-                f"job {request.job_id} is stopped in its process ({self.lease.owner}) until its "
-                f"database answers in time, and did not start again within "
-                f"{DELIVER_TIMEOUT:g} s. Nothing changed; try again shortly")}
+                f"job {request.job_id} did not answer in its process ({self.lease.owner}) "
+                f"within {DELIVER_TIMEOUT:g} s (stopped until its database answers in time, or "
+                "busy). Nothing changed; try again shortly")}
         # The job ended here just before the request was delivered.
         status = stored.status if stored is not None else "unknown"
         if request.kind == "cancel":
